@@ -1,0 +1,28 @@
+# The two commands a person needs: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test control-plane down
+
+help:
+	@echo "make demo   bring up a local control plane and wasmop against it"
+	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
+	@echo "make down   stop the demo's control plane"
+
+control-plane:
+	@tests/k8s/build.sh >/dev/null
+
+test: control-plane
+	cargo test --workspace
+
+demo: control-plane
+	cargo build --bin wasmop
+	tests/control-plane up
+	@source <(tests/control-plane env) && set -x && kubectl version && kubectl get namespaces
+	target/debug/wasmop --version
+	@echo
+	@echo 'The control plane keeps running. Use it with: eval "$$(tests/control-plane env)"'
+	@echo 'Stop it with: make down'
+
+down:
+	tests/control-plane down

@@ -1,0 +1,7 @@
+//! wasmop: a Kubernetes operator host that runs reconcilers as sandboxed WebAssembly components.
+//!
+//! The host mirrors controller-runtime's Manager: a shared informer cache, a cache-backed client,
+//! workqueues, leader election, metrics and health. Each module is named after the concept it
+//! implements; this crate currently carries the command-line surface the rest grows into.
+
+pub mod config;

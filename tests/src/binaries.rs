@@ -1,0 +1,112 @@
+//! Locating (and on first use building) the pinned kube-apiserver, kubectl and etcd.
+//!
+//! The binaries come from `tests/k8s/build.sh`, which builds them from the Go module proxy at
+//! the release pinned in `tests/k8s/versions.env` and caches them outside the clone.
+//! `WASMOP_CONTROL_PLANE_BIN` overrides the directory (it must hold all three).
+
+use std::path::{Path, PathBuf};
+
+use tokio::sync::OnceCell;
+
+use crate::Error;
+
+const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/k8s/build.sh");
+const TOOLS: [&str; 3] = ["kube-apiserver", "kubectl", "etcd"];
+
+/// The directory holding the control-plane binaries.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    dir: PathBuf,
+}
+
+static LOCATED: OnceCell<Binaries> = OnceCell::const_new();
+
+impl Binaries {
+    /// Finds the binaries, building them first if this machine has none yet (minutes, with
+    /// progress on stderr). Later calls in the same process return at once.
+    pub async fn locate() -> Result<Self, Error> {
+        LOCATED.get_or_try_init(Self::find_or_build).await.cloned()
+    }
+
+    async fn find_or_build() -> Result<Self, Error> {
+        if let Some(dir) = std::env::var_os("WASMOP_CONTROL_PLANE_BIN") {
+            return Self::checked(PathBuf::from(dir), "WASMOP_CONTROL_PLANE_BIN");
+        }
+        let script = PathBuf::from(BUILD_SCRIPT);
+        let build_error = |reason: String| Error::Build {
+            script: script.clone(),
+            reason,
+        };
+        let output = tokio::process::Command::new("bash")
+            .arg(&script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .await
+            .map_err(|e| build_error(e.to_string()))?;
+        if !output.status.success() {
+            return Err(build_error(format!(
+                "{} (its output is above)",
+                output.status
+            )));
+        }
+        let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        Self::checked(PathBuf::from(dir), BUILD_SCRIPT)
+    }
+
+    fn checked(dir: PathBuf, source: &str) -> Result<Self, Error> {
+        match TOOLS.iter().find(|tool| !dir.join(tool).is_file()) {
+            None => Ok(Binaries { dir }),
+            Some(tool) => Err(Error::Build {
+                script: PathBuf::from(source),
+                reason: format!("{} has no {tool}", dir.display()),
+            }),
+        }
+    }
+
+    /// The directory itself (what `PATH` needs for `kubectl`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The `kube-apiserver` binary.
+    pub fn kube_apiserver(&self) -> PathBuf {
+        self.dir.join("kube-apiserver")
+    }
+
+    /// The `kubectl` binary, at the apiserver's version.
+    pub fn kubectl(&self) -> PathBuf {
+        self.dir.join("kubectl")
+    }
+
+    /// The `etcd` binary.
+    pub fn etcd(&self) -> PathBuf {
+        self.dir.join("etcd")
+    }
+}
+
+/// The Kubernetes release the harness runs, as pinned in `tests/k8s/versions.env`.
+pub fn kubernetes_version() -> &'static str {
+    pinned_version(include_str!("../k8s/versions.env"))
+        .expect("tests/k8s/versions.env has a KUBERNETES_VERSION= line")
+}
+
+fn pinned_version(env_file: &str) -> Option<&str> {
+    env_file
+        .lines()
+        .find_map(|line| line.strip_prefix("KUBERNETES_VERSION="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_version_is_read_from_its_line() {
+        assert_eq!(
+            pinned_version("# note\nKUBERNETES_VERSION=v1.2.3\nX=1\n"),
+            Some("v1.2.3")
+        );
+        assert_eq!(pinned_version("# nothing pinned\n"), None);
+        assert!(kubernetes_version().starts_with("v1."));
+    }
+}

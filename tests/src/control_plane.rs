@@ -1,0 +1,304 @@
+//! One running control plane: etcd and kube-apiserver on loopback, plus what tests need of it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::certs::{self, ADMIN_USER};
+use crate::ports::free_ports;
+use crate::supervisor::Supervised;
+use crate::{Binaries, Error};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+const ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(200);
+const START_ATTEMPTS: u32 = 3;
+const FIELD_MANAGER: &str = "wasmop-envtest";
+
+/// A running etcd + kube-apiserver pair; dropping it stops both and removes their files.
+#[derive(Debug)]
+pub struct ControlPlane {
+    binaries: Binaries,
+    dir: PathBuf,
+    server: String,
+    kubeconfig: PathBuf,
+    apiserver: Supervised,
+    etcd: Supervised,
+}
+
+impl ControlPlane {
+    /// Starts a new control plane and returns once kube-apiserver answers `/readyz` with `ok`.
+    pub async fn start() -> Result<Self, Error> {
+        let binaries = Binaries::locate().await?;
+        let mut attempt = 1;
+        loop {
+            match Self::start_with(binaries.clone()).await {
+                Err(e) if e.is_port_clash() && attempt < START_ATTEMPTS => attempt += 1,
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_with(binaries: Binaries) -> Result<Self, Error> {
+        let started = Instant::now();
+        let dir = tempfile::Builder::new()
+            .prefix("wasmop-control-plane-")
+            .tempdir()
+            .map_err(Error::io("creating the control plane's directory"))?
+            .keep();
+        let [etcd_port, peer_port, api_port] = free_ports()?;
+        let files = certs::generate(&dir)?;
+        let etcd = Supervised::spawn(
+            "etcd",
+            &binaries.etcd(),
+            &etcd_args(&dir, etcd_port, peer_port),
+            &dir,
+            dir.join("etcd.log"),
+        )?;
+        let apiserver = Supervised::spawn(
+            "kube-apiserver",
+            &binaries.kube_apiserver(),
+            &apiserver_args(&files, etcd_port, api_port),
+            &dir,
+            dir.join("kube-apiserver.log"),
+        )?;
+        let server = format!("https://127.0.0.1:{api_port}");
+        let kubeconfig = dir.join("kubeconfig");
+        let plane = ControlPlane {
+            binaries,
+            dir,
+            server,
+            kubeconfig,
+            apiserver,
+            etcd,
+        };
+        plane.write_kubeconfig(&files)?;
+        eprintln!(
+            "[control-plane] etcd on 127.0.0.1:{etcd_port}, kube-apiserver on {}",
+            plane.server
+        );
+        plane.wait_ready().await?;
+        eprintln!(
+            "[control-plane] ready in {:.1} s (kubeconfig {})",
+            started.elapsed().as_secs_f64(),
+            plane.kubeconfig.display()
+        );
+        Ok(plane)
+    }
+
+    fn write_kubeconfig(&self, files: &certs::CertFiles) -> Result<(), Error> {
+        let ca_file = self.dir.join("ca.crt");
+        std::fs::write(&ca_file, &files.ca_pem).map_err(Error::io("writing ca.crt"))?;
+        let config = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "wasmop-envtest", "cluster": {
+                "server": self.server,
+                "certificate-authority": ca_file,
+            }}],
+            "users": [{"name": ADMIN_USER, "user": {"token": files.admin_token}}],
+            "contexts": [{"name": "wasmop-envtest", "context": {
+                "cluster": "wasmop-envtest",
+                "user": ADMIN_USER,
+            }}],
+            "current-context": "wasmop-envtest",
+        });
+        std::fs::write(&self.kubeconfig, config.to_string())
+            .map_err(Error::io(format!("writing {}", self.kubeconfig.display())))
+    }
+
+    async fn wait_ready(&self) -> Result<(), Error> {
+        let client = self.client().await?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            for server in [&self.etcd, &self.apiserver] {
+                if !server.running() {
+                    return Err(server.exited_error());
+                }
+            }
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("valid request");
+            let last = match client.request_text(request).await {
+                Ok(body) if body.trim() == "ok" => return Ok(()),
+                Ok(body) => body,
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() > deadline {
+                return Err(Error::NotReady {
+                    seconds: READY_TIMEOUT.as_secs(),
+                    last,
+                    log_tail: self.apiserver.log_tail(30),
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// A new admin client bound to the calling task's tokio runtime.
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        let kubeconfig_error = |source| Error::Kubeconfig {
+            path: self.kubeconfig.clone(),
+            source,
+        };
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).map_err(kubeconfig_error)?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(kubeconfig_error)?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// `kubectl` at the apiserver's version, pointed at this control plane as the admin.
+    pub fn kubectl(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(self.binaries.kubectl());
+        command.env("KUBECONFIG", &self.kubeconfig);
+        command
+    }
+
+    /// Creates a namespace named `<prefix>-<random>` for one test's objects and returns its name.
+    pub async fn create_namespace(&self, prefix: &str) -> Result<String, Error> {
+        let name = format!("{prefix}-{}", certs::random_hex(4)?);
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        let api: Api<Namespace> = Api::all(self.client().await?);
+        api.create(&PostParams::default(), &namespace).await?;
+        Ok(name)
+    }
+
+    /// Applies every CustomResourceDefinition in the given YAML files (several documents per file
+    /// allowed) and waits until each is Established. Returns the CRDs' names.
+    pub async fn install_crds(&self, files: &[impl AsRef<Path>]) -> Result<Vec<String>, Error> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client().await?);
+        let mut names = Vec::new();
+        for file in files {
+            for crd in read_crds(file.as_ref())? {
+                let name = crd.metadata.name.clone().unwrap_or_default();
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                api.patch(&name, &params, &Patch::Apply(&crd)).await?;
+                wait_established(&api, &name, file.as_ref()).await?;
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    /// The apiserver's URL, `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    /// The admin kubeconfig (valid while this control plane runs).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The directory holding certificates, etcd's data and both logs; removed on drop.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The binaries this control plane runs (and the matching `kubectl`).
+    pub fn binaries(&self) -> &Binaries {
+        &self.binaries
+    }
+
+    /// The pids of etcd and kube-apiserver.
+    pub fn pids(&self) -> [u32; 2] {
+        [self.etcd.pid(), self.apiserver.pid()]
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.apiserver.stop();
+        self.etcd.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>, Error> {
+    let crd_error = |reason: String| Error::Crd {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| crd_error(e.to_string()))?;
+    let crds: Vec<CustomResourceDefinition> =
+        serde_saphyr::from_multiple(&text).map_err(|e| crd_error(e.to_string()))?;
+    if crds.is_empty() {
+        return Err(crd_error("holds no CustomResourceDefinition".to_owned()));
+    }
+    Ok(crds)
+}
+
+async fn wait_established(
+    api: &Api<CustomResourceDefinition>,
+    name: &str,
+    file: &Path,
+) -> Result<(), Error> {
+    let deadline = Instant::now() + ESTABLISHED_TIMEOUT;
+    loop {
+        let crd = api.get(name).await?;
+        let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+        if conditions
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Crd {
+                path: file.to_owned(),
+                reason: format!(
+                    "{name} not Established after {ESTABLISHED_TIMEOUT:?}: {conditions:?}"
+                ),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn etcd_args(dir: &Path, client_port: u16, peer_port: u16) -> Vec<String> {
+    let client = format!("http://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    vec![
+        "--name=default".into(),
+        format!("--data-dir={}", dir.join("etcd").display()),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster=default={peer}"),
+        "--unsafe-no-fsync=true".into(),
+        "--log-level=warn".into(),
+    ]
+}
+
+fn apiserver_args(files: &certs::CertFiles, etcd_port: u16, port: u16) -> Vec<String> {
+    let sa_key = files.service_account_key.display();
+    vec![
+        format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+        "--bind-address=127.0.0.1".into(),
+        "--advertise-address=127.0.0.1".into(),
+        format!("--secure-port={port}"),
+        format!("--tls-cert-file={}", files.serving_cert.display()),
+        format!("--tls-private-key-file={}", files.serving_key.display()),
+        format!("--token-auth-file={}", files.token_file.display()),
+        format!("--service-account-key-file={sa_key}"),
+        format!("--service-account-signing-key-file={sa_key}"),
+        "--service-account-issuer=https://kubernetes.default.svc".into(),
+        "--service-cluster-ip-range=10.0.0.0/24".into(),
+        "--authorization-mode=RBAC".into(),
+        "--allow-privileged=true".into(),
+        "--profiling=false".into(),
+    ]
+}

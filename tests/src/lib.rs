@@ -1,0 +1,29 @@
+//! A real Kubernetes control plane for tests: `kube-apiserver` and `etcd` on loopback.
+//!
+//! This is wasmop's envtest. [`ControlPlane::start`] builds (once per machine) or reuses the pinned
+//! binaries, starts etcd and kube-apiserver on free loopback ports with freshly generated
+//! certificates, an admin token, service-account signing keys and the RBAC authorizer, waits for
+//! `/readyz`, and writes a kubeconfig. Dropping it stops both processes and removes its directory.
+//!
+//! Invariant: no process outlives its owner. Each server runs under a small supervisor whose
+//! stdin is a pipe from the owning process; when that pipe closes — on drop, on panic, or because
+//! the owner was killed — the supervisor stops the server and removes its files.
+//!
+//! Tests share one control plane per test binary through [`shared`] and isolate themselves with
+//! [`ControlPlane::create_namespace`]; a test that must restart the apiserver starts its own.
+
+mod binaries;
+mod certs;
+mod control_plane;
+mod error;
+mod ports;
+mod shared;
+mod supervisor;
+mod timeout;
+
+pub use binaries::{Binaries, kubernetes_version};
+pub use control_plane::ControlPlane;
+pub use error::Error;
+pub use shared::shared;
+pub use supervisor::process_running;
+pub use timeout::within;

@@ -1,0 +1,182 @@
+//! `wasmop-envtest`: the test control plane from the shell (`tests/control-plane up|down|env`).
+//!
+//! `up` starts a control plane in the background and records it in a state directory
+//! (`$WASMOP_DEV_DIR`, default `~/.cache/wasmop/dev`); `env` prints the shell lines that point
+//! `kubectl` at it; `down` stops it. `serve` runs one in the foreground until SIGINT or SIGTERM.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use wasmop_envtest::{Binaries, ControlPlane, process_running};
+
+/// Run a real kube-apiserver and etcd on loopback for wasmop's demo and tests.
+#[derive(Parser)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a control plane in the background (building the binaries on first use).
+    Up,
+    /// Stop the background control plane.
+    Down,
+    /// Print `export` lines for KUBECONFIG and a PATH with the matching kubectl.
+    Env,
+    /// Run a control plane in the foreground until SIGINT or SIGTERM.
+    Serve,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let state = StateDir::from_env()?;
+    match Cli::parse().command {
+        Command::Up => up(&state).await,
+        Command::Down => down(&state).await,
+        Command::Env => {
+            print!(
+                "{}",
+                state
+                    .env()
+                    .context("no control plane is up: run `tests/control-plane up`")?
+            );
+            Ok(())
+        }
+        Command::Serve => serve(&state).await,
+    }
+}
+
+async fn up(state: &StateDir) -> anyhow::Result<()> {
+    if let Some(pid) = state.running_pid() {
+        eprintln!("[control-plane] already up (pid {pid})");
+        return Ok(());
+    }
+    Binaries::locate().await?;
+    std::fs::create_dir_all(&state.dir)?;
+    let log = std::fs::File::create(state.log())?;
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("serve")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()?;
+    loop {
+        if state.env().is_ok() {
+            eprintln!(
+                "[control-plane] up; point kubectl at it with: eval \"$(tests/control-plane env)\""
+            );
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = std::fs::read_to_string(state.log()).unwrap_or_default();
+            bail!("the control plane exited ({status}) while starting:\n{log}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn serve(state: &StateDir) -> anyhow::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let plane = ControlPlane::start().await?;
+    std::fs::create_dir_all(&state.dir)?;
+    std::fs::write(state.pid(), std::process::id().to_string())?;
+    let env = format!(
+        "export KUBECONFIG={}\nexport PATH=\"{}:$PATH\"\n",
+        plane.kubeconfig_path().display(),
+        plane.binaries().dir().display()
+    );
+    std::fs::write(state.env_file(), env)?;
+    let [etcd, apiserver] = plane.pids();
+    println!(
+        "ready server={} kubeconfig={} dir={} etcd-pid={etcd} apiserver-pid={apiserver}",
+        plane.server_url(),
+        plane.kubeconfig_path().display(),
+        plane.dir().display()
+    );
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    state.clear();
+    drop(plane);
+    eprintln!("[control-plane] stopped");
+    Ok(())
+}
+
+async fn down(state: &StateDir) -> anyhow::Result<()> {
+    let Some(pid) = state.running_pid() else {
+        state.clear();
+        eprintln!("[control-plane] not running");
+        return Ok(());
+    };
+    let status = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status()?;
+    if !status.success() {
+        bail!("kill {pid} failed: {status}");
+    }
+    for _ in 0..150 {
+        if !process_running(pid) {
+            state.clear();
+            eprintln!("[control-plane] down");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the control plane (pid {pid}) did not stop within 15 s")
+}
+
+/// Where the background control plane records its pid and environment.
+struct StateDir {
+    dir: PathBuf,
+}
+
+impl StateDir {
+    fn from_env() -> anyhow::Result<Self> {
+        let dir = match std::env::var_os("WASMOP_DEV_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => {
+                let home = std::env::var_os("HOME").context("HOME is not set")?;
+                PathBuf::from(home).join(".cache/wasmop/dev")
+            }
+        };
+        Ok(StateDir { dir })
+    }
+
+    fn pid(&self) -> PathBuf {
+        self.dir.join("pid")
+    }
+
+    fn env_file(&self) -> PathBuf {
+        self.dir.join("env")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.join("control-plane.log")
+    }
+
+    fn env(&self) -> std::io::Result<String> {
+        std::fs::read_to_string(self.env_file())
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        let pid = std::fs::read_to_string(self.pid())
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        process_running(pid).then_some(pid)
+    }
+
+    fn clear(&self) {
+        let _ = std::fs::remove_file(self.pid());
+        let _ = std::fs::remove_file(self.env_file());
+    }
+}

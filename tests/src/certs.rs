@@ -20,6 +20,7 @@ pub(crate) struct CertFiles {
     pub serving_cert: PathBuf,
     pub serving_key: PathBuf,
     pub service_account_key: PathBuf,
+    pub service_account_public_key: PathBuf,
     pub token_file: PathBuf,
 }
 
@@ -52,14 +53,20 @@ pub(crate) fn generate(dir: &Path) -> Result<CertFiles, Error> {
         serving_cert: dir.join("apiserver.crt"),
         serving_key: dir.join("apiserver.key"),
         service_account_key: dir.join("service-account.key"),
+        service_account_public_key: dir.join("service-account.pub"),
         token_file: dir.join("tokens.csv"),
         admin_token,
     };
     write(&files.serving_cert, &serving_cert.pem())?;
     write(&files.serving_key, &serving_key.serialize_pem())?;
+    let service_account_key = KeyPair::generate()?;
     write(
         &files.service_account_key,
-        &KeyPair::generate()?.serialize_pem(),
+        &service_account_key.serialize_pem(),
+    )?;
+    write(
+        &files.service_account_public_key,
+        &service_account_key.public_key_pem(),
     )?;
     let token_line = format!(
         "{},{ADMIN_USER},{ADMIN_USER},system:masters\n",

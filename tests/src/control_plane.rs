@@ -284,7 +284,6 @@ fn etcd_args(dir: &Path, client_port: u16, peer_port: u16) -> Vec<String> {
 }
 
 fn apiserver_args(files: &certs::CertFiles, etcd_port: u16, port: u16) -> Vec<String> {
-    let sa_key = files.service_account_key.display();
     vec![
         format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
         "--bind-address=127.0.0.1".into(),
@@ -293,10 +292,17 @@ fn apiserver_args(files: &certs::CertFiles, etcd_port: u16, port: u16) -> Vec<St
         format!("--tls-cert-file={}", files.serving_cert.display()),
         format!("--tls-private-key-file={}", files.serving_key.display()),
         format!("--token-auth-file={}", files.token_file.display()),
-        format!("--service-account-key-file={sa_key}"),
-        format!("--service-account-signing-key-file={sa_key}"),
+        format!(
+            "--service-account-key-file={}",
+            files.service_account_public_key.display()
+        ),
+        format!(
+            "--service-account-signing-key-file={}",
+            files.service_account_key.display()
+        ),
         "--service-account-issuer=https://kubernetes.default.svc".into(),
         "--service-cluster-ip-range=10.0.0.0/24".into(),
+        "--endpoint-reconciler-type=none".into(),
         "--authorization-mode=RBAC".into(),
         "--allow-privileged=true".into(),
         "--profiling=false".into(),

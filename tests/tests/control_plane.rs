@@ -207,6 +207,32 @@ async fn two_control_planes_run_side_by_side_and_stop_on_drop() -> anyhow::Resul
 }
 
 #[tokio::test]
+async fn a_panicking_test_stops_its_control_plane() -> anyhow::Result<()> {
+    within(LIMIT, "a control plane owned by a panicking task", async {
+        let (report, started) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let plane = ControlPlane::start().await.expect("control plane starts");
+            report
+                .send((plane.pids(), plane.dir().to_owned()))
+                .expect("receiver waits");
+            panic!("a test fails while its control plane runs");
+        });
+        let (pids, dir) = started.await?;
+        ensure!(
+            task.await.is_err_and(|e| e.is_panic()),
+            "the task was meant to panic"
+        );
+        ensure!(
+            pids.iter().all(|pid| !process_running(*pid)),
+            "a server outlived the panic"
+        );
+        ensure!(!dir.exists(), "{} outlived the panic", dir.display());
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_killed_owner_leaves_no_server_or_directory_behind() -> anyhow::Result<()> {
     within(LIMIT, "a control plane whose owner was killed", async {
         let state = tempfile::tempdir()?;

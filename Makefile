@@ -13,7 +13,9 @@ control-plane:
 	@tests/k8s/build.sh >/dev/null
 
 test: control-plane
-	cargo test --workspace
+	@mkdir -p target
+	set -o pipefail; cargo test --workspace 2>&1 | tee target/test-output.log
+	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 
 demo: control-plane
 	cargo build --bin wasmop

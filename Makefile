@@ -2,20 +2,27 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test control-plane down
+.PHONY: help demo test bench guests control-plane down
 
 help:
 	@echo "make demo   bring up a local control plane and wasmop against it"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
+	@echo "make bench  benchmarks (dispatch cost against the bare wasmtime floor)"
 	@echo "make down   stop the demo's control plane"
+
+guests:
+	guest-sdk/rust/build
 
 control-plane:
 	@tests/k8s/build.sh >/dev/null
 
-test: control-plane
+test: control-plane guests
 	@mkdir -p target
 	set -o pipefail; cargo test --workspace 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
+
+bench: guests
+	cargo bench -p wasmop --bench dispatch
 
 demo: control-plane
 	cargo build --bin wasmop

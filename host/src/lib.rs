@@ -2,6 +2,9 @@
 //!
 //! The host mirrors controller-runtime's Manager: a shared informer cache, a cache-backed client,
 //! workqueues, leader election, metrics and health. Each module is named after the concept it
-//! implements; this crate currently carries the command-line surface the rest grows into.
+//! implements.
 
 pub mod config;
+pub mod object;
+pub mod runtime;
+pub mod selector;

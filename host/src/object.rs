@@ -1,0 +1,74 @@
+//! Identity of Kubernetes objects, shared by every part of the host.
+
+use std::fmt;
+
+pub use kube::core::GroupVersionKind;
+
+/// A namespaced object's key, `namespace/name`; the namespace is empty for cluster-scoped kinds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ObjectKey {
+    /// The namespace, or empty for cluster-scoped objects.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `name` in `namespace`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// One object of one kind: what a write or an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectRef {
+    /// The object's kind.
+    pub kind: GroupVersionKind,
+    /// Its namespace and name.
+    pub key: ObjectKey,
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let GroupVersionKind {
+            group,
+            version,
+            kind,
+        } = &self.kind;
+        let api_version = if group.is_empty() {
+            version.clone()
+        } else {
+            format!("{group}/{version}")
+        };
+        write!(f, "{kind}.{api_version} {}", self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_refs_print_as_kubectl_names_them() {
+        assert_eq!(ObjectKey::new("", "node-1").to_string(), "node-1");
+        let web = ObjectRef {
+            kind: GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            key: ObjectKey::new("shop", "web"),
+        };
+        assert_eq!(web.to_string(), "Deployment.apps/v1 shop/web");
+    }
+}

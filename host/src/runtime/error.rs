@@ -1,0 +1,146 @@
+//! Errors of loading plugins and of dispatching requests into them. Each names the plugin (or
+//! its file) and says what a person can do about it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::object::ObjectKey;
+
+/// The engine could not be built or a plugin could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The wasmtime engine or linker could not be set up.
+    #[error("setting up the WebAssembly engine: {0:#}")]
+    Engine(wasmtime::Error),
+    /// The plugin file could not be read.
+    #[error("reading plugin {file}: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The plugin's memory limit is above what the runtime was configured to allow.
+    #[error(
+        "plugin {file}: memory limit of {limit} bytes is above the runtime's maximum of {max} bytes"
+    )]
+    MemoryLimit {
+        /// The file.
+        file: PathBuf,
+        /// The requested limit.
+        limit: usize,
+        /// The runtime's maximum.
+        max: usize,
+    },
+    /// The file is a core module or not WebAssembly at all.
+    #[error(
+        "plugin {file} is not a WebAssembly component ({found}); build it for wasm32-wasip2 or wrap it with `wasm-tools component new`"
+    )]
+    NotAComponent {
+        /// The file.
+        file: PathBuf,
+        /// What it is instead.
+        found: &'static str,
+    },
+    /// The component was built against another major version of the WIT package.
+    #[error(
+        "plugin {file} was built for {found}, but this host speaks {expected}; rebuild it against the wit/ of this release"
+    )]
+    WitVersion {
+        /// The file.
+        file: PathBuf,
+        /// The package version it imports or exports.
+        found: String,
+        /// The package version this host offers.
+        expected: String,
+    },
+    /// The component does not export what a reconciler must.
+    #[error(
+        "plugin {file} does not export `{export}`; a reconciler exports describe, reconcile and map (the `reconciler` world)"
+    )]
+    MissingExport {
+        /// The file.
+        file: PathBuf,
+        /// The missing export.
+        export: &'static str,
+    },
+    /// Compilation or linking failed.
+    #[error("plugin {file} could not be compiled or linked: {source:#}")]
+    Compile {
+        /// The file.
+        file: PathBuf,
+        /// The wasmtime error.
+        source: wasmtime::Error,
+    },
+    /// `describe` trapped, timed out, or returned an invalid registration.
+    #[error("plugin {file}: describe() failed: {reason}")]
+    Describe {
+        /// The file.
+        file: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// How a guest stopped abnormally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrapKind {
+    /// It ran past its reconcile timeout and was interrupted.
+    Timeout,
+    /// It asked for more memory than its cap.
+    Memory,
+    /// It panicked (or hit `unreachable`).
+    Panic,
+    /// Any other trap (out-of-bounds access, stack overflow, …) or a failed instantiation.
+    Trap,
+}
+
+impl fmt::Display for TrapKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TrapKind::Timeout => "timeout",
+            TrapKind::Memory => "memory",
+            TrapKind::Panic => "panic",
+            TrapKind::Trap => "trap",
+        })
+    }
+}
+
+/// A reconcile (or map) that did not return normally.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DispatchError {
+    /// The guest returned a reconcile error.
+    #[error("plugin {plugin}: reconcile of {key} failed{}: {message}", if *terminal { " (terminal)" } else { "" })]
+    Failed {
+        /// The plugin.
+        plugin: String,
+        /// The request.
+        key: ObjectKey,
+        /// The guest's message.
+        message: String,
+        /// Whether it must not be retried (TerminalError).
+        terminal: bool,
+    },
+    /// The guest trapped, ran out of time or memory; its instance was discarded.
+    #[error("plugin {plugin}: {kind} while handling {key}: {message}")]
+    Trapped {
+        /// The plugin.
+        plugin: String,
+        /// The request (the mapped object's key for `map`).
+        key: ObjectKey,
+        /// How it stopped.
+        kind: TrapKind,
+        /// The trap and what the guest printed to stderr just before.
+        message: String,
+    },
+}
+
+impl DispatchError {
+    /// The trap kind, if the guest trapped.
+    pub fn trap_kind(&self) -> Option<TrapKind> {
+        match self {
+            DispatchError::Trapped { kind, .. } => Some(*kind),
+            DispatchError::Failed { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The host side of the WIT imports, as traits the runtime calls.
+//!
+//! A plugin's guest reads through a [`CacheReader`], writes through an [`ApiWriter`] and records
+//! events through an [`EventRecorder`]. The runtime checks declared permissions and parses the
+//! guest's JSON before any of them is called, so implementations receive only well-formed,
+//! permitted requests. Each plugin gets its own [`Services`], so an implementation may be
+//! specific to one plugin (its field manager, its read-your-writes view).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::object::{GroupVersionKind, ObjectRef};
+
+/// A cached object as JSON text, shared without copying between the cache and its readers.
+pub type Json = Arc<str>;
+
+/// Why a read or a write failed, as the WIT `error` variant carries it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason} ({code}): {message}")]
+pub struct ApiError {
+    /// Which kind of failure.
+    pub kind: ApiErrorKind,
+    /// The HTTP status code, 0 when there was no HTTP response.
+    pub code: u16,
+    /// The machine-readable reason, e.g. `NotFound`.
+    pub reason: String,
+    /// What happened, for people.
+    pub message: String,
+}
+
+/// The cases of the WIT `error` variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// 404.
+    NotFound,
+    /// 409 on a stale resourceVersion.
+    Conflict,
+    /// 409 on create of an existing name.
+    AlreadyExists,
+    /// 403, by the apiserver or by the plugin's declared permissions.
+    Forbidden(DeniedBy),
+    /// 400 or 422.
+    Invalid,
+    /// 504 or a deadline.
+    Timeout,
+    /// 429 or 503.
+    Unavailable,
+    /// Anything else.
+    Other,
+}
+
+/// Who refused a forbidden call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeniedBy {
+    /// The apiserver's authorization.
+    Apiserver,
+    /// The host, because the plugin did not declare the permission.
+    DeclaredPermissions,
+}
+
+impl ApiError {
+    /// An error of `kind` with the conventional HTTP code and reason for it.
+    pub fn new(kind: ApiErrorKind, message: impl Into<String>) -> Self {
+        let (code, reason) = match kind {
+            ApiErrorKind::NotFound => (404, "NotFound"),
+            ApiErrorKind::Conflict => (409, "Conflict"),
+            ApiErrorKind::AlreadyExists => (409, "AlreadyExists"),
+            ApiErrorKind::Forbidden(_) => (403, "Forbidden"),
+            ApiErrorKind::Invalid => (422, "Invalid"),
+            ApiErrorKind::Timeout => (504, "Timeout"),
+            ApiErrorKind::Unavailable => (503, "ServiceUnavailable"),
+            ApiErrorKind::Other => (500, "InternalError"),
+        };
+        ApiError {
+            kind,
+            code,
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// `object` was not found.
+    pub fn not_found(object: &ObjectRef) -> Self {
+        Self::new(ApiErrorKind::NotFound, format!("{object} not found"))
+    }
+}
+
+/// Filters of a cache list, combined with AND.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Only this namespace; all when `None`.
+    pub namespace: Option<String>,
+    /// A label selector in Kubernetes syntax.
+    pub label_selector: Option<String>,
+    /// A field selector in Kubernetes syntax.
+    pub field_selector: Option<String>,
+}
+
+/// Reads of the informer cache on behalf of one plugin.
+pub trait CacheReader: Send + Sync + 'static {
+    /// One object, or `NotFound`.
+    fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError>;
+    /// The objects of a kind that pass `options`.
+    fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError>;
+    /// The objects whose declared field index `index` has `value`.
+    fn list_by_index(
+        &self,
+        kind: &GroupVersionKind,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Json>, ApiError>;
+}
+
+/// A patch as the guest sent it, already parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Patch {
+    /// JSON merge patch.
+    Merge(Value),
+    /// JSON patch (a list of operations).
+    Json(Value),
+    /// Server-side apply of the given fields.
+    Apply {
+        /// The applied (partial) object.
+        object: Value,
+        /// Take ownership of conflicting fields.
+        force: bool,
+    },
+}
+
+/// What a delete propagates to dependents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete dependents in the background.
+    Background,
+    /// Keep the object until its dependents are gone.
+    Foreground,
+    /// Leave dependents behind.
+    Orphan,
+}
+
+/// Options of a delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// Only delete the object with this UID.
+    pub uid: Option<String>,
+    /// Only delete the object at this resourceVersion.
+    pub resource_version: Option<String>,
+    /// What happens to dependents.
+    pub propagation: Option<Propagation>,
+}
+
+/// One write to the apiserver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// Create the object.
+    Create(Value),
+    /// Replace the object.
+    Update(Value),
+    /// Patch the object (or its status subresource when `status` is set).
+    Patch {
+        /// The patch.
+        patch: Patch,
+        /// Whether it targets the status subresource.
+        status: bool,
+    },
+    /// Replace the status subresource.
+    UpdateStatus(Value),
+    /// Delete the object.
+    Delete(DeleteOptions),
+}
+
+/// Writes to the apiserver on behalf of one plugin.
+#[async_trait::async_trait]
+pub trait ApiWriter: Send + Sync + 'static {
+    /// Performs `write` on `target`; returns the stored object (`None` after a delete).
+    async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError>;
+}
+
+/// Normal or Warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Something expected happened.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+/// A Kubernetes Event about one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The object the event is about.
+    pub regarding: ObjectRef,
+    /// Its UID, when the guest knew it.
+    pub uid: String,
+    /// Normal or Warning.
+    pub event_type: EventType,
+    /// A short CamelCase reason.
+    pub reason: String,
+    /// A sentence for people.
+    pub message: String,
+}
+
+/// Records events; must not block (queue or spawn the apiserver call).
+pub trait EventRecorder: Send + Sync + 'static {
+    /// Records one event, best effort.
+    fn record(&self, plugin: &str, event: Event);
+}
+
+/// The host services one plugin's guests call.
+#[derive(Clone)]
+pub struct Services {
+    /// Cache reads.
+    pub cache: Arc<dyn CacheReader>,
+    /// Apiserver writes.
+    pub writer: Arc<dyn ApiWriter>,
+    /// Events.
+    pub events: Arc<dyn EventRecorder>,
+}

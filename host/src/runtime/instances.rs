@@ -1,0 +1,212 @@
+//! Guest instances of one plugin version and the dispatch of one call into them.
+//!
+//! In fresh mode every call gets a new store and instance from the `InstancePre` (no state
+//! survives between calls). In warm mode instances are kept in a small pool and reused; an
+//! instance that trapped or timed out is never returned to the pool. Every call runs under a
+//! deadline enforced twice: the epoch callback interrupts guest code past it (and yields to the
+//! executor on every tick, so a busy guest cannot starve others), and a tokio timeout bounds time
+//! spent waiting on host calls.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+
+use crate::object::ObjectKey;
+use crate::runtime::bindings::{Reconciler, ReconcilerPre};
+use crate::runtime::error::{DispatchError, TrapKind};
+use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
+
+/// How a plugin's instances are used across reconciles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceMode {
+    /// A new instance for every call: nothing survives between requests (the default).
+    Fresh,
+    /// Reuse up to `pool` idle instances; retire one after `max_uses` calls if set.
+    Warm {
+        /// How many idle instances to keep.
+        pool: usize,
+        /// Retire an instance after this many calls.
+        max_uses: Option<u64>,
+    },
+}
+
+/// A future returned by a call into an instance.
+pub(crate) type Call<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
+
+struct Instance {
+    store: Store<StoreState>,
+    bindings: Reconciler,
+    uses: u64,
+}
+
+/// The instances of one plugin version.
+pub(crate) struct Instances {
+    engine: Engine,
+    pre: ReconcilerPre<StoreState>,
+    context: Arc<PluginContext>,
+    mode: InstanceMode,
+    idle: Mutex<Vec<Instance>>,
+    high_water: AtomicUsize,
+}
+
+impl Instances {
+    pub(crate) fn new(
+        engine: Engine,
+        pre: ReconcilerPre<StoreState>,
+        context: Arc<PluginContext>,
+        mode: InstanceMode,
+    ) -> Self {
+        Instances {
+            engine,
+            pre,
+            context,
+            mode,
+            idle: Mutex::default(),
+            high_water: AtomicUsize::new(0),
+        }
+    }
+
+    /// The largest linear memory any instance grew to, in bytes.
+    pub(crate) fn memory_high_water(&self) -> usize {
+        self.high_water.load(Ordering::Relaxed)
+    }
+
+    /// How many warm instances are idle in the pool.
+    pub(crate) fn idle(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Runs `call` in an instance under `limit`; traps and timeouts become [`DispatchError`]s
+    /// naming `key`, and the instance that caused them is discarded.
+    pub(crate) async fn dispatch<R>(
+        &self,
+        key: &ObjectKey,
+        limit: Duration,
+        call: impl for<'a> FnOnce(&'a Reconciler, &'a mut Store<StoreState>) -> Call<'a, R>,
+    ) -> Result<R, DispatchError> {
+        let deadline = Instant::now() + limit;
+        let run = async {
+            let mut instance = self
+                .checkout(deadline)
+                .await
+                .map_err(|(e, store)| self.trapped(key, e, &store))?;
+            let result = call(&instance.bindings, &mut instance.store).await;
+            self.note_memory(&instance.store);
+            match result {
+                Ok(value) => {
+                    self.checkin(instance);
+                    Ok(value)
+                }
+                Err(error) => Err(self.trapped(key, error, &instance.store)),
+            }
+        };
+        tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
+            Err(DispatchError::Trapped {
+                plugin: self.context.name.to_string(),
+                key: key.clone(),
+                kind: TrapKind::Timeout,
+                message: format!("did not finish within {limit:?} (waiting on the host)"),
+            })
+        })
+    }
+
+    async fn checkout(
+        &self,
+        deadline: Instant,
+    ) -> Result<Instance, (wasmtime::Error, Store<StoreState>)> {
+        let reused = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut instance = match reused {
+            Some(instance) => instance,
+            None => {
+                let mut store = self.new_store(deadline);
+                match self.pre.instantiate_async(&mut store).await {
+                    Ok(bindings) => Instance {
+                        store,
+                        bindings,
+                        uses: 0,
+                    },
+                    Err(error) => return Err((error, store)),
+                }
+            }
+        };
+        instance.uses += 1;
+        instance.store.data_mut().deadline = deadline;
+        instance.store.data().stderr.clear();
+        instance.store.set_epoch_deadline(1);
+        Ok(instance)
+    }
+
+    fn checkin(&self, instance: Instance) {
+        let InstanceMode::Warm { pool, max_uses } = self.mode else {
+            return;
+        };
+        if max_uses.is_some_and(|max| instance.uses >= max) {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < pool {
+            idle.push(instance);
+        }
+    }
+
+    fn new_store(&self, deadline: Instant) -> Store<StoreState> {
+        let mut state = StoreState::new(self.context.clone());
+        state.deadline = deadline;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.epoch_deadline_callback(|store| {
+            if Instant::now() >= store.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        store
+    }
+
+    fn note_memory(&self, store: &Store<StoreState>) {
+        self.high_water
+            .fetch_max(store.data().limiter.high_water, Ordering::Relaxed);
+    }
+
+    fn trapped(
+        &self,
+        key: &ObjectKey,
+        error: wasmtime::Error,
+        store: &Store<StoreState>,
+    ) -> DispatchError {
+        let kind = classify(&error);
+        let mut message = match kind {
+            TrapKind::Timeout => "interrupted at its reconcile timeout".to_owned(),
+            _ => error.root_cause().to_string(),
+        };
+        let stderr = store.data().stderr.recent();
+        if !stderr.is_empty() {
+            message.push_str("; guest stderr: ");
+            message.push_str(&stderr);
+        }
+        DispatchError::Trapped {
+            plugin: self.context.name.to_string(),
+            key: key.clone(),
+            kind,
+            message,
+        }
+    }
+}
+
+/// Sorts a failed call by its cause's type, never by its message.
+fn classify(error: &wasmtime::Error) -> TrapKind {
+    if error.downcast_ref::<MemoryLimitExceeded>().is_some() {
+        return TrapKind::Memory;
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => TrapKind::Timeout,
+        Some(Trap::UnreachableCodeReached) => TrapKind::Panic,
+        _ => TrapKind::Trap,
+    }
+}

@@ -1,0 +1,463 @@
+//! An in-memory stand-in for the cache, the apiserver and the event recorder, for unit tests and
+//! benchmarks of plugins without a cluster. It keeps objects as JSON, records every write and
+//! event in order, and applies writes with the apiserver's essentials: resourceVersion conflicts,
+//! generation bumps on spec changes, the status subresource, finalizers delaying deletion.
+//! Server-side apply is approximated by a merge of the applied fields.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
+use crate::runtime::imports::{
+    ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
+    Services, Write,
+};
+use crate::selector::LabelSelector;
+
+/// One write a guest made, as the host received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedWrite {
+    /// What it targeted.
+    pub target: ObjectRef,
+    /// What it did.
+    pub write: Write,
+}
+
+/// Objects, writes and events held in memory.
+#[derive(Default)]
+pub struct MemoryHost {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    objects: HashMap<(GroupVersionKind, ObjectKey), Stored>,
+    writes: Vec<RecordedWrite>,
+    events: Vec<Event>,
+    revision: u64,
+}
+
+struct Stored {
+    value: Value,
+    json: Json,
+}
+
+impl MemoryHost {
+    /// An empty host.
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// The services a plugin loaded against this host uses.
+    pub fn services(self: &Arc<Self>) -> Services {
+        Services {
+            cache: self.clone(),
+            writer: self.clone(),
+            events: self.clone(),
+        }
+    }
+
+    /// Puts an object in place as if it had been created (not recorded as a write).
+    pub fn insert(&self, object: Value) {
+        let target = object_ref(&object).expect("inserted objects have apiVersion, kind and name");
+        let mut state = self.lock();
+        state.store(&target, object, true);
+    }
+
+    /// The current object, if any.
+    pub fn get(&self, kind: &GroupVersionKind, key: &ObjectKey) -> Option<Value> {
+        self.lock()
+            .objects
+            .get(&(kind.clone(), key.clone()))
+            .map(|s| s.value.clone())
+    }
+
+    /// Every write so far, in order.
+    pub fn writes(&self) -> Vec<RecordedWrite> {
+        self.lock().writes.clone()
+    }
+
+    /// The writes so far, forgetting them.
+    pub fn take_writes(&self) -> Vec<RecordedWrite> {
+        std::mem::take(&mut self.lock().writes)
+    }
+
+    /// Every event recorded so far.
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn object_ref(object: &Value) -> Option<ObjectRef> {
+    let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
+    let (group, version) = text("/apiVersion")?
+        .rsplit_once('/')
+        .unwrap_or(("", text("/apiVersion")?));
+    Some(ObjectRef {
+        kind: GroupVersionKind::gvk(group, version, text("/kind")?),
+        key: ObjectKey::new(
+            text("/metadata/namespace").unwrap_or_default(),
+            text("/metadata/name")?,
+        ),
+    })
+}
+
+fn labels(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn field<'a>(object: &'a Value, path: &str) -> Option<&'a str> {
+    path.split('.')
+        .try_fold(object, |value, key| value.get(key))?
+        .as_str()
+}
+
+/// JSON merge patch (RFC 7386).
+fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let target = target.as_object_mut().expect("made an object above");
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            merge(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+fn spec_of(object: &Value) -> Value {
+    let mut spec = object.clone();
+    if let Some(map) = spec.as_object_mut() {
+        map.remove("metadata");
+        map.remove("status");
+    }
+    spec
+}
+
+impl State {
+    /// Stores `object` as the new state of `target`, maintaining resourceVersion, uid and
+    /// generation; an object being deleted disappears once its finalizers are gone.
+    fn store(&mut self, target: &ObjectRef, mut object: Value, created: bool) -> Json {
+        self.revision += 1;
+        let key = (target.kind.clone(), target.key.clone());
+        let old = self.objects.get(&key).map(|s| s.value.clone());
+        let meta = object["metadata"]
+            .as_object_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut meta = Value::Object(meta);
+        meta["resourceVersion"] = json!(self.revision.to_string());
+        match &old {
+            Some(old) if !created => {
+                meta["uid"] = old["metadata"]["uid"].clone();
+                let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+                let bumped = spec_of(old) != spec_of(&object);
+                meta["generation"] = json!(if bumped { generation + 1 } else { generation });
+                if meta.get("deletionTimestamp").is_none()
+                    && old["metadata"].get("deletionTimestamp").is_some()
+                {
+                    meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"].clone();
+                }
+            }
+            _ => {
+                meta["uid"] = json!(format!("uid-{}", self.revision));
+                meta["generation"] = json!(1);
+            }
+        }
+        object["metadata"] = meta;
+        let finalizers = object["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty());
+        let json: Json = object.to_string().into();
+        if object["metadata"].get("deletionTimestamp").is_some() && !finalizers {
+            self.objects.remove(&key);
+        } else {
+            self.objects.insert(
+                key,
+                Stored {
+                    value: object,
+                    json: json.clone(),
+                },
+            );
+        }
+        json
+    }
+
+    fn current(&self, target: &ObjectRef) -> Result<Value, ApiError> {
+        let key = (target.kind.clone(), target.key.clone());
+        self.objects
+            .get(&key)
+            .map(|s| s.value.clone())
+            .ok_or_else(|| ApiError::not_found(target))
+    }
+
+    fn apply(&mut self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError> {
+        let stored = |state: &mut Self, object| Ok(Some(state.store(target, object, false)));
+        match write {
+            Write::Create(object) => {
+                if self.current(target).is_ok() {
+                    return Err(ApiError::new(
+                        ApiErrorKind::AlreadyExists,
+                        format!("{target} already exists"),
+                    ));
+                }
+                Ok(Some(self.store(target, object, true)))
+            }
+            Write::Update(mut object) => {
+                let current = self.check_version(target, &object)?;
+                object["status"] = current["status"].clone();
+                stored(self, object)
+            }
+            Write::UpdateStatus(object) => {
+                let mut current = self.check_version(target, &object)?;
+                current["status"] = object["status"].clone();
+                stored(self, current)
+            }
+            Write::Patch { patch, status } => {
+                let current = match (&patch, self.current(target)) {
+                    (Patch::Apply { .. }, Err(_)) => json!({}),
+                    (_, current) => current?,
+                };
+                let mut patched = current.clone();
+                match &patch {
+                    Patch::Merge(p) | Patch::Apply { object: p, .. } => merge(&mut patched, p),
+                    Patch::Json(ops) => {
+                        let ops: json_patch::Patch = serde_json::from_value(ops.clone())
+                            .map_err(|e| ApiError::new(ApiErrorKind::Invalid, e.to_string()))?;
+                        json_patch::patch(&mut patched, &ops)
+                            .map_err(|e| ApiError::new(ApiErrorKind::Invalid, e.to_string()))?;
+                    }
+                }
+                if status {
+                    let mut only_status = current;
+                    only_status["status"] = patched["status"].clone();
+                    patched = only_status;
+                } else if !current.is_null() && current.get("status").is_some() {
+                    patched["status"] = current["status"].clone();
+                }
+                stored(self, patched)
+            }
+            Write::Delete(options) => {
+                let mut current = self.current(target)?;
+                let meta = &current["metadata"];
+                let stale = |given: &Option<String>, field: &str| {
+                    given.as_deref().is_some_and(|g| meta[field] != g)
+                };
+                if stale(&options.uid, "uid") || stale(&options.resource_version, "resourceVersion")
+                {
+                    return Err(ApiError::new(
+                        ApiErrorKind::Conflict,
+                        format!("{target}: precondition failed"),
+                    ));
+                }
+                current["metadata"]["deletionTimestamp"] = json!("1970-01-01T00:00:00Z");
+                self.store(target, current, false);
+                Ok(None)
+            }
+        }
+    }
+
+    fn check_version(&self, target: &ObjectRef, object: &Value) -> Result<Value, ApiError> {
+        let current = self.current(target)?;
+        let given = object
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str);
+        if given.is_some_and(|given| current["metadata"]["resourceVersion"] != given) {
+            return Err(ApiError::new(
+                ApiErrorKind::Conflict,
+                format!(
+                    "{target}: the object has been modified; apply your changes to the latest version"
+                ),
+            ));
+        }
+        Ok(current)
+    }
+}
+
+impl CacheReader for MemoryHost {
+    fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError> {
+        let target = ObjectRef {
+            kind: kind.clone(),
+            key: ObjectKey::new(namespace, name),
+        };
+        let state = self.lock();
+        let stored = state
+            .objects
+            .get(&(target.kind.clone(), target.key.clone()));
+        stored
+            .map(|s| s.json.clone())
+            .ok_or_else(|| ApiError::not_found(&target))
+    }
+
+    fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
+        let invalid = |e: String| ApiError::new(ApiErrorKind::Invalid, e);
+        let selector = LabelSelector::parse(options.label_selector.as_deref().unwrap_or_default())
+            .map_err(invalid)?;
+        let fields = options.field_selector.as_deref().unwrap_or_default();
+        let fields: Vec<(&str, &str)> = fields
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .filter_map(|f| f.split_once('='))
+            .collect();
+        let state = self.lock();
+        let mut found: Vec<_> = state
+            .objects
+            .iter()
+            .filter(|((k, key), _)| {
+                k == kind
+                    && options
+                        .namespace
+                        .as_ref()
+                        .is_none_or(|ns| *ns == key.namespace)
+            })
+            .filter(|(_, s)| selector.matches(&labels(&s.value)))
+            .filter(|(_, s)| {
+                fields
+                    .iter()
+                    .all(|(path, value)| field(&s.value, path) == Some(*value))
+            })
+            .map(|((_, key), s)| (key.clone(), s.json.clone()))
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(found.into_iter().map(|(_, json)| json).collect())
+    }
+
+    fn list_by_index(
+        &self,
+        kind: &GroupVersionKind,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Json>, ApiError> {
+        let options = ListOptions {
+            field_selector: Some(format!("{index}={value}")),
+            ..ListOptions::default()
+        };
+        self.list(kind, &options)
+    }
+}
+
+#[async_trait::async_trait]
+impl ApiWriter for MemoryHost {
+    async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError> {
+        let mut state = self.lock();
+        state.writes.push(RecordedWrite {
+            target: target.clone(),
+            write: write.clone(),
+        });
+        state.apply(target, write)
+    }
+}
+
+impl EventRecorder for MemoryHost {
+    fn record(&self, _plugin: &str, event: Event) {
+        self.lock().events.push(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configmap(name: &str, data: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}, "data": {"k": data}})
+    }
+
+    fn target(name: &str) -> ObjectRef {
+        ObjectRef {
+            kind: GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            key: ObjectKey::new("ns", name),
+        }
+    }
+
+    #[tokio::test]
+    async fn stale_updates_conflict_and_fresh_ones_bump_generation() {
+        let host = MemoryHost::new();
+        host.insert(configmap("a", "1"));
+        let current = host.get(&target("a").kind, &target("a").key).unwrap();
+        let mut fresh = current.clone();
+        fresh["data"]["k"] = json!("2");
+        host.write(&target("a"), Write::Update(fresh))
+            .await
+            .unwrap();
+        let after = host.get(&target("a").kind, &target("a").key).unwrap();
+        assert_eq!(after["metadata"]["generation"], 2);
+        let conflict = host
+            .write(&target("a"), Write::Update(current))
+            .await
+            .unwrap_err();
+        assert_eq!(conflict.kind, ApiErrorKind::Conflict);
+    }
+
+    #[tokio::test]
+    async fn finalizers_hold_deletion_until_removed() {
+        let host = MemoryHost::new();
+        let mut held = configmap("held", "1");
+        held["metadata"]["finalizers"] = json!(["example.com/cleanup"]);
+        host.insert(held);
+        host.write(&target("held"), Write::Delete(Default::default()))
+            .await
+            .unwrap();
+        let deleting = host.get(&target("held").kind, &target("held").key).unwrap();
+        assert!(deleting["metadata"]["deletionTimestamp"].is_string());
+        let release = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        host.write(
+            &target("held"),
+            Write::Patch {
+                patch: release,
+                status: false,
+            },
+        )
+        .await
+        .unwrap();
+        assert!(
+            host.get(&target("held").kind, &target("held").key)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn lists_filter_by_namespace_labels_and_fields() {
+        let host = MemoryHost::new();
+        let mut labelled = configmap("labelled", "1");
+        labelled["metadata"]["labels"] = json!({"sync": "true"});
+        host.insert(labelled);
+        host.insert(configmap("plain", "1"));
+        let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let by_label = ListOptions {
+            label_selector: Some("sync=true".into()),
+            ..Default::default()
+        };
+        assert_eq!(host.list(&kind, &by_label).unwrap().len(), 1);
+        let by_field = ListOptions {
+            field_selector: Some("metadata.name=plain".into()),
+            ..Default::default()
+        };
+        assert_eq!(host.list(&kind, &by_field).unwrap().len(), 1);
+        let elsewhere = ListOptions {
+            namespace: Some("other".into()),
+            ..Default::default()
+        };
+        assert!(host.list(&kind, &elsewhere).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,326 @@
+//! Loading a plugin (checking, compiling, linking and asking it to `describe` itself) and
+//! dispatching reconcile and map calls into it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::Component;
+
+use crate::object::{GroupVersionKind, ObjectKey};
+use crate::runtime::Runtime;
+use crate::runtime::bindings::{ReconcilerPre, WIT_PACKAGE, WIT_VERSION, plugin, types};
+use crate::runtime::error::{DispatchError, RuntimeError};
+use crate::runtime::host::PluginContext;
+use crate::runtime::imports::Services;
+use crate::runtime::instances::{InstanceMode, Instances};
+use crate::runtime::registration::Registration;
+
+/// The exports every reconciler component must have.
+const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
+
+/// Per-plugin settings chosen by the operator (not by the plugin).
+#[derive(Debug, Clone)]
+pub struct PluginOptions {
+    /// The cap on each of an instance's linear memories, in bytes.
+    pub memory_limit: usize,
+    /// Fresh or warm instances.
+    pub mode: InstanceMode,
+    /// The reconcile timeout when the plugin declares none.
+    pub default_timeout: Duration,
+    /// How long `describe` may take.
+    pub describe_timeout: Duration,
+}
+
+impl Default for PluginOptions {
+    fn default() -> Self {
+        PluginOptions {
+            memory_limit: 64 << 20,
+            mode: InstanceMode::Fresh,
+            default_timeout: Duration::from_secs(60),
+            describe_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What a successful reconcile asks for next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Converged: forget the key until its next event.
+    Done,
+    /// Reconcile again after `after`, at `priority` (higher first) if given.
+    RequeueAfter {
+        /// The delay.
+        after: Duration,
+        /// The queue priority.
+        priority: Option<i32>,
+    },
+}
+
+/// A loaded plugin version, ready to reconcile.
+pub struct Plugin {
+    file: PathBuf,
+    registration: Arc<Registration>,
+    instances: Instances,
+    timeout: Duration,
+}
+
+impl Runtime {
+    /// Reads, checks, compiles and links the component in `file`, then calls its `describe`.
+    pub async fn load(
+        &self,
+        file: &Path,
+        options: PluginOptions,
+        services: Services,
+    ) -> Result<Plugin, RuntimeError> {
+        let bytes = tokio::fs::read(file)
+            .await
+            .map_err(|source| RuntimeError::Read {
+                file: file.to_owned(),
+                source,
+            })?;
+        self.load_bytes(file, bytes, options, services).await
+    }
+
+    /// Like [`Runtime::load`], for a component already in memory; `file` names it in errors.
+    pub async fn load_bytes(
+        &self,
+        file: &Path,
+        bytes: Vec<u8>,
+        options: PluginOptions,
+        services: Services,
+    ) -> Result<Plugin, RuntimeError> {
+        let file = file.to_owned();
+        if options.memory_limit > self.config.max_memory {
+            return Err(RuntimeError::MemoryLimit {
+                file,
+                limit: options.memory_limit,
+                max: self.config.max_memory,
+            });
+        }
+        if !wasmparser::Parser::is_component(&bytes) {
+            let found = if wasmparser::Parser::is_core_wasm(&bytes) {
+                "a core module"
+            } else {
+                "not WebAssembly"
+            };
+            return Err(RuntimeError::NotAComponent { file, found });
+        }
+        let component = self.compile(&file, bytes).await?;
+        self.check_interface(&file, &component)?;
+        let compile_error = |source| RuntimeError::Compile {
+            file: file.clone(),
+            source,
+        };
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(compile_error)?;
+        let pre = ReconcilerPre::new(pre).map_err(compile_error)?;
+
+        let name: Arc<str> = file
+            .file_stem()
+            .map_or("plugin".into(), |s| s.to_string_lossy().into());
+        let anonymous = PluginContext {
+            name,
+            registration: None,
+            services: services.clone(),
+            memory_limit: options.memory_limit,
+        };
+        let describing = Instances::new(
+            self.engine.clone(),
+            pre.clone(),
+            Arc::new(anonymous),
+            InstanceMode::Fresh,
+        );
+        let registration: Registration = describing
+            .dispatch(
+                &ObjectKey::default(),
+                options.describe_timeout,
+                |bindings, store| Box::pin(bindings.call_describe(store)),
+            )
+            .await
+            .map_err(|e| RuntimeError::Describe {
+                file: file.clone(),
+                reason: e.to_string(),
+            })?
+            .into();
+        registration
+            .validate()
+            .map_err(|reason| RuntimeError::Describe {
+                file: file.clone(),
+                reason,
+            })?;
+
+        let registration = Arc::new(registration);
+        let context = PluginContext {
+            name: registration.name.as_str().into(),
+            registration: Some(registration.clone()),
+            services,
+            memory_limit: options.memory_limit,
+        };
+        let timeout = registration
+            .reconcile_timeout
+            .unwrap_or(options.default_timeout);
+        let instances = Instances::new(self.engine.clone(), pre, Arc::new(context), options.mode);
+        Ok(Plugin {
+            file,
+            registration,
+            instances,
+            timeout,
+        })
+    }
+
+    async fn compile(&self, file: &Path, bytes: Vec<u8>) -> Result<Component, RuntimeError> {
+        let engine = self.engine.clone();
+        let compiled = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes)).await;
+        let compiled =
+            compiled.map_err(|e| wasmtime::Error::msg(format!("compiler thread failed: {e}")));
+        compiled
+            .and_then(|result| result)
+            .map_err(|source| RuntimeError::Compile {
+                file: file.to_owned(),
+                source,
+            })
+    }
+
+    fn check_interface(&self, file: &Path, component: &Component) -> Result<(), RuntimeError> {
+        let ty = component.component_type();
+        let prefix = format!("{WIT_PACKAGE}/");
+        let names = ty
+            .imports(&self.engine)
+            .map(|(name, _)| name)
+            .chain(ty.exports(&self.engine).map(|(name, _)| name));
+        for name in names {
+            let Some(version) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split_once('@'))
+                .map(|(_, v)| v)
+            else {
+                continue;
+            };
+            if !compatible(version, WIT_VERSION) {
+                return Err(RuntimeError::WitVersion {
+                    file: file.to_owned(),
+                    found: format!("{WIT_PACKAGE}@{version}"),
+                    expected: format!("{WIT_PACKAGE}@{WIT_VERSION}"),
+                });
+            }
+        }
+        for export in EXPORTS {
+            if ty.get_export(&self.engine, export).is_none() {
+                return Err(RuntimeError::MissingExport {
+                    file: file.to_owned(),
+                    export,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Semver compatibility: the same major version, or for 0.x the same minor.
+fn compatible(found: &str, ours: &str) -> bool {
+    let parts = |v: &str| v.split('.').map(str::to_owned).collect::<Vec<_>>();
+    let (found, ours) = (parts(found), parts(ours));
+    let significant = if ours.first().is_some_and(|major| major == "0") {
+        2
+    } else {
+        1
+    };
+    found.len() >= significant && found[..significant] == ours[..significant]
+}
+
+impl Plugin {
+    /// What the plugin declared.
+    pub fn registration(&self) -> &Registration {
+        &self.registration
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.registration.name
+    }
+
+    /// The file it was loaded from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The reconcile timeout in force.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The largest linear memory any of its instances grew to, in bytes.
+    pub fn memory_high_water(&self) -> usize {
+        self.instances.memory_high_water()
+    }
+
+    /// How many warm instances wait in the pool (always 0 in fresh mode).
+    pub fn idle_instances(&self) -> usize {
+        self.instances.idle()
+    }
+
+    /// Reconciles one primary object.
+    pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
+        let request = types::ObjectKey::from(key);
+        let result = self
+            .instances
+            .dispatch(key, self.timeout, move |bindings, store| {
+                Box::pin(async move { bindings.call_reconcile(store, &request).await })
+            })
+            .await?;
+        match result {
+            Ok(plugin::Outcome::Done) => Ok(Outcome::Done),
+            Ok(plugin::Outcome::RequeueAfter(requeue)) => Ok(Outcome::RequeueAfter {
+                after: Duration::from_millis(requeue.after),
+                priority: requeue.priority,
+            }),
+            Err(error) => {
+                let (message, terminal) = match error {
+                    plugin::ReconcileError::Retryable(message) => (message, false),
+                    plugin::ReconcileError::Terminal(message) => (message, true),
+                };
+                Err(DispatchError::Failed {
+                    plugin: self.name().to_owned(),
+                    key: key.clone(),
+                    message,
+                    terminal,
+                })
+            }
+        }
+    }
+
+    /// Asks the guest which primary objects a changed object of a watched kind maps to.
+    pub async fn map(
+        &self,
+        kind: &GroupVersionKind,
+        object: &str,
+        key: &ObjectKey,
+    ) -> Result<Vec<ObjectKey>, DispatchError> {
+        let (kind, object) = (types::Gvk::from(kind), object.to_owned());
+        let keys = self
+            .instances
+            .dispatch(key, self.timeout, move |bindings, store| {
+                Box::pin(async move { bindings.call_map(store, &kind, &object).await })
+            })
+            .await?;
+        Ok(keys.into_iter().map(Into::into).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wit_versions_are_compatible_within_a_semver_major() {
+        assert!(compatible("0.1.0", "0.1.0"));
+        assert!(compatible("0.1.7", "0.1.0"));
+        assert!(!compatible("0.2.0", "0.1.0"));
+        assert!(!compatible("2.0.0", "0.1.0"));
+        assert!(compatible("1.4.0", "1.0.0"));
+        assert!(!compatible("garbage", "0.1.0"));
+    }
+}

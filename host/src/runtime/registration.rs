@@ -1,0 +1,249 @@
+//! What a plugin declares about itself through `describe`, validated, and the permission check
+//! every import call goes through.
+
+use std::time::Duration;
+
+use crate::object::GroupVersionKind;
+
+/// A plugin's registration: its kinds, mappings, permissions and limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registration {
+    /// The plugin's name (lowercase letters, digits, dashes).
+    pub name: String,
+    /// The plugin's own version.
+    pub version: String,
+    /// The reconciled kind (For).
+    pub primary: GroupVersionKind,
+    /// Predicates on events of the primary kind.
+    pub predicates: Vec<Predicate>,
+    /// Owned kinds (Owns): events map to the controller owner.
+    pub owns: Vec<GroupVersionKind>,
+    /// Watched kinds (Watches) with their mapping.
+    pub watches: Vec<Watch>,
+    /// Declared permissions.
+    pub permissions: Vec<Permission>,
+    /// Declared field indexes.
+    pub indexes: Vec<FieldIndex>,
+    /// Maximum concurrent reconciles (at least 1).
+    pub max_concurrent_reconciles: u32,
+    /// The plugin's reconcile timeout, if it set one.
+    pub reconcile_timeout: Option<Duration>,
+}
+
+/// How a watched object's events become requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mapping {
+    /// To its controller owner of the primary kind.
+    ControllerOwner,
+    /// To the primary object named by this label, in the same namespace.
+    Label(String),
+    /// Through the guest's `map` export.
+    Guest,
+}
+
+/// Event filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Predicate {
+    /// Updates pass only when metadata.generation changed.
+    GenerationChanged,
+    /// Updates pass only when labels changed.
+    LabelsChanged,
+    /// Updates pass only when annotations changed.
+    AnnotationsChanged,
+}
+
+/// A watched kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watch {
+    /// The kind.
+    pub kind: GroupVersionKind,
+    /// How its events map to requests.
+    pub mapping: Mapping,
+    /// Filters on its events.
+    pub predicates: Vec<Predicate>,
+}
+
+/// What a permission allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// Read one object.
+    Get,
+    /// List objects.
+    List,
+    /// Watch objects.
+    Watch,
+    /// Create objects.
+    Create,
+    /// Replace objects.
+    Update,
+    /// Patch objects.
+    Patch,
+    /// Delete objects.
+    Delete,
+    /// Write the status subresource.
+    Status,
+}
+
+/// A declared permission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permission {
+    /// The kind.
+    pub kind: GroupVersionKind,
+    /// The allowed verbs.
+    pub verbs: Vec<Verb>,
+    /// The namespaces it is limited to; all when empty.
+    pub namespaces: Vec<String>,
+}
+
+/// A declared field index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldIndex {
+    /// The name `list-by-index` uses.
+    pub name: String,
+    /// The indexed kind.
+    pub kind: GroupVersionKind,
+    /// A dotted path to a string field.
+    pub field: String,
+}
+
+impl Registration {
+    /// Checks what `describe` returned; the message says which field is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        let valid_name = !self.name.is_empty()
+            && self.name.len() <= 63
+            && self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !self.name.starts_with('-')
+            && !self.name.ends_with('-');
+        if !valid_name {
+            return Err(format!(
+                "name {:?} must be 1-63 lowercase letters, digits or dashes",
+                self.name
+            ));
+        }
+        if self.version.is_empty() {
+            return Err("version is empty".to_owned());
+        }
+        let kinds = std::iter::once(&self.primary)
+            .chain(&self.owns)
+            .chain(self.watches.iter().map(|w| &w.kind))
+            .chain(self.permissions.iter().map(|p| &p.kind))
+            .chain(self.indexes.iter().map(|i| &i.kind));
+        for kind in kinds {
+            if kind.kind.is_empty() || kind.version.is_empty() {
+                return Err(format!("kind {kind:?} needs a version and a kind"));
+            }
+        }
+        if self.max_concurrent_reconciles == 0 {
+            return Err("max-concurrent-reconciles must be at least 1".to_owned());
+        }
+        if let Some(watch) = self
+            .watches
+            .iter()
+            .find(|w| w.mapping == Mapping::Label(String::new()))
+        {
+            return Err(format!(
+                "watch of {} maps by an empty label name",
+                watch.kind.kind
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the plugin may do `verb` on `kind` in `namespace` (empty: all namespaces or a
+    /// cluster-scoped object). Reads of the primary, owned and watched kinds are implied.
+    pub fn allows(&self, verb: Verb, kind: &GroupVersionKind, namespace: &str) -> bool {
+        let read = matches!(verb, Verb::Get | Verb::List | Verb::Watch);
+        if read && self.cached_kinds().any(|cached| cached == kind) {
+            return true;
+        }
+        self.permissions.iter().any(|p| {
+            &p.kind == kind
+                && p.verbs.contains(&verb)
+                && (p.namespaces.is_empty() || p.namespaces.iter().any(|n| n == namespace))
+        })
+    }
+
+    /// The kinds whose informers this plugin needs: primary, owned and watched.
+    pub fn cached_kinds(&self) -> impl Iterator<Item = &GroupVersionKind> {
+        std::iter::once(&self.primary)
+            .chain(&self.owns)
+            .chain(self.watches.iter().map(|w| &w.kind))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn configmap() -> GroupVersionKind {
+        GroupVersionKind::gvk("", "v1", "ConfigMap")
+    }
+
+    pub(crate) fn minimal(name: &str) -> Registration {
+        Registration {
+            name: name.to_owned(),
+            version: "0.1.0".to_owned(),
+            primary: configmap(),
+            predicates: vec![],
+            owns: vec![],
+            watches: vec![],
+            permissions: vec![],
+            indexes: vec![],
+            max_concurrent_reconciles: 1,
+            reconcile_timeout: None,
+        }
+    }
+
+    #[test]
+    fn reads_of_cached_kinds_are_implied_and_writes_are_not() {
+        let registration = minimal("reader");
+        assert!(registration.allows(Verb::Get, &configmap(), "any"));
+        assert!(registration.allows(Verb::List, &configmap(), ""));
+        assert!(!registration.allows(Verb::Create, &configmap(), "any"));
+        let secret = GroupVersionKind::gvk("", "v1", "Secret");
+        assert!(!registration.allows(Verb::Get, &secret, "any"));
+    }
+
+    #[test]
+    fn namespaced_permissions_hold_only_in_their_namespaces() {
+        let mut registration = minimal("writer");
+        let secret = GroupVersionKind::gvk("", "v1", "Secret");
+        registration.permissions.push(Permission {
+            kind: secret.clone(),
+            verbs: vec![Verb::Create],
+            namespaces: vec!["team-a".to_owned()],
+        });
+        assert!(registration.allows(Verb::Create, &secret, "team-a"));
+        assert!(!registration.allows(Verb::Create, &secret, "team-b"));
+        assert!(
+            !registration.allows(Verb::Create, &secret, ""),
+            "an all-namespace call"
+        );
+        assert!(!registration.allows(Verb::Delete, &secret, "team-a"));
+    }
+
+    #[test]
+    fn validation_names_the_bad_field() {
+        assert!(minimal("webapp").validate().is_ok());
+        let bad_name = minimal("Web App").validate().unwrap_err();
+        assert!(bad_name.contains("name \"Web App\""), "{bad_name}");
+        let mut zero = minimal("webapp");
+        zero.max_concurrent_reconciles = 0;
+        assert!(
+            zero.validate()
+                .unwrap_err()
+                .contains("max-concurrent-reconciles")
+        );
+        let mut kindless = minimal("webapp");
+        kindless.owns.push(GroupVersionKind::gvk("apps", "v1", ""));
+        assert!(
+            kindless
+                .validate()
+                .unwrap_err()
+                .contains("needs a version and a kind")
+        );
+    }
+}

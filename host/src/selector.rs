@@ -1,0 +1,134 @@
+//! Kubernetes label selectors (`app=web,tier!=db,env in (a,b),!legacy`), parsed once and matched
+//! against an object's labels.
+
+use std::collections::BTreeMap;
+
+/// One requirement of a selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Requirement {
+    Equals(String, String),
+    NotEquals(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    DoesNotExist(String),
+}
+
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LabelSelector {
+    requirements: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// Parses the Kubernetes text form; the error says which part is malformed.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut requirements = Vec::new();
+        for part in split_top_level(text) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            requirements.push(parse_requirement(part)?);
+        }
+        Ok(LabelSelector { requirements })
+    }
+
+    /// Whether `labels` satisfy every requirement.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.requirements
+            .iter()
+            .all(|requirement| match requirement {
+                Requirement::Equals(k, v) => labels.get(k) == Some(v),
+                Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
+                Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
+                Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
+                Requirement::Exists(k) => labels.contains_key(k),
+                Requirement::DoesNotExist(k) => !labels.contains_key(k),
+            })
+    }
+}
+
+fn split_top_level(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn parse_requirement(part: &str) -> Result<Requirement, String> {
+    if let Some(key) = part.strip_prefix('!') {
+        return Ok(Requirement::DoesNotExist(key.trim().to_owned()));
+    }
+    for (op, build) in [
+        ("!=", Requirement::NotEquals as fn(_, _) -> _),
+        ("==", Requirement::Equals),
+        ("=", Requirement::Equals),
+    ] {
+        if let Some((key, value)) = part.split_once(op) {
+            return Ok(build(key.trim().to_owned(), value.trim().to_owned()));
+        }
+    }
+    for (op, build) in [
+        (" notin ", Requirement::NotIn as fn(_, _) -> _),
+        (" in ", Requirement::In),
+    ] {
+        if let Some((key, values)) = part.split_once(op) {
+            let values = values.trim();
+            let inner = values.strip_prefix('(').and_then(|v| v.strip_suffix(')'));
+            let inner = inner.ok_or_else(|| format!("{part:?}: values must be in parentheses"))?;
+            let values = inner.split(',').map(|v| v.trim().to_owned()).collect();
+            return Ok(build(key.trim().to_owned(), values));
+        }
+    }
+    if part.contains(char::is_whitespace) {
+        return Err(format!("{part:?} is not a label requirement"));
+    }
+    Ok(Requirement::Exists(part.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn equality_set_and_existence_requirements_combine_with_and() {
+        let selector =
+            LabelSelector::parse("app=web, tier!=db, env in (prod, staging), team, !legacy")
+                .unwrap();
+        assert!(selector.matches(&labels(&[("app", "web"), ("env", "prod"), ("team", "a")])));
+        assert!(!selector.matches(&labels(&[("app", "web"), ("env", "dev"), ("team", "a")])));
+        assert!(!selector.matches(&labels(&[
+            ("app", "web"),
+            ("env", "prod"),
+            ("team", "a"),
+            ("legacy", "")
+        ])));
+        assert!(!selector.matches(&labels(&[("app", "web"), ("env", "prod")])));
+        assert!(LabelSelector::parse("").unwrap().matches(&labels(&[])));
+    }
+
+    #[test]
+    fn malformed_selectors_are_refused_with_the_bad_part() {
+        let error = LabelSelector::parse("env in prod").unwrap_err();
+        assert!(error.contains("parentheses"), "{error}");
+        assert!(LabelSelector::parse("a b").unwrap_err().contains("\"a b\""));
+    }
+}

@@ -1,0 +1,181 @@
+//! Purpose-built misbehaving guests are contained: each failure is typed, names the plugin, and
+//! the host and a well-behaved plugin keep working.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{LIMIT, configmap, load, runtime};
+use wasmop::object::{GroupVersionKind, ObjectKey};
+use wasmop::runtime::{DispatchError, InstanceMode, Outcome, PluginOptions, TrapKind};
+use wasmop_envtest::within;
+
+fn key() -> ObjectKey {
+    ObjectKey::new("default", "victim")
+}
+
+/// A well-behaved plugin still reconciles on the same runtime.
+async fn good_guest_still_works(runtime: &wasmop::runtime::Runtime) {
+    let (good, host) = load(runtime, "guest-good", PluginOptions::default()).await;
+    host.insert(configmap("default", "victim"));
+    assert_eq!(
+        good.reconcile(&key()).await.expect("guest-good reconciles"),
+        Outcome::Done
+    );
+    let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let seen = host.get(&kind, &key()).unwrap();
+    assert!(
+        seen["metadata"]["annotations"]["guest-good.wasmop.dev/seen"].is_string(),
+        "{seen}"
+    );
+}
+
+fn trapped(result: Result<Outcome, DispatchError>) -> (TrapKind, String) {
+    match result {
+        Err(error @ DispatchError::Trapped { kind, .. }) => (kind, error.to_string()),
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_looping_guest_is_interrupted_at_its_timeout() {
+    within(LIMIT, "the spinning guest", async {
+        let runtime = runtime();
+        let (spin, _host) = load(&runtime, "guest-spin", PluginOptions::default()).await;
+        assert_eq!(spin.timeout(), Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        let (kind, message) = trapped(spin.reconcile(&key()).await);
+        assert_eq!(kind, TrapKind::Timeout, "{message}");
+        assert!(
+            message.contains("guest-spin"),
+            "the error names the plugin: {message}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "interrupted late: {:?}",
+            started.elapsed()
+        );
+        good_guest_still_works(&runtime).await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_guest_that_exhausts_its_memory_cap_traps_cleanly() {
+    within(LIMIT, "the memory hog", async {
+        let runtime = runtime();
+        let options = PluginOptions {
+            memory_limit: 16 << 20,
+            ..PluginOptions::default()
+        };
+        let (hog, _host) = load(&runtime, "guest-hog", options).await;
+        let (kind, message) = trapped(hog.reconcile(&key()).await);
+        assert_eq!(kind, TrapKind::Memory, "{message}");
+        assert!(
+            message.contains("over its limit of 16777216 bytes"),
+            "{message}"
+        );
+        assert!(hog.memory_high_water() <= 16 << 20);
+        good_guest_still_works(&runtime).await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_panicking_guest_reports_its_panic_message() {
+    within(LIMIT, "the panicking guest", async {
+        let runtime = runtime();
+        let (panicky, _host) = load(&runtime, "guest-panic", PluginOptions::default()).await;
+        let (kind, message) = trapped(panicky.reconcile(&key()).await);
+        assert_eq!(kind, TrapKind::Panic, "{message}");
+        assert!(
+            message.contains("guest-panic: deliberate panic for default/victim"),
+            "{message}"
+        );
+        good_guest_still_works(&runtime).await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn invalid_json_from_a_guest_is_an_invalid_error_not_a_crash() {
+    within(LIMIT, "the guest sending malformed JSON", async {
+        let runtime = runtime();
+        let (bad, host) = load(&runtime, "guest-bad-json", PluginOptions::default()).await;
+        match bad.reconcile(&key()).await {
+            Err(DispatchError::Failed {
+                message,
+                terminal: true,
+                ..
+            }) => {
+                assert!(message.contains("Invalid"), "{message}");
+                assert!(message.contains("not valid JSON"), "{message}");
+            }
+            other => panic!("expected the guest to report an invalid error, got {other:?}"),
+        }
+        assert!(
+            host.writes().is_empty(),
+            "malformed JSON reached the writer"
+        );
+        good_guest_still_works(&runtime).await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn undeclared_writes_are_forbidden_before_they_leave_the_host() {
+    within(LIMIT, "the guest writing what it did not declare", async {
+        let runtime = runtime();
+        let (sneaky, host) =
+            load(&runtime, "guest-undeclared-write", PluginOptions::default()).await;
+        match sneaky.reconcile(&key()).await {
+            Err(DispatchError::Failed {
+                message,
+                terminal: true,
+                ..
+            }) => {
+                assert!(message.contains("Forbidden"), "{message}");
+                assert!(message.contains("DeclaredPermissions"), "{message}");
+            }
+            other => panic!("expected a forbidden error, got {other:?}"),
+        }
+        assert!(
+            host.writes().is_empty(),
+            "the undeclared write reached the writer"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn warm_instances_are_reused_and_dropped_after_a_trap() {
+    within(LIMIT, "warm instance pools", async {
+        let runtime = runtime();
+        let warm = PluginOptions {
+            mode: InstanceMode::Warm {
+                pool: 2,
+                max_uses: None,
+            },
+            ..PluginOptions::default()
+        };
+        let (good, host) = load(&runtime, "guest-good", warm.clone()).await;
+        host.insert(configmap("default", "victim"));
+        for _ in 0..3 {
+            good.reconcile(&key()).await.expect("guest-good reconciles");
+        }
+        assert_eq!(
+            good.idle_instances(),
+            1,
+            "sequential reconciles reuse one instance"
+        );
+
+        let (panicky, _host) = load(&runtime, "guest-panic", warm).await;
+        assert!(panicky.reconcile(&key()).await.is_err());
+        assert_eq!(
+            panicky.idle_instances(),
+            0,
+            "a trapped instance must not be reused"
+        );
+    })
+    .await
+}

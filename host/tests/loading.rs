@@ -1,0 +1,154 @@
+//! Loading plugins: what is refused (with a message naming the file), what `describe` declares,
+//! and the on-disk cache of compiled components.
+
+mod common;
+
+use std::path::Path;
+
+use common::{LIMIT, component, runtime};
+use wasmop::object::GroupVersionKind;
+use wasmop::runtime::memory::MemoryHost;
+use wasmop::runtime::{Mapping, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Verb};
+use wasmop_envtest::within;
+
+async fn load_bytes(bytes: &[u8]) -> RuntimeError {
+    let runtime = runtime();
+    let services = MemoryHost::new().services();
+    match runtime
+        .load_bytes(
+            Path::new("suspect.wasm"),
+            bytes.to_vec(),
+            PluginOptions::default(),
+            services,
+        )
+        .await
+    {
+        Ok(plugin) => panic!("{} loaded", plugin.name()),
+        Err(error) => error,
+    }
+}
+
+#[tokio::test]
+async fn files_that_are_not_reconciler_components_are_refused_by_name() {
+    within(LIMIT, "refusing bad files", async {
+        let core_module = load_bytes(b"\0asm\x01\0\0\0").await;
+        assert!(
+            matches!(
+                core_module,
+                RuntimeError::NotAComponent {
+                    found: "a core module",
+                    ..
+                }
+            ),
+            "{core_module}"
+        );
+        assert!(
+            core_module.to_string().contains("suspect.wasm"),
+            "{core_module}"
+        );
+
+        let text = load_bytes(b"hello").await;
+        assert!(
+            matches!(
+                text,
+                RuntimeError::NotAComponent {
+                    found: "not WebAssembly",
+                    ..
+                }
+            ),
+            "{text}"
+        );
+
+        let empty_component = load_bytes(b"\0asm\x0d\0\x01\0").await;
+        assert!(
+            matches!(
+                empty_component,
+                RuntimeError::MissingExport {
+                    export: "describe",
+                    ..
+                }
+            ),
+            "{empty_component}"
+        );
+
+        let mut truncated = std::fs::read(component("guest-good")).unwrap();
+        truncated.truncate(truncated.len() / 2);
+        let corrupt = load_bytes(&truncated).await;
+        assert!(matches!(corrupt, RuntimeError::Compile { .. }), "{corrupt}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_component_for_another_wit_major_is_refused_with_both_versions() {
+    within(LIMIT, "refusing a WIT 2.0.0 component", async {
+        let bytes = std::fs::read(component("guest-wit2")).unwrap();
+        let error = load_bytes(&bytes).await;
+        let message = error.to_string();
+        assert!(
+            matches!(error, RuntimeError::WitVersion { .. }),
+            "{message}"
+        );
+        assert!(
+            message.contains("wasmop:reconciler@2.0.0")
+                && message.contains("wasmop:reconciler@0.1.0"),
+            "{message}"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn describe_returns_what_the_webapp_plugin_declares() {
+    within(LIMIT, "describing webapp", async {
+        let runtime = runtime();
+        let (webapp, _host) = common::load(&runtime, "webapp", PluginOptions::default()).await;
+        let registration = webapp.registration();
+        assert_eq!(registration.name, "webapp");
+        assert_eq!(
+            registration.primary,
+            GroupVersionKind::gvk("example.wasmop.dev", "v1alpha1", "WebApp")
+        );
+        let deployment = GroupVersionKind::gvk("apps", "v1", "Deployment");
+        let service = GroupVersionKind::gvk("", "v1", "Service");
+        assert!(registration.owns.contains(&deployment) && registration.owns.contains(&service));
+        assert!(registration.allows(Verb::Create, &deployment, "any"));
+        assert!(!registration.allows(
+            Verb::Create,
+            &GroupVersionKind::gvk("", "v1", "Secret"),
+            "any"
+        ));
+        assert!(registration.max_concurrent_reconciles >= 1);
+
+        let (sync, _host) =
+            common::load(&runtime, "configmap-sync", PluginOptions::default()).await;
+        let watch = &sync.registration().watches[0];
+        assert_eq!(watch.kind, GroupVersionKind::gvk("", "v1", "Namespace"));
+        assert_eq!(watch.mapping, Mapping::Guest);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn compiled_components_are_cached_on_disk_across_restarts() {
+    within(LIMIT, "the compiled-component cache", async {
+        let cache = tempfile::tempdir().unwrap();
+        let config = RuntimeConfig {
+            cache_dir: Some(cache.path().to_owned()),
+            ..RuntimeConfig::default()
+        };
+        let first = Runtime::new(config.clone()).unwrap();
+        common::load(&first, "guest-good", PluginOptions::default()).await;
+        assert_eq!((first.cache_hits(), first.cache_misses()), (0, 1));
+        drop(first);
+
+        let restarted = Runtime::new(config).unwrap();
+        common::load(&restarted, "guest-good", PluginOptions::default()).await;
+        assert_eq!(
+            (restarted.cache_hits(), restarted.cache_misses()),
+            (1, 0),
+            "a restart recompiled"
+        );
+    })
+    .await
+}

@@ -11,6 +11,7 @@ help:
 	@echo "make down   stop the demo's control plane"
 
 guests:
+	@guest-sdk/rust/install-toolchain
 	guest-sdk/rust/build
 
 control-plane:
@@ -18,7 +19,7 @@ control-plane:
 
 test: control-plane guests
 	@mkdir -p target
-	set -o pipefail; cargo test --workspace 2>&1 | tee target/test-output.log
+	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 
 bench: guests

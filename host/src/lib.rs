@@ -6,5 +6,6 @@
 
 pub mod config;
 pub mod object;
+pub mod queue;
 pub mod runtime;
 pub mod selector;

@@ -4,6 +4,7 @@
 //! workqueues, leader election, metrics and health. Each module is named after the concept it
 //! implements.
 
+pub mod cache;
 pub mod config;
 pub mod object;
 pub mod queue;

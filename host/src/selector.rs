@@ -34,6 +34,14 @@ impl LabelSelector {
         Ok(LabelSelector { requirements })
     }
 
+    /// The `key=value` requirements, which an index can answer directly.
+    pub fn equalities(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.requirements.iter().filter_map(|r| match r {
+            Requirement::Equals(k, v) => Some((k.as_str(), v.as_str())),
+            _ => None,
+        })
+    }
+
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements

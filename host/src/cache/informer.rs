@@ -1,0 +1,273 @@
+//! One informer: a list+watch of one kind (kube's watcher: bookmarks, relist on 410 Gone,
+//! reconnects with backoff) feeding a [`Store`] and the handlers subscribed to its changes.
+//!
+//! Invariants: the store lock is never held across an await or while handlers run; handlers see
+//! changes in the order the store applied them; objects missing from a relist are deleted (and
+//! reported) when the relist completes; `synced` opens after the first complete list and stays
+//! open. The watch task holds the informer weakly: dropping the last handle stops the watch.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use futures::StreamExt;
+use kube::core::ApiResource;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::cache::object::{CachedObject, WatchedObject};
+use crate::cache::store::{IndexSpec, Store};
+use crate::object::{GroupVersionKind, ObjectKey};
+use crate::selector::LabelSelector;
+
+/// A change to one object, as handlers receive it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The object before the change (`None` for an add).
+    pub old: Option<Arc<CachedObject>>,
+    /// The object after it (`None` for a delete).
+    pub new: Option<Arc<CachedObject>>,
+    /// Whether it comes from a (re)list rather than a watch event.
+    pub initial: bool,
+}
+
+/// Called with every change; must not block (it runs on the watch task).
+pub type Handler = Arc<dyn Fn(&Change) + Send + Sync>;
+
+/// The shared list+watch of one kind.
+pub struct Informer {
+    kind: GroupVersionKind,
+    resource: ApiResource,
+    namespaced: bool,
+    store: RwLock<Store>,
+    synced: watch::Sender<bool>,
+    handlers: RwLock<Vec<(u64, Handler)>>,
+    next_handler: Mutex<u64>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Keeps a handler subscribed; dropping it unsubscribes.
+pub struct Subscription {
+    informer: Weak<Informer>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(informer) = self.informer.upgrade() {
+            informer
+                .handlers
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+impl Informer {
+    /// Starts watching `resource` in all namespaces.
+    pub(crate) fn start(
+        client: Client,
+        kind: GroupVersionKind,
+        resource: ApiResource,
+        namespaced: bool,
+    ) -> Arc<Self> {
+        let informer = Arc::new(Informer {
+            kind,
+            resource: resource.clone(),
+            namespaced,
+            store: RwLock::default(),
+            synced: watch::Sender::new(false),
+            handlers: RwLock::default(),
+            next_handler: Mutex::new(0),
+            task: Mutex::new(None),
+        });
+        let api: Api<WatchedObject> = Api::all_with(client, &resource);
+        let task = tokio::spawn(run(Arc::downgrade(&informer), api));
+        *informer.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        informer
+    }
+
+    /// The kind this informer watches.
+    pub fn kind(&self) -> &GroupVersionKind {
+        &self.kind
+    }
+
+    /// The resource (plural, api version) of the kind.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// Whether the kind is namespaced.
+    pub fn namespaced(&self) -> bool {
+        self.namespaced
+    }
+
+    /// Whether the first complete list has been stored.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits until the first complete list has been stored.
+    pub async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        let _ = synced.wait_for(|synced| *synced).await;
+    }
+
+    /// Calls `handler` with every later change.
+    pub fn subscribe(self: &Arc<Self>, handler: Handler) -> Subscription {
+        let id = {
+            let mut next = self.next_handler.lock().unwrap_or_else(|e| e.into_inner());
+            *next += 1;
+            *next
+        };
+        self.handlers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, handler));
+        Subscription {
+            informer: Arc::downgrade(self),
+            id,
+        }
+    }
+
+    /// Adds a field index over this kind.
+    pub fn add_index(&self, spec: IndexSpec) {
+        self.write().add_index(spec);
+    }
+
+    /// One object.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
+        self.read().get(key)
+    }
+
+    /// Objects in `namespace` (all when `None`) matching `selector`.
+    pub fn list(
+        &self,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Vec<Arc<CachedObject>> {
+        self.read().list(namespace, selector)
+    }
+
+    /// Objects controlled by the owner with `uid`.
+    pub fn owned_by(&self, uid: &str) -> Vec<Arc<CachedObject>> {
+        self.read().owned_by(uid)
+    }
+
+    /// Objects whose field index `name` has `value`; `None` if there is no such index.
+    pub fn by_index(&self, name: &str, value: &str) -> Option<Vec<Arc<CachedObject>>> {
+        self.read().by_index(name, value)
+    }
+
+    /// How many objects are cached, and their JSON bytes.
+    pub fn size(&self) -> (usize, usize) {
+        let store = self.read();
+        (store.len(), store.json_bytes())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Store> {
+        self.store.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Store> {
+        self.store.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn notify(&self, change: Change) {
+        let handlers: Vec<Handler> = self
+            .handlers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect();
+        for handler in handlers {
+            handler(&change);
+        }
+    }
+
+    fn applied(&self, object: WatchedObject, initial: bool) -> ObjectKey {
+        let new = Arc::new(CachedObject::from(object));
+        let key = new.key.clone();
+        let old = self.write().apply(new.clone());
+        self.notify(Change {
+            old,
+            new: Some(new),
+            initial,
+        });
+        key
+    }
+
+    fn deleted(&self, key: &ObjectKey) {
+        let old = self.write().remove(key);
+        if old.is_some() {
+            self.notify(Change {
+                old,
+                new: None,
+                initial: false,
+            });
+        }
+    }
+
+    /// Deletes what a completed relist did not list, then opens `synced`.
+    fn relisted(&self, listed: &HashSet<ObjectKey>) {
+        let gone: Vec<ObjectKey> = self
+            .read()
+            .keys()
+            .filter(|k| !listed.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.deleted(&key);
+        }
+        self.synced.send_replace(true);
+    }
+}
+
+impl Drop for Informer {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+async fn run(informer: Weak<Informer>, api: Api<WatchedObject>) {
+    let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(events);
+    let mut listed: Option<HashSet<ObjectKey>> = None;
+    while let Some(event) = events.next().await {
+        let Some(informer) = informer.upgrade() else {
+            return;
+        };
+        match event {
+            Ok(Event::Init) => listed = Some(HashSet::new()),
+            Ok(Event::InitApply(object)) => {
+                let key = informer.applied(object, true);
+                listed.get_or_insert_default().insert(key);
+            }
+            Ok(Event::InitDone) => informer.relisted(&listed.take().unwrap_or_default()),
+            Ok(Event::Apply(object)) => {
+                informer.applied(object, false);
+            }
+            Ok(Event::Delete(object)) => {
+                let key = ObjectKey::new(
+                    object.meta.namespace.unwrap_or_default(),
+                    object.meta.name.unwrap_or_default(),
+                );
+                informer.deleted(&key);
+            }
+            Err(error) => {
+                tracing::warn!(kind = %informer.kind.kind, "watch failed, retrying with backoff: {error}")
+            }
+        }
+    }
+}

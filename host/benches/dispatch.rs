@@ -81,7 +81,7 @@ async fn wasmop_dispatch(
         ..PluginOptions::default()
     };
     let plugin: Plugin = runtime
-        .load(component, options, host.services())
+        .load(component, options, |_| host.services())
         .await
         .expect("guest-bench loads");
     measure(async || {

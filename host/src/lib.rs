@@ -5,7 +5,11 @@
 //! implements.
 
 pub mod cache;
+pub mod client;
 pub mod config;
+pub mod controller;
+pub mod events;
+pub mod manager;
 pub mod object;
 pub mod queue;
 pub mod runtime;

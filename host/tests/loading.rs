@@ -19,7 +19,7 @@ async fn load_bytes(bytes: &[u8]) -> RuntimeError {
             Path::new("suspect.wasm"),
             bytes.to_vec(),
             PluginOptions::default(),
-            services,
+            |_| services,
         )
         .await
     {

@@ -26,8 +26,8 @@ pub struct CachedObject {
     pub labels: BTreeMap<String, String>,
     /// metadata.annotations.
     pub annotations: BTreeMap<String, String>,
-    /// The UID of the controller owner, if any.
-    pub controller: Option<String>,
+    /// The controller owner, if any.
+    pub controller: Option<ControllerRef>,
     /// The whole object without managedFields, as JSON text.
     pub json: Arc<str>,
 }
@@ -50,6 +50,19 @@ impl CachedObject {
             }
         }
     }
+}
+
+/// An object's controller owner reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerRef {
+    /// The owner's apiVersion.
+    pub api_version: String,
+    /// The owner's kind.
+    pub kind: String,
+    /// The owner's name (in the object's namespace).
+    pub name: String,
+    /// The owner's UID.
+    pub uid: String,
 }
 
 /// What the watcher decodes each object into: metadata for its bookkeeping, and the JSON text
@@ -117,7 +130,12 @@ impl From<WatchedObject> for CachedObject {
             uid: meta.uid.unwrap_or_default(),
             resource_version: meta.resource_version.unwrap_or_default(),
             generation: meta.generation.unwrap_or_default(),
-            controller: controller.map(|o| o.uid.clone()),
+            controller: controller.map(|o| ControllerRef {
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+            }),
             labels: meta.labels.unwrap_or_default(),
             annotations: meta.annotations.unwrap_or_default(),
             json: object.json,
@@ -146,7 +164,11 @@ mod tests {
             ),
             ("u1", "7", 3)
         );
-        assert_eq!(cached.controller.as_deref(), Some("owner"));
+        let owner = cached.controller.as_ref().unwrap();
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+            ("WebApp", "web", "owner")
+        );
         assert_eq!(cached.labels["app"], "web");
         assert_eq!(
             cached.field("spec.replicas"),

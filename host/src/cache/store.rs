@@ -50,7 +50,7 @@ impl Store {
         let key = &object.key;
         index(&mut self.by_namespace, &key.namespace, key);
         if let Some(owner) = &object.controller {
-            index(&mut self.by_owner, owner, key);
+            index(&mut self.by_owner, &owner.uid, key);
         }
         for (label, value) in &object.labels {
             self.by_label
@@ -72,7 +72,7 @@ impl Store {
         let old = self.objects.remove(key)?;
         unindex(&mut self.by_namespace, &key.namespace, key);
         if let Some(owner) = &old.controller {
-            unindex(&mut self.by_owner, owner, key);
+            unindex(&mut self.by_owner, &owner.uid, key);
         }
         for (label, value) in &old.labels {
             unindex(&mut self.by_label, &(label.clone(), value.clone()), key);
@@ -178,6 +178,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::object::ControllerRef;
 
     fn object(
         ns: &str,
@@ -197,7 +198,12 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             annotations: Default::default(),
-            controller: owner.map(str::to_owned),
+            controller: owner.map(|uid| ControllerRef {
+                api_version: "v1".into(),
+                kind: "Owner".into(),
+                name: "owner".into(),
+                uid: uid.into(),
+            }),
             json: json.into(),
         })
     }

@@ -22,12 +22,16 @@ use crate::runtime::registration::{Registration, Verb};
 pub(crate) struct PluginContext {
     /// The plugin's name (its file name until `describe` has answered).
     pub name: Arc<str>,
-    /// The registration, once `describe` has answered; before that every import is refused.
-    pub registration: Option<Arc<Registration>>,
-    /// The host services its imports call.
-    pub services: Services,
+    /// What the plugin may use, once `describe` has answered; before that every import is refused.
+    pub grant: Option<Grant>,
     /// The per-instance memory cap in bytes.
     pub memory_limit: usize,
+}
+
+/// A described plugin's registration and the services its imports call.
+pub(crate) struct Grant {
+    pub registration: Arc<Registration>,
+    pub services: Services,
 }
 
 /// The data of one guest store.
@@ -59,15 +63,25 @@ impl StoreState {
         }
     }
 
-    fn check(&self, verb: Verb, kind: &GroupVersionKind, namespace: &str) -> Result<(), ApiError> {
+    /// The services, if the plugin declared `verb` on `kind` in `namespace`.
+    fn check(
+        &self,
+        verb: Verb,
+        kind: &GroupVersionKind,
+        namespace: &str,
+    ) -> Result<&Services, ApiError> {
         let plugin = &self.context.name;
-        let Some(registration) = &self.context.registration else {
+        let Some(Grant {
+            registration,
+            services,
+        }) = &self.context.grant
+        else {
             return Err(denied(format!(
                 "plugin {plugin} may not call the host from describe()"
             )));
         };
         if registration.allows(verb, kind, namespace) {
-            return Ok(());
+            return Ok(services);
         }
         let place = if namespace.is_empty() {
             "across namespaces".to_owned()
@@ -82,11 +96,11 @@ impl StoreState {
 
     /// Sends `write` to the writer without holding the (non-`Sync`) store state across the await.
     fn write(
-        &self,
+        services: &Services,
         target: ObjectRef,
         write: Write,
     ) -> impl Future<Output = Result<String, ApiError>> + Send + 'static {
-        let writer = self.context.services.writer.clone();
+        let writer = services.writer.clone();
         async move {
             let stored = writer.write(&target, write).await?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
@@ -103,8 +117,8 @@ impl StoreState {
         write: fn(Value) -> Write,
     ) -> Result<impl Future<Output = Result<String, ApiError>> + Send + 'static, ApiError> {
         let (target, value) = parse_object(json)?;
-        self.check(verb, &target.kind, &target.key.namespace)?;
-        Ok(self.write(target, write(value)))
+        let services = self.check(verb, &target.kind, &target.key.namespace)?;
+        Ok(Self::write(services, target, write(value)))
     }
 
     /// Checks and parses a patch of the object or of its status; the returned future performs it.
@@ -115,8 +129,9 @@ impl StoreState {
         status: bool,
     ) -> Result<impl Future<Output = Result<String, ApiError>> + Send + 'static, ApiError> {
         let verb = if status { Verb::Status } else { Verb::Patch };
-        self.check(verb, &target.kind, &target.key.namespace)?;
-        Ok(self.write(
+        let services = self.check(verb, &target.kind, &target.key.namespace)?;
+        Ok(Self::write(
+            services,
             target,
             Write::Patch {
                 patch: parse_patch(body)?,
@@ -218,8 +233,8 @@ impl cache::Host for StoreState {
         name: String,
     ) -> Result<String, types::Error> {
         let kind = kind.into();
-        self.check(Verb::Get, &kind, &namespace)?;
-        let json = self.context.services.cache.get(&kind, &namespace, &name)?;
+        let services = self.check(Verb::Get, &kind, &namespace)?;
+        let json = services.cache.get(&kind, &namespace, &name)?;
         Ok(String::from(&*json))
     }
 
@@ -229,17 +244,14 @@ impl cache::Host for StoreState {
         options: cache::ListOptions,
     ) -> Result<Vec<String>, types::Error> {
         let kind = kind.into();
-        self.check(
-            Verb::List,
-            &kind,
-            options.namespace.as_deref().unwrap_or_default(),
-        )?;
+        let namespace = options.namespace.as_deref().unwrap_or_default();
+        let services = self.check(Verb::List, &kind, namespace)?.clone();
         let options = ListOptions {
             namespace: options.namespace,
             label_selector: options.label_selector,
             field_selector: options.field_selector,
         };
-        let objects = self.context.services.cache.list(&kind, &options)?;
+        let objects = services.cache.list(&kind, &options)?;
         Ok(objects.iter().map(|json| String::from(&**json)).collect())
     }
 
@@ -250,12 +262,8 @@ impl cache::Host for StoreState {
         value: String,
     ) -> Result<Vec<String>, types::Error> {
         let kind = kind.into();
-        self.check(Verb::List, &kind, "")?;
-        let objects = self
-            .context
-            .services
-            .cache
-            .list_by_index(&kind, &index, &value)?;
+        let services = self.check(Verb::List, &kind, "")?;
+        let objects = services.cache.list_by_index(&kind, &index, &value)?;
         Ok(objects.iter().map(|json| String::from(&**json)).collect())
     }
 }
@@ -293,7 +301,9 @@ impl client::Host for StoreState {
         options: client::DeleteOptions,
     ) -> Result<(), types::Error> {
         let target = target(kind, namespace, name);
-        self.check(Verb::Delete, &target.kind, &target.key.namespace)?;
+        let services = self
+            .check(Verb::Delete, &target.kind, &target.key.namespace)?
+            .clone();
         let preconditions = options.preconditions.unwrap_or(client::Preconditions {
             uid: None,
             resource_version: None,
@@ -307,7 +317,7 @@ impl client::Host for StoreState {
                 client::Propagation::Orphan => Propagation::Orphan,
             }),
         };
-        self.write(target, Write::Delete(options)).await?;
+        Self::write(&services, target, Write::Delete(options)).await?;
         Ok(())
     }
 
@@ -348,10 +358,12 @@ impl events::Host for StoreState {
             reason,
             message,
         };
-        self.context
-            .services
-            .events
-            .record(&self.context.name, event);
+        match &self.context.grant {
+            Some(grant) => grant.services.events.record(&self.context.name, event),
+            None => {
+                tracing::warn!(plugin = %self.context.name, "event recorded from describe() dropped")
+            }
+        }
     }
 }
 

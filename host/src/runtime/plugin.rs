@@ -11,7 +11,7 @@ use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::Runtime;
 use crate::runtime::bindings::{ReconcilerPre, WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::error::{DispatchError, RuntimeError};
-use crate::runtime::host::PluginContext;
+use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::imports::Services;
 use crate::runtime::instances::{InstanceMode, Instances};
 use crate::runtime::registration::Registration;
@@ -66,12 +66,13 @@ pub struct Plugin {
 }
 
 impl Runtime {
-    /// Reads, checks, compiles and links the component in `file`, then calls its `describe`.
+    /// Reads, checks, compiles and links the component in `file`, then calls its `describe`;
+    /// `services` builds the host services its imports will call from what it declared.
     pub async fn load(
         &self,
         file: &Path,
         options: PluginOptions,
-        services: Services,
+        services: impl FnOnce(&Registration) -> Services,
     ) -> Result<Plugin, RuntimeError> {
         let bytes = tokio::fs::read(file)
             .await
@@ -88,7 +89,7 @@ impl Runtime {
         file: &Path,
         bytes: Vec<u8>,
         options: PluginOptions,
-        services: Services,
+        services: impl FnOnce(&Registration) -> Services,
     ) -> Result<Plugin, RuntimeError> {
         let file = file.to_owned();
         if options.memory_limit > self.config.max_memory {
@@ -123,8 +124,7 @@ impl Runtime {
             .map_or("plugin".into(), |s| s.to_string_lossy().into());
         let anonymous = PluginContext {
             name,
-            registration: None,
-            services: services.clone(),
+            grant: None,
             memory_limit: options.memory_limit,
         };
         let describing = Instances::new(
@@ -155,8 +155,10 @@ impl Runtime {
         let registration = Arc::new(registration);
         let context = PluginContext {
             name: registration.name.as_str().into(),
-            registration: Some(registration.clone()),
-            services,
+            grant: Some(Grant {
+                services: services(&registration),
+                registration: registration.clone(),
+            }),
             memory_limit: options.memory_limit,
         };
         let timeout = registration

@@ -40,7 +40,7 @@ pub async fn load(
 ) -> (Plugin, Arc<MemoryHost>) {
     let host = MemoryHost::new();
     let plugin = runtime
-        .load(&component(name), options, host.services())
+        .load(&component(name), options, |_| host.services())
         .await
         .expect("the plugin loads");
     (plugin, host)

@@ -1,0 +1,378 @@
+//! The cache-backed client a plugin's guests use: reads come from the shared informer cache,
+//! writes go straight to the apiserver through kube's dynamic API with the plugin's field
+//! manager `wasmop/<plugin>`, and API errors become the WIT error variant.
+//!
+//! Read-your-writes: after a write, the plugin's reads of that object return the written version
+//! until the cache catches up with it (or passes it), so a guest never acts on a state older than
+//! its own write. Objects it deleted read as not found until the cache drops them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube::api::{
+    Api, DeleteParams, DynamicObject, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
+use kube::core::ApiResource;
+use kube::discovery::{self, Scope};
+use serde_json::Value;
+
+use crate::cache::Cache;
+use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
+use crate::runtime::imports::{
+    ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
+    Propagation, Write,
+};
+use crate::selector::LabelSelector;
+
+/// What the plugin last wrote to one object.
+#[derive(Debug, Clone)]
+enum Written {
+    Stored { resource_version: u64, json: Json },
+    Deleted,
+}
+
+type Writes = Arc<Mutex<HashMap<(GroupVersionKind, ObjectKey), Written>>>;
+
+/// One plugin's view of the cluster: cache reads and apiserver writes.
+#[derive(Clone)]
+pub struct PluginClient {
+    client: kube::Client,
+    cache: Arc<Cache>,
+    field_manager: String,
+    resources: Arc<Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>>,
+    written: Writes,
+}
+
+impl PluginClient {
+    /// A client for plugin `plugin`.
+    pub fn new(client: kube::Client, cache: Arc<Cache>, plugin: &str) -> Self {
+        PluginClient {
+            client,
+            cache,
+            field_manager: format!("wasmop/{plugin}"),
+            resources: Arc::default(),
+            written: Arc::default(),
+        }
+    }
+
+    async fn api(&self, target: &ObjectRef) -> Result<Api<DynamicObject>, ApiError> {
+        let known = self
+            .resources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&target.kind)
+            .cloned();
+        let (resource, namespaced) = match known {
+            Some(found) => found,
+            None => {
+                let (resource, capabilities) = discovery::pinned_kind(&self.client, &target.kind)
+                    .await
+                    .map_err(api_error)?;
+                let found = (resource, capabilities.scope == Scope::Namespaced);
+                self.resources
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(target.kind.clone(), found.clone());
+                found
+            }
+        };
+        Ok(if namespaced {
+            Api::namespaced_with(self.client.clone(), &target.key.namespace, &resource)
+        } else {
+            Api::all_with(self.client.clone(), &resource)
+        })
+    }
+
+    async fn send(
+        &self,
+        target: &ObjectRef,
+        write: Write,
+    ) -> Result<Option<DynamicObject>, ApiError> {
+        let api = self.api(target).await?;
+        self.perform(&api, &target.key.name, write)
+            .await
+            .map_err(api_error)
+    }
+
+    async fn perform(
+        &self,
+        api: &Api<DynamicObject>,
+        name: &str,
+        write: Write,
+    ) -> Result<Option<DynamicObject>, kube::Error> {
+        let post = PostParams {
+            field_manager: Some(self.field_manager.clone()),
+            ..PostParams::default()
+        };
+        let object = |value: Value| {
+            serde_json::from_value::<DynamicObject>(value).map_err(kube::Error::SerdeError)
+        };
+        Ok(Some(match write {
+            Write::Create(value) => api.create(&post, &object(value)?).await?,
+            Write::Update(value) => api.replace(name, &post, &object(value)?).await?,
+            Write::UpdateStatus(value) => api.replace_status(name, &post, &object(value)?).await?,
+            Write::Patch { patch, status } => {
+                let mut params = PatchParams {
+                    field_manager: Some(self.field_manager.clone()),
+                    ..PatchParams::default()
+                };
+                let patch = match patch {
+                    Patch::Merge(value) => kube::api::Patch::Merge(value),
+                    Patch::Json(ops) => kube::api::Patch::Json(
+                        serde_json::from_value(ops).map_err(kube::Error::SerdeError)?,
+                    ),
+                    Patch::Apply { object, force } => {
+                        params.force = force;
+                        kube::api::Patch::Apply(object)
+                    }
+                };
+                if status {
+                    api.patch_status(name, &params, &patch).await?
+                } else {
+                    api.patch(name, &params, &patch).await?
+                }
+            }
+            Write::Delete(options) => {
+                let params = DeleteParams {
+                    preconditions: (options.uid.is_some() || options.resource_version.is_some())
+                        .then_some(Preconditions {
+                            uid: options.uid,
+                            resource_version: options.resource_version,
+                        }),
+                    propagation_policy: options.propagation.map(|p| match p {
+                        Propagation::Background => PropagationPolicy::Background,
+                        Propagation::Foreground => PropagationPolicy::Foreground,
+                        Propagation::Orphan => PropagationPolicy::Orphan,
+                    }),
+                    ..DeleteParams::default()
+                };
+                api.delete(name, &params).await?;
+                return Ok(None);
+            }
+        }))
+    }
+
+    fn remember(&self, target: &ObjectRef, written: Written) {
+        let key = (target.kind.clone(), target.key.clone());
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, written);
+    }
+
+    /// The plugin's own write of `key` if the cache has not caught up with it yet.
+    fn own_write(
+        &self,
+        kind: &GroupVersionKind,
+        key: &ObjectKey,
+        cached: Option<u64>,
+    ) -> Option<Written> {
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = (kind.clone(), key.clone());
+        let stale = match (written.get(&entry)?, cached) {
+            (
+                Written::Stored {
+                    resource_version, ..
+                },
+                Some(cached),
+            ) => cached >= *resource_version,
+            (Written::Deleted, None) => true,
+            _ => false,
+        };
+        if stale {
+            written.remove(&entry);
+            return None;
+        }
+        written.get(&entry).cloned()
+    }
+}
+
+#[async_trait::async_trait]
+impl ApiWriter for PluginClient {
+    async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError> {
+        match self.send(target, write).await? {
+            Some(mut object) => {
+                object.metadata.managed_fields = None;
+                let resource_version = object
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .and_then(|rv| rv.parse().ok());
+                let json: Json = serde_json::to_string(&object)
+                    .map_err(|e| ApiError::new(ApiErrorKind::Other, e.to_string()))?
+                    .into();
+                let name = object.metadata.name.clone().unwrap_or_default();
+                let target = ObjectRef {
+                    kind: target.kind.clone(),
+                    key: ObjectKey::new(target.key.namespace.clone(), name),
+                };
+                if let Some(resource_version) = resource_version {
+                    self.remember(
+                        &target,
+                        Written::Stored {
+                            resource_version,
+                            json: json.clone(),
+                        },
+                    );
+                }
+                Ok(Some(json))
+            }
+            None => {
+                self.remember(target, Written::Deleted);
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl CacheReader for PluginClient {
+    fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError> {
+        let target = ObjectRef {
+            kind: kind.clone(),
+            key: ObjectKey::new(namespace, name),
+        };
+        let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        let cached = informer.get(&target.key);
+        let cached_version = cached
+            .as_ref()
+            .and_then(|o| o.resource_version.parse().ok());
+        match self.own_write(kind, &target.key, cached_version) {
+            Some(Written::Stored { json, .. }) => Ok(json),
+            Some(Written::Deleted) => Err(ApiError::not_found(&target)),
+            None => cached
+                .map(|o| o.json.clone())
+                .ok_or_else(|| ApiError::not_found(&target)),
+        }
+    }
+
+    fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
+        let invalid = |e: String| ApiError::new(ApiErrorKind::Invalid, e);
+        let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        let selector = LabelSelector::parse(options.label_selector.as_deref().unwrap_or_default())
+            .map_err(invalid)?;
+        let fields = field_requirements(options.field_selector.as_deref().unwrap_or_default())
+            .map_err(invalid)?;
+        let objects = informer.list(options.namespace.as_deref(), &selector);
+        let matching = objects.into_iter().filter(|o| {
+            fields
+                .iter()
+                .all(|(path, value)| o.field(path).as_deref() == Some(value))
+        });
+        Ok(matching.map(|o| o.json.clone()).collect())
+    }
+
+    fn list_by_index(
+        &self,
+        kind: &GroupVersionKind,
+        index: &str,
+        value: &str,
+    ) -> Result<Vec<Json>, ApiError> {
+        let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        let objects = informer.by_index(index, value).ok_or_else(|| {
+            ApiError::new(
+                ApiErrorKind::Invalid,
+                format!("no field index {index:?} was declared for {}", kind.kind),
+            )
+        })?;
+        Ok(objects.iter().map(|o| o.json.clone()).collect())
+    }
+}
+
+fn field_requirements(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| {
+            let (path, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("field selector {part:?} is not path=value"))?;
+            Ok((
+                path.trim().trim_end_matches('=').to_owned(),
+                value.trim().to_owned(),
+            ))
+        })
+        .collect()
+}
+
+fn not_cached(kind: &GroupVersionKind) -> ApiError {
+    ApiError::new(
+        ApiErrorKind::Unavailable,
+        format!(
+            "{} is not in the cache (its informer is not running)",
+            kind.kind
+        ),
+    )
+}
+
+/// Maps a kube error to the WIT error variant.
+pub fn api_error(error: kube::Error) -> ApiError {
+    let kube::Error::Api(status) = error else {
+        return ApiError {
+            kind: ApiErrorKind::Unavailable,
+            code: 0,
+            reason: "Unavailable".into(),
+            message: error.to_string(),
+        };
+    };
+    let kind = match (status.code, status.reason.as_str()) {
+        (404, _) => ApiErrorKind::NotFound,
+        (409, "AlreadyExists") => ApiErrorKind::AlreadyExists,
+        (409, _) => ApiErrorKind::Conflict,
+        (403, _) => ApiErrorKind::Forbidden(DeniedBy::Apiserver),
+        (400 | 422, _) => ApiErrorKind::Invalid,
+        (408 | 504, _) => ApiErrorKind::Timeout,
+        (429 | 503, _) => ApiErrorKind::Unavailable,
+        _ => ApiErrorKind::Other,
+    };
+    ApiError {
+        kind,
+        code: status.code,
+        reason: status.reason.clone(),
+        message: status.message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_selectors_split_into_requirements() {
+        assert_eq!(
+            field_requirements("metadata.name=a, spec.x==b").unwrap(),
+            [
+                ("metadata.name".into(), "a".into()),
+                ("spec.x".into(), "b".into())
+            ]
+        );
+        assert!(field_requirements("nonsense").is_err());
+    }
+
+    #[test]
+    fn api_statuses_map_to_the_wit_variant() {
+        let status = |code, reason: &str| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                reason: reason.into(),
+                message: "m".into(),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(
+            api_error(status(409, "AlreadyExists")).kind,
+            ApiErrorKind::AlreadyExists
+        );
+        assert_eq!(
+            api_error(status(409, "Conflict")).kind,
+            ApiErrorKind::Conflict
+        );
+        assert_eq!(
+            api_error(status(403, "Forbidden")).kind,
+            ApiErrorKind::Forbidden(DeniedBy::Apiserver)
+        );
+        assert_eq!(
+            api_error(status(422, "Invalid")).kind,
+            ApiErrorKind::Invalid
+        );
+        assert_eq!(api_error(status(429, "TooManyRequests")).code, 429);
+    }
+}

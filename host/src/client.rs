@@ -22,7 +22,6 @@ use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
     Propagation, Write,
 };
-use crate::selector::LabelSelector;
 
 /// What the plugin last wrote to one object.
 #[derive(Debug, Clone)]
@@ -227,10 +226,7 @@ impl ApiWriter for PluginClient {
 
 impl CacheReader for PluginClient {
     fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError> {
-        let target = ObjectRef {
-            kind: kind.clone(),
-            key: ObjectKey::new(namespace, name),
-        };
+        let target = ObjectRef::new(kind, namespace, name);
         let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
         let cached = informer.get(&target.key);
         let cached_version = cached
@@ -246,18 +242,12 @@ impl CacheReader for PluginClient {
     }
 
     fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
-        let invalid = |e: String| ApiError::new(ApiErrorKind::Invalid, e);
         let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
-        let selector = LabelSelector::parse(options.label_selector.as_deref().unwrap_or_default())
-            .map_err(invalid)?;
-        let fields = field_requirements(options.field_selector.as_deref().unwrap_or_default())
-            .map_err(invalid)?;
-        let objects = informer.list(options.namespace.as_deref(), &selector);
-        let matching = objects.into_iter().filter(|o| {
-            fields
-                .iter()
-                .all(|(path, value)| o.field(path).as_deref() == Some(value))
-        });
+        let (labels, fields) = options.selectors()?;
+        let objects = informer.list(options.namespace.as_deref(), &labels);
+        let matching = objects
+            .into_iter()
+            .filter(|o| fields.matches(|path| o.field(path)));
         Ok(matching.map(|o| o.json.clone()).collect())
     }
 
@@ -276,21 +266,6 @@ impl CacheReader for PluginClient {
         })?;
         Ok(objects.iter().map(|o| o.json.clone()).collect())
     }
-}
-
-fn field_requirements(text: &str) -> Result<Vec<(String, String)>, String> {
-    text.split(',')
-        .filter(|part| !part.trim().is_empty())
-        .map(|part| {
-            let (path, value) = part
-                .split_once('=')
-                .ok_or_else(|| format!("field selector {part:?} is not path=value"))?;
-            Ok((
-                path.trim().trim_end_matches('=').to_owned(),
-                value.trim().to_owned(),
-            ))
-        })
-        .collect()
 }
 
 fn not_cached(kind: &GroupVersionKind) -> ApiError {
@@ -334,18 +309,6 @@ pub fn api_error(error: kube::Error) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn field_selectors_split_into_requirements() {
-        assert_eq!(
-            field_requirements("metadata.name=a, spec.x==b").unwrap(),
-            [
-                ("metadata.name".into(), "a".into()),
-                ("spec.x".into(), "b".into())
-            ]
-        );
-        assert!(field_requirements("nonsense").is_err());
-    }
 
     #[test]
     fn api_statuses_map_to_the_wit_variant() {

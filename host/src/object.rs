@@ -42,6 +42,16 @@ pub struct ObjectRef {
     pub key: ObjectKey,
 }
 
+impl ObjectRef {
+    /// The object `name` of `kind` in `namespace`.
+    pub fn new(kind: &GroupVersionKind, namespace: &str, name: &str) -> Self {
+        ObjectRef {
+            kind: kind.clone(),
+            key: ObjectKey::new(namespace, name),
+        }
+    }
+}
+
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let GroupVersionKind {

@@ -57,6 +57,39 @@ impl LabelSelector {
     }
 }
 
+/// A parsed field selector (`metadata.name=web,spec.nodeName==n1`): equalities on string fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FieldSelector {
+    requirements: Vec<(String, String)>,
+}
+
+impl FieldSelector {
+    /// Parses the Kubernetes text form; the error names the malformed part.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let requirements = text
+            .split(',')
+            .filter(|part| !part.trim().is_empty())
+            .map(|part| {
+                let (path, value) = part
+                    .split_once('=')
+                    .ok_or_else(|| format!("field selector {part:?} is not path=value"))?;
+                Ok((
+                    path.trim().to_owned(),
+                    value.trim_start_matches('=').trim().to_owned(),
+                ))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(FieldSelector { requirements })
+    }
+
+    /// Whether the fields `field` looks up satisfy every requirement.
+    pub fn matches(&self, field: impl Fn(&str) -> Option<String>) -> bool {
+        self.requirements
+            .iter()
+            .all(|(path, value)| field(path).as_deref() == Some(value))
+    }
+}
+
 fn split_top_level(text: &str) -> Vec<&str> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0usize, 0);
     for (i, c) in text.char_indices() {
@@ -131,6 +164,19 @@ mod tests {
         ])));
         assert!(!selector.matches(&labels(&[("app", "web"), ("env", "prod")])));
         assert!(LabelSelector::parse("").unwrap().matches(&labels(&[])));
+    }
+
+    #[test]
+    fn field_selectors_match_string_fields() {
+        let selector = FieldSelector::parse("metadata.name=a, spec.x==b").unwrap();
+        let fields = |path: &str| match path {
+            "metadata.name" => Some("a".to_owned()),
+            "spec.x" => Some("b".to_owned()),
+            _ => None,
+        };
+        assert!(selector.matches(fields));
+        assert!(!FieldSelector::parse("spec.y=b").unwrap().matches(fields));
+        assert!(FieldSelector::parse("nonsense").is_err());
     }
 
     #[test]

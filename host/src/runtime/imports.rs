@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::object::{GroupVersionKind, ObjectRef};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// A cached object as JSON text, shared without copying between the cache and its readers.
 pub type Json = Arc<str>;
@@ -95,6 +96,18 @@ pub struct ListOptions {
     pub label_selector: Option<String>,
     /// A field selector in Kubernetes syntax.
     pub field_selector: Option<String>,
+}
+
+impl ListOptions {
+    /// The parsed label and field selectors; a malformed one is an `Invalid` error.
+    pub fn selectors(&self) -> Result<(LabelSelector, FieldSelector), ApiError> {
+        let invalid = |e: String| ApiError::new(ApiErrorKind::Invalid, e);
+        let labels = LabelSelector::parse(self.label_selector.as_deref().unwrap_or_default())
+            .map_err(invalid)?;
+        let fields = FieldSelector::parse(self.field_selector.as_deref().unwrap_or_default())
+            .map_err(invalid)?;
+        Ok((labels, fields))
+    }
 }
 
 /// Reads of the informer cache on behalf of one plugin.

@@ -14,7 +14,6 @@ use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
     Services, Write,
 };
-use crate::selector::LabelSelector;
 
 /// One write a guest made, as the host received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -297,10 +296,7 @@ impl State {
 
 impl CacheReader for MemoryHost {
     fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError> {
-        let target = ObjectRef {
-            kind: kind.clone(),
-            key: ObjectKey::new(namespace, name),
-        };
+        let target = ObjectRef::new(kind, namespace, name);
         let state = self.lock();
         let stored = state
             .objects
@@ -311,15 +307,7 @@ impl CacheReader for MemoryHost {
     }
 
     fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
-        let invalid = |e: String| ApiError::new(ApiErrorKind::Invalid, e);
-        let selector = LabelSelector::parse(options.label_selector.as_deref().unwrap_or_default())
-            .map_err(invalid)?;
-        let fields = options.field_selector.as_deref().unwrap_or_default();
-        let fields: Vec<(&str, &str)> = fields
-            .split(',')
-            .filter(|f| !f.is_empty())
-            .filter_map(|f| f.split_once('='))
-            .collect();
+        let (selector, fields) = options.selectors()?;
         let state = self.lock();
         let mut found: Vec<_> = state
             .objects
@@ -332,11 +320,7 @@ impl CacheReader for MemoryHost {
                         .is_none_or(|ns| *ns == key.namespace)
             })
             .filter(|(_, s)| selector.matches(&labels(&s.value)))
-            .filter(|(_, s)| {
-                fields
-                    .iter()
-                    .all(|(path, value)| field(&s.value, path) == Some(*value))
-            })
+            .filter(|(_, s)| fields.matches(|path| field(&s.value, path).map(str::to_owned)))
             .map(|((_, key), s)| (key.clone(), s.json.clone()))
             .collect();
         found.sort_by(|a, b| a.0.cmp(&b.0));

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .PHONY: help demo test bench guests control-plane down
 
 help:
-	@echo "make demo   bring up a local control plane and wasmop against it"
+	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
 	@echo "make bench  benchmarks (dispatch cost against the bare wasmtime floor)"
 	@echo "make down   stop the demo's control plane"
@@ -25,14 +25,9 @@ test: control-plane guests
 bench: guests
 	cargo bench -p wasmop --bench dispatch
 
-demo: control-plane
+demo: control-plane guests
 	cargo build --bin wasmop
-	tests/control-plane up
-	@source <(tests/control-plane env) && set -x && kubectl version && kubectl get namespaces
-	target/debug/wasmop --version
-	@echo
-	@echo 'The control plane keeps running. Use it with: eval "$$(tests/control-plane env)"'
-	@echo 'Stop it with: make down'
+	deploy/demo
 
 down:
 	tests/control-plane down

@@ -1,9 +1,56 @@
 //! The `wasmop` binary: parses the command line and runs the host.
 
-use clap::Parser;
-use wasmop::config::Cli;
+use std::io::IsTerminal;
 
-fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
+use anyhow::Context;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+use wasmop::config::{Cli, Command, RunArgs};
+use wasmop::manager::Manager;
+use wasmop::runtime::{PluginOptions, RuntimeConfig};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    match Cli::parse().command {
+        Command::Run(args) => run(args).await,
+    }
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no kubeconfig given and none found")?,
+    };
+    let client = kube::Client::try_from(config)?;
+    let runtime = RuntimeConfig {
+        cache_dir: args.compile_cache.clone(),
+        ..RuntimeConfig::default()
+    };
+    let mut manager = Manager::new(client, runtime)?;
+    for plugin in &args.plugins {
+        let controller = manager.add_plugin(plugin, PluginOptions::default()).await?;
+        let registration = controller.plugin().registration();
+        tracing::info!(plugin = %registration.name, version = %registration.version, file = %plugin.display(), "plugin running");
+    }
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("stopping: letting in-flight reconciles finish");
+    manager.stop().await;
     Ok(())
 }

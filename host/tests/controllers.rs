@@ -166,3 +166,177 @@ async fn webapp_owns_its_deployment_and_service_and_cleans_up_with_its_finalizer
     })
     .await
 }
+
+fn labelled(namespace: &str, name: &str, labels: serde_json::Value) -> anyhow::Result<ConfigMap> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"namespace": namespace, "name": name, "labels": labels},
+        "data": {"greeting": "hello"},
+    }))?)
+}
+
+#[tokio::test]
+async fn configmap_sync_follows_its_source_and_namespaces_labelled_later() -> anyhow::Result<()> {
+    within(LIMIT, "configmap-sync on the real control plane", async {
+        let plane = shared().await?;
+        let client = plane.client().await?;
+        let (source_ns, early, late) = (
+            plane.create_namespace("sync-source").await?,
+            plane.create_namespace("sync-early").await?,
+            plane.create_namespace("sync-late").await?,
+        );
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+        let target = json!({"metadata": {"labels": {"configmap-sync.wasmop.dev/target": "true"}}});
+        namespaces
+            .patch(&early, &PatchParams::default(), &Patch::Merge(&target))
+            .await?;
+
+        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        manager
+            .add_plugin(
+                &common::component("configmap-sync"),
+                PluginOptions::default(),
+            )
+            .await?;
+        let source = labelled(
+            &source_ns,
+            "shared-settings",
+            json!({"configmap-sync.wasmop.dev/source": "true"}),
+        )?;
+        Api::<ConfigMap>::namespaced(client.clone(), &source_ns)
+            .create(&Default::default(), &source)
+            .await?;
+
+        let copy_in = |namespace: &str| Api::<ConfigMap>::namespaced(client.clone(), namespace);
+        let (early_copies, late_copies) = (copy_in(&early), copy_in(&late));
+        eventually("the copy in the labelled namespace", || async {
+            early_copies.get_opt("shared-settings").await.ok().flatten()
+        })
+        .await;
+        namespaces
+            .patch(&late, &PatchParams::default(), &Patch::Merge(&target))
+            .await?;
+        eventually("the copy in the namespace labelled later", || async {
+            late_copies.get_opt("shared-settings").await.ok().flatten()
+        })
+        .await;
+
+        let unlabel = json!({"metadata": {"labels": {"configmap-sync.wasmop.dev/source": null}}});
+        copy_in(&source_ns)
+            .patch(
+                "shared-settings",
+                &PatchParams::default(),
+                &Patch::Merge(&unlabel),
+            )
+            .await?;
+        eventually("the copies removed with the source label", || async {
+            let early_gone = early_copies
+                .get_opt("shared-settings")
+                .await
+                .ok()?
+                .is_none();
+            let late_gone = late_copies.get_opt("shared-settings").await.ok()?.is_none();
+            (early_gone && late_gone).then_some(())
+        })
+        .await;
+        manager.stop().await;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn undeclared_writes_never_reach_the_apiserver_and_plugins_share_watches()
+-> anyhow::Result<()> {
+    within(LIMIT, "permissions and shared watches", async {
+        let plane = shared().await?;
+        let client = plane.client().await?;
+        let namespace = plane.create_namespace("undeclared").await?;
+        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        manager
+            .add_plugin(
+                &common::component("guest-undeclared-write"),
+                PluginOptions::default(),
+            )
+            .await?;
+        manager
+            .add_plugin(&common::component("guest-good"), PluginOptions::default())
+            .await?;
+        let configmaps = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        assert_eq!(
+            manager.cache().kinds(),
+            [configmaps],
+            "two ConfigMap plugins, one watch"
+        );
+
+        let victim = labelled(&namespace, "victim", json!({}))?;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        api.create(&Default::default(), &victim).await?;
+        eventually("guest-good to annotate the ConfigMap", || async {
+            let cm = api.get("victim").await.ok()?;
+            cm.metadata
+                .annotations?
+                .contains_key("guest-good.wasmop.dev/seen")
+                .then_some(())
+        })
+        .await;
+        let sneaky = manager.controllers()[0].stats();
+        eventually("the forbidden reconcile to be reported", || async {
+            (sneaky.terminal.load(std::sync::atomic::Ordering::Relaxed) > 0).then_some(())
+        })
+        .await;
+        let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(client.clone(), &namespace);
+        assert!(
+            secrets.get_opt("victim").await?.is_none(),
+            "an undeclared Secret was created"
+        );
+        manager.stop().await;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<()> {
+    within(LIMIT, "an event storm", async {
+        let plane = shared().await?;
+        let client = plane.client().await?;
+        let namespace = plane.create_namespace("storm").await?;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        api.create(&Default::default(), &labelled(&namespace, "stormy", json!({}))?).await?;
+        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        manager.add_plugin(&common::component("guest-slow"), PluginOptions::default()).await?;
+        manager.add_plugin(&common::component("guest-good"), PluginOptions::default()).await?;
+        let (slow, good) = (&manager.controllers()[0], &manager.controllers()[1]);
+        let settled = |what| {
+            eventually(what, || async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                (slow.queue_depth() == 0 && good.queue_depth() == 0).then_some(())
+            })
+        };
+        settled("the initial reconciles").await;
+
+        let before = slow.stats().total();
+        let updates: u64 = 200;
+        let patches = (0..updates).map(|i| {
+            let api = api.clone();
+            async move {
+                let data = json!({"data": {"counter": i.to_string()}});
+                api.patch("stormy", &PatchParams::default(), &Patch::Merge(&data)).await
+            }
+        });
+        use futures::{StreamExt, TryStreamExt};
+        futures::stream::iter(patches).buffer_unordered(50).try_collect::<Vec<_>>().await?;
+        settled("the storm to be worked off").await;
+        let reconciles = slow.stats().total() - before;
+        println!("{updates} updates of one ConfigMap led to {reconciles} reconciles of a 50 ms reconciler");
+        assert!(reconciles < updates / 2, "{reconciles} reconciles for {updates} updates: no deduplication");
+        assert!(reconciles >= 1, "the storm was never reconciled");
+        let final_state = api.get("stormy").await?;
+        assert_eq!(final_state.data.unwrap_or_default().len(), 2, "the last update is there");
+        assert!(final_state.metadata.annotations.unwrap_or_default().contains_key("guest-good.wasmop.dev/seen"));
+        manager.stop().await;
+        Ok(())
+    })
+    .await
+}

@@ -170,6 +170,11 @@ impl Controller {
         self.queue.len()
     }
 
+    /// How many times `key` has been retried since it last succeeded.
+    pub fn retries(&self, key: &ObjectKey) -> u32 {
+        self.queue.retries(key)
+    }
+
     /// The plugin it runs.
     pub fn plugin(&self) -> &Arc<Plugin> {
         &self.plugin

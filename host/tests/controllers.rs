@@ -340,3 +340,60 @@ async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<
     })
     .await
 }
+
+#[tokio::test]
+async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() -> anyhow::Result<()>
+{
+    within(LIMIT, "backoff of a failing plugin", async {
+        // Its own control plane: the failing plugin fails for every ConfigMap in the cluster, and
+        // on the shared one other tests' ConfigMaps would spend the global retry budget.
+        let plane = ControlPlane::start().await?;
+        let client = plane.client().await?;
+        let namespace = plane.create_namespace("backoff").await?;
+        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        manager
+            .add_plugin(&common::component("guest-panic"), PluginOptions::default())
+            .await?;
+        manager
+            .add_plugin(&common::component("guest-good"), PluginOptions::default())
+            .await?;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        api.create(
+            &Default::default(),
+            &labelled(&namespace, "doomed", json!({}))?,
+        )
+        .await?;
+
+        let key = wasmop::object::ObjectKey::new(&namespace, "doomed");
+        let failing = &manager.controllers()[0];
+        let mut seen = Vec::new();
+        let started = tokio::time::Instant::now();
+        while seen.len() < 9 {
+            let retries = failing.retries(&key);
+            if retries as usize > seen.len() {
+                seen.push(started.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1] - w[0]).collect();
+        println!("gaps between retries: {gaps:?}");
+        for pair in gaps[3..].windows(2) {
+            let ratio = pair[1].as_secs_f64() / pair[0].as_secs_f64();
+            assert!(
+                (1.5..2.6).contains(&ratio),
+                "retry gaps {gaps:?} do not double"
+            );
+        }
+        eventually("guest-good to keep reconciling", || async {
+            let cm = api.get("doomed").await.ok()?;
+            cm.metadata
+                .annotations?
+                .contains_key("guest-good.wasmop.dev/seen")
+                .then_some(())
+        })
+        .await;
+        manager.stop().await;
+        Ok(())
+    })
+    .await
+}

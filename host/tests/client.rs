@@ -1,0 +1,86 @@
+//! The cache-backed client against the real control plane: a plugin reads its own writes at once,
+//! before its watch has delivered them, and API errors arrive as the WIT error kinds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wasmop::cache::Cache;
+use wasmop::client::PluginClient;
+use wasmop::object::{GroupVersionKind, ObjectRef};
+use wasmop::runtime::imports::{ApiErrorKind, ApiWriter, CacheReader, Write};
+use wasmop_envtest::{shared, within};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn parsed(json: &str) -> Value {
+    serde_json::from_str(json).expect("the client returns JSON")
+}
+
+#[tokio::test]
+async fn a_plugin_reads_its_own_writes_immediately() -> anyhow::Result<()> {
+    within(LIMIT, "read-your-writes", async {
+        let plane = shared().await?;
+        let namespace = plane.create_namespace("ryw").await?;
+        let kube = plane.client().await?;
+        let cache = Arc::new(Cache::new(kube.clone()));
+        let configmaps = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let informer = cache.informer(&configmaps).await?;
+        informer.wait_synced().await;
+        let client = PluginClient::new(kube, cache.clone(), "ryw");
+        let target = ObjectRef::new(&configmaps, &namespace, "mine");
+
+        for round in 0..20 {
+            let object = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"namespace": namespace, "name": "mine"},
+                "data": {"round": round.to_string()},
+            });
+            let write = if round == 0 {
+                Write::Create(object)
+            } else {
+                Write::Patch {
+                    patch: wasmop::runtime::imports::Patch::Merge(object),
+                    status: false,
+                }
+            };
+            let stored = client
+                .write(&target, write)
+                .await?
+                .expect("the stored object");
+            let written: u64 = parsed(&stored)["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()?;
+            let read = parsed(&client.get(&configmaps, &namespace, "mine")?);
+            let seen: u64 = read["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()?;
+            assert!(
+                seen >= written,
+                "round {round}: read resourceVersion {seen} older than the write {written}"
+            );
+            assert_eq!(read["data"]["round"], round.to_string());
+        }
+
+        client
+            .write(&target, Write::Delete(Default::default()))
+            .await?;
+        let gone = client.get(&configmaps, &namespace, "mine").unwrap_err();
+        assert_eq!(
+            gone.kind,
+            ApiErrorKind::NotFound,
+            "a deleted object was still readable: {gone}"
+        );
+
+        let missing = ObjectRef::new(&configmaps, &namespace, "never-created");
+        let error = client
+            .write(&missing, Write::Delete(Default::default()))
+            .await
+            .unwrap_err();
+        assert_eq!((error.kind, error.code), (ApiErrorKind::NotFound, 404));
+        Ok(())
+    })
+    .await
+}

@@ -2,30 +2,45 @@
 //! which aggregates repeats into series). Recording never blocks a guest: each event is published
 //! on its own task, and a failure is logged, not returned.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
 
 use crate::runtime::imports::{Event, EventRecorder, EventType};
 
-/// Publishes plugin events as `wasmop/<plugin>`.
+/// Publishes plugin events as `wasmop/<plugin>`, one recorder (and series cache) per plugin.
 pub struct Events {
     client: kube::Client,
+    recorders: Mutex<HashMap<String, Recorder>>,
 }
 
 impl Events {
     /// A recorder publishing through `client`.
     pub fn new(client: kube::Client) -> Self {
-        Events { client }
+        Events {
+            client,
+            recorders: Mutex::default(),
+        }
+    }
+
+    fn recorder(&self, plugin: &str) -> Recorder {
+        let mut recorders = self.recorders.lock().unwrap_or_else(|e| e.into_inner());
+        let recorder = recorders.entry(plugin.to_owned()).or_insert_with(|| {
+            let reporter = Reporter {
+                controller: format!("wasmop/{plugin}"),
+                instance: None,
+            };
+            Recorder::new(self.client.clone(), reporter)
+        });
+        recorder.clone()
     }
 }
 
 impl EventRecorder for Events {
     fn record(&self, plugin: &str, event: Event) {
-        let reporter = Reporter {
-            controller: format!("wasmop/{plugin}"),
-            instance: None,
-        };
-        let recorder = Recorder::new(self.client.clone(), reporter);
+        let recorder = self.recorder(plugin);
         let kind = &event.regarding.kind;
         let api_version = if kind.group.is_empty() {
             kind.version.clone()

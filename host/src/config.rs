@@ -46,8 +46,8 @@ pub struct RunArgs {
     )]
     pub plugins: Vec<PathBuf>,
     /// Where compiled components are cached across restarts.
-    #[arg(long, env = "WASMOP_COMPILE_CACHE")]
-    pub compile_cache: Option<PathBuf>,
+    #[arg(long, env = "WASMOP_COMPILE_CACHE", default_value_os_t = crate::runtime::default_cache_dir())]
+    pub compile_cache: PathBuf,
 }
 
 #[cfg(test)]

@@ -78,6 +78,11 @@ impl Manager {
         &self.controllers
     }
 
+    /// The WebAssembly runtime.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
     /// The shared cache.
     pub fn cache(&self) -> &Cache {
         &self.cache

@@ -134,7 +134,7 @@ async fn compiled_components_are_cached_on_disk_across_restarts() {
     within(LIMIT, "the compiled-component cache", async {
         let cache = tempfile::tempdir().unwrap();
         let config = RuntimeConfig {
-            cache_dir: Some(cache.path().to_owned()),
+            cache_dir: cache.path().to_owned(),
             ..RuntimeConfig::default()
         };
         let first = Runtime::new(config.clone()).unwrap();

@@ -2,13 +2,19 @@
 //! allocator that makes a fresh instance per reconcile cheap, epoch interruption driven by a
 //! ticker thread, and an on-disk cache of compiled components keyed by content hash and engine
 //! configuration, so a restart does not recompile.
+//!
+//! Components are compiled on a short-lived second engine with the same compilation settings
+//! and handed to the long-lived engine through the cache: Cranelift keeps its per-thread
+//! compilation contexts, sized by the largest function it ever compiled (hundreds of MiB for a
+//! serde-heavy guest), for as long as its engine lives. The cache lives in the user's cache
+//! directory unless configured elsewhere; wasmtime bounds its size.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{
     Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig,
 };
@@ -23,8 +29,8 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// Settings of the runtime as a whole.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
-    /// Where compiled components are cached; `None` compiles every time.
-    pub cache_dir: Option<PathBuf>,
+    /// Where compiled components are cached.
+    pub cache_dir: PathBuf,
     /// How many guest instances may exist at once across all plugins.
     pub max_instances: u32,
     /// The largest linear memory any plugin may be allowed, in bytes.
@@ -34,7 +40,7 @@ pub struct RuntimeConfig {
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
-            cache_dir: None,
+            cache_dir: default_cache_dir(),
             max_instances: 1000,
             max_memory: 1 << 30,
         }
@@ -46,23 +52,19 @@ pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<StoreState>,
     pub(crate) config: RuntimeConfig,
-    cache: Option<Cache>,
+    pub(crate) compiler: Compiler,
     _ticker: Ticker,
 }
 
 impl Runtime {
     /// Builds the engine and linker and starts the epoch ticker.
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
-        let cache = match &config.cache_dir {
-            Some(dir) => {
-                let mut cache = CacheConfig::new();
-                cache.with_directory(dir);
-                Some(Cache::new(cache).map_err(RuntimeError::Engine)?)
-            }
-            None => None,
-        };
-        let mut engine_config = engine_config(&config);
-        engine_config.cache(cache.clone());
+        let (cache, compiler_cache) = (
+            open_cache(&config.cache_dir)?,
+            open_cache(&config.cache_dir)?,
+        );
+        let mut engine_config = pooled(compilation_config(), &config);
+        engine_config.cache(Some(cache.clone()));
         let engine = Engine::new(&engine_config).map_err(RuntimeError::Engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(RuntimeError::Engine)?;
@@ -70,26 +72,82 @@ impl Runtime {
             .map_err(RuntimeError::Engine)?;
         let _ticker = Ticker::start(engine.clone());
         Ok(Runtime {
-            engine,
             linker,
+            compiler: Compiler {
+                engine: engine.clone(),
+                cache,
+                compiler_cache,
+            },
+            engine,
             config,
-            cache,
             _ticker,
         })
     }
 
     /// Compiled components found in the on-disk cache so far.
     pub fn cache_hits(&self) -> usize {
-        self.cache.as_ref().map_or(0, Cache::cache_hits)
+        self.compiler.compiler_cache.cache_hits()
     }
 
     /// Compiled components that were not in the on-disk cache so far.
     pub fn cache_misses(&self) -> usize {
-        self.cache.as_ref().map_or(0, Cache::cache_misses)
+        self.compiler.compiler_cache.cache_misses()
     }
 }
 
-fn engine_config(settings: &RuntimeConfig) -> Config {
+/// Compiles components for the runtime's engine without leaving the compiler's memory behind.
+#[derive(Clone)]
+pub(crate) struct Compiler {
+    engine: Engine,
+    cache: Cache,
+    compiler_cache: Cache,
+}
+
+impl Compiler {
+    /// Compiles `bytes` on a throwaway engine unless the cache has them, then loads the result
+    /// from the cache into the runtime's engine. Blocking: call it off the async runtime.
+    pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+        let mut config = compilation_config();
+        config.cache(Some(self.compiler_cache.clone()));
+        Component::new(&Engine::new(&config)?, bytes)?;
+        let misses = self.cache.cache_misses();
+        let component = Component::new(&self.engine, bytes)?;
+        if self.cache.cache_misses() > misses {
+            tracing::warn!("the compiled component was not found in the cache; compiled it again");
+        }
+        Ok(component)
+    }
+
+    /// Components the runtime's own engine had to compile (zero unless the cache failed).
+    #[cfg(test)]
+    fn resident_compiles(&self) -> usize {
+        self.cache.cache_misses()
+    }
+}
+
+fn open_cache(dir: &Path) -> Result<Cache, RuntimeError> {
+    let mut config = CacheConfig::new();
+    config.with_directory(dir);
+    Cache::new(config).map_err(RuntimeError::Engine)
+}
+
+/// `$XDG_CACHE_HOME/wasmop/compiled`, else `~/.cache/wasmop/compiled`, else under the temp dir.
+pub fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("wasmop").join("compiled")
+}
+
+/// Everything that decides the compiled code; both engines must agree on it.
+fn compilation_config() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true).epoch_interruption(true);
+    config
+}
+
+fn pooled(mut config: Config, settings: &RuntimeConfig) -> Config {
     let instances = settings.max_instances;
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(instances)
@@ -101,11 +159,7 @@ fn engine_config(settings: &RuntimeConfig) -> Config {
         .max_memories_per_component(16)
         .max_tables_per_component(64)
         .max_memory_size(settings.max_memory);
-    let mut config = Config::new();
-    config
-        .wasm_component_model(true)
-        .epoch_interruption(true)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config
 }
 
@@ -134,5 +188,27 @@ impl Ticker {
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The empty component: magic, component-model version and layer.
+    const COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    #[test]
+    fn the_long_lived_engine_never_compiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: dir.path().to_owned(),
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        runtime.compiler.compile(COMPONENT).unwrap();
+        runtime.compiler.compile(COMPONENT).unwrap();
+        assert_eq!(runtime.compiler.resident_compiles(), 0);
+        assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
     }
 }

@@ -19,7 +19,7 @@ mod output;
 mod plugin;
 mod registration;
 
-pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
+pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig, default_cache_dir};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;
 pub use imports::Services;

@@ -174,8 +174,8 @@ impl Runtime {
     }
 
     async fn compile(&self, file: &Path, bytes: Vec<u8>) -> Result<Component, RuntimeError> {
-        let engine = self.engine.clone();
-        let compiled = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes)).await;
+        let compiler = self.compiler.clone();
+        let compiled = tokio::task::spawn_blocking(move || compiler.compile(&bytes)).await;
         let compiled =
             compiled.map_err(|e| wasmtime::Error::msg(format!("compiler thread failed: {e}")));
         compiled

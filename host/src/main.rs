@@ -9,6 +9,11 @@ use wasmop::config::{Cli, Command, RunArgs};
 use wasmop::manager::Manager;
 use wasmop::runtime::{PluginOptions, RuntimeConfig};
 
+/// jemalloc with background purging hands a plugin compilation's transient memory (hundreds of
+/// MiB for a large guest) back to the system within seconds; glibc's malloc keeps most of it.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()

@@ -301,7 +301,7 @@ fn apiserver_args(files: &certs::CertFiles, etcd_port: u16, port: u16) -> Vec<St
             files.service_account_key.display()
         ),
         "--service-account-issuer=https://kubernetes.default.svc".into(),
-        "--service-cluster-ip-range=10.0.0.0/24".into(),
+        "--service-cluster-ip-range=10.96.0.0/16".into(),
         "--endpoint-reconciler-type=none".into(),
         "--authorization-mode=RBAC".into(),
         "--allow-privileged=true".into(),

@@ -7,7 +7,7 @@ SHELL := /bin/bash
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
-	@echo "make bench  benchmarks (dispatch cost against the bare wasmtime floor)"
+	@echo "make bench  benchmarks: dispatch cost against the bare wasmtime floor, 1,000 WebApps converging"
 	@echo "make down   stop the demo's control plane"
 
 guests:
@@ -22,8 +22,9 @@ test: control-plane guests
 	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 
-bench: guests
+bench: control-plane guests
 	cargo bench -p wasmop --bench dispatch
+	cargo bench -p wasmop --bench converge
 
 demo: control-plane guests
 	cargo build --bin wasmop

@@ -3,11 +3,10 @@
 //!
 //! Kinds are resolved through discovery (any built-in kind or CRD). Objects are kept as their
 //! JSON text (managedFields stripped) beside the few parsed fields the indexes use, so a guest
-//! gets its JSON without re-serialisation. By its layout one cached object costs its JSON length
-//! plus its key, uid, resourceVersion, labels and annotations once more as strings, about 200
-//! bytes of struct and map overhead, and one entry in each index it appears in; the JSON dominates
-//! for typical objects. (An estimate from the layout; the benchmarks measure it against kube-rs's
-//! reflector, whose typed or `serde_json::Value` copies cost 8-12x the JSON, see ARCHITECTURE.md.)
+//! gets its JSON without re-serialisation. Measured (`cargo bench --bench converge`): 10,000
+//! ConfigMaps of 770 bytes of JSON with two labels cost about 3.1 KB each in RSS, 4x their JSON:
+//! the JSON, the parsed key, uid, resourceVersion and labels, the map entry, and one entry per
+//! index (namespace, each label) holding a copy of the key.
 //!
 //! This module knows kube but neither plugins nor the runtime.
 

@@ -3,6 +3,7 @@
 //! Every option has one name shared by its flag and its environment variable, so operators can
 //! move settings between them without renaming anything.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,38 @@ pub struct RunArgs {
     /// Where compiled components are cached across restarts.
     #[arg(long, env = "WASMOP_COMPILE_CACHE", default_value_os_t = crate::runtime::default_cache_dir())]
     pub compile_cache: PathBuf,
+    /// Where `/metrics` is served; `0` turns it off.
+    #[arg(
+        long,
+        env = "WASMOP_METRICS_BIND_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_bind_address: BindAddress,
+    /// Where `/healthz` and `/readyz` are served; `0` turns them off.
+    #[arg(
+        long,
+        env = "WASMOP_HEALTH_PROBE_BIND_ADDRESS",
+        default_value = "0.0.0.0:8081"
+    )]
+    pub health_probe_bind_address: BindAddress,
+}
+
+/// A listening address, or `0` for off, as controller-runtime's bind-address flags take them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BindAddress(pub Option<SocketAddr>);
+
+impl std::str::FromStr for BindAddress {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        if value == "0" {
+            return Ok(BindAddress(None));
+        }
+        value
+            .parse()
+            .map(|a| BindAddress(Some(a)))
+            .map_err(|e| format!("`{value}` is neither `0` nor an address like 0.0.0.0:8080: {e}"))
+    }
 }
 
 #[cfg(test)]
@@ -79,5 +112,42 @@ mod tests {
         );
         let missing = Cli::try_parse_from(["wasmop", "run"]).unwrap_err();
         assert!(missing.to_string().contains("--plugin"), "{missing}");
+    }
+
+    #[test]
+    fn bind_addresses_default_like_controller_runtime_and_zero_turns_off() {
+        let parse = |extra: &[&str]| {
+            let args = [&["wasmop", "run", "--plugin", "a.wasm"], extra].concat();
+            let Command::Run(run) = Cli::try_parse_from(args).unwrap().command;
+            run
+        };
+        let defaults = parse(&[]);
+        assert_eq!(
+            defaults.metrics_bind_address.0,
+            Some("0.0.0.0:8080".parse().unwrap())
+        );
+        assert_eq!(
+            defaults.health_probe_bind_address.0,
+            Some("0.0.0.0:8081".parse().unwrap())
+        );
+        assert_eq!(
+            parse(&["--metrics-bind-address", "0"])
+                .metrics_bind_address
+                .0,
+            None
+        );
+        let bad = Cli::try_parse_from([
+            "wasmop",
+            "run",
+            "--plugin",
+            "a",
+            "--metrics-bind-address",
+            ":x",
+        ]);
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("neither `0` nor an address")
+        );
     }
 }

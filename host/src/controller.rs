@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -17,8 +18,9 @@ use tokio::task::JoinHandle;
 use crate::cache::{
     Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription,
 };
+use crate::metrics::{ControllerMetrics, ReconcileResult};
 use crate::object::{GroupVersionKind, ObjectKey};
-use crate::queue::{LOW_PRIORITY, NoMetrics, Queue, RateLimits};
+use crate::queue::{LOW_PRIORITY, Queue, RateLimits};
 use crate::runtime::{DispatchError, Mapping, Outcome, Plugin, Predicate, Registration, Verb};
 use crate::selector::LabelSelector;
 
@@ -68,9 +70,13 @@ type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
 impl Controller {
     /// Starts the informers the plugin needs, waits for them to sync, subscribes its sources and
     /// starts its workers.
-    pub async fn start(cache: &Cache, plugin: Arc<Plugin>) -> Result<Self, CacheError> {
+    pub async fn start(
+        cache: &Cache,
+        plugin: Arc<Plugin>,
+        metrics: ControllerMetrics,
+    ) -> Result<Self, CacheError> {
         let registration = plugin.registration().clone();
-        let queue = Arc::new(Queue::new(RateLimits::default(), Arc::new(NoMetrics)));
+        let queue = Arc::new(Queue::new(RateLimits::default(), Arc::new(metrics.clone())));
         let mut informers = Vec::new();
         for kind in informed_kinds(&registration) {
             informers.push(cache.informer(&kind).await?);
@@ -138,11 +144,14 @@ impl Controller {
         }
 
         let stats = Arc::new(Stats::default());
-        for _ in 0..registration.max_concurrent_reconciles.max(1) {
+        let workers = registration.max_concurrent_reconciles.max(1);
+        metrics.started(&plugin, &queue, workers as usize);
+        for _ in 0..workers {
             tasks.push(tokio::spawn(work(
                 plugin.clone(),
                 queue.clone(),
                 stats.clone(),
+                metrics.clone(),
             )));
         }
         tracing::info!(
@@ -313,29 +322,46 @@ async fn map_through_guest(
     }
 }
 
-async fn work(plugin: Arc<Plugin>, queue: Arc<Queue<ObjectKey>>, stats: Arc<Stats>) {
+async fn work(
+    plugin: Arc<Plugin>,
+    queue: Arc<Queue<ObjectKey>>,
+    stats: Arc<Stats>,
+    metrics: ControllerMetrics,
+) {
     while let Some(key) = queue.get().await {
-        match plugin.reconcile(&key).await {
+        metrics.worker_busy(true);
+        let started = Instant::now();
+        let outcome = plugin.reconcile(&key).await;
+        let took = started.elapsed();
+        match outcome {
             Ok(Outcome::Done) => {
                 queue.forget(&key);
                 stats.success.fetch_add(1, Ordering::Relaxed);
+                metrics.reconciled(ReconcileResult::Success, took, false);
             }
             Ok(Outcome::RequeueAfter { after, priority }) => {
                 queue.forget(&key);
                 queue.add_after(key.clone(), after, priority.unwrap_or(0));
                 stats.requeue_after.fetch_add(1, Ordering::Relaxed);
+                metrics.reconciled(ReconcileResult::RequeueAfter, took, false);
             }
             Err(error @ DispatchError::Failed { terminal: true, .. }) => {
                 queue.forget(&key);
                 tracing::warn!("{error}; not retried");
                 stats.terminal.fetch_add(1, Ordering::Relaxed);
+                metrics.reconciled(ReconcileResult::Error, took, true);
             }
             Err(error) => {
                 tracing::warn!("{error}; retrying with backoff");
                 queue.add_rate_limited(key.clone(), 0);
                 stats.error.fetch_add(1, Ordering::Relaxed);
+                metrics.reconciled(ReconcileResult::Error, took, false);
+                if let Some(kind) = error.trap_kind() {
+                    metrics.trapped(kind);
+                }
             }
         }
         queue.done(&key);
+        metrics.worker_busy(false);
     }
 }

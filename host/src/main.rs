@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use wasmop::config::{Cli, Command, RunArgs};
+use wasmop::http::{self, Endpoints};
 use wasmop::manager::Manager;
 use wasmop::runtime::{PluginOptions, RuntimeConfig};
 
@@ -45,17 +46,39 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         ..RuntimeConfig::default()
     };
     let mut manager = Manager::new(client, runtime)?;
+    let endpoints = Endpoints::new(manager.metrics().clone());
+    let addresses = [
+        args.metrics_bind_address.0,
+        args.health_probe_bind_address.0,
+    ];
+    let mut servers = Vec::new();
+    for address in addresses.into_iter().flatten() {
+        if servers.iter().any(|(bound, _)| *bound == address) {
+            continue;
+        }
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("listening on {address}"))?;
+        tracing::info!(%address, "serving /metrics, /healthz and /readyz");
+        servers.push((
+            address,
+            tokio::spawn(http::serve(listener, endpoints.clone())),
+        ));
+    }
     for plugin in &args.plugins {
         let controller = manager.add_plugin(plugin, PluginOptions::default()).await?;
         let registration = controller.plugin().registration();
         tracing::info!(plugin = %registration.name, version = %registration.version, file = %plugin.display(), "plugin running");
     }
+    endpoints.set_ready(true);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
     tracing::info!("stopping: letting in-flight reconciles finish");
+    endpoints.set_ready(false);
     manager.stop().await;
+    servers.iter().for_each(|(_, server)| server.abort());
     Ok(())
 }

@@ -9,6 +9,7 @@ use crate::cache::{Cache, CacheError};
 use crate::client::PluginClient;
 use crate::controller::Controller;
 use crate::events::Events;
+use crate::metrics::Metrics;
 use crate::runtime::{PluginOptions, Runtime, RuntimeConfig, RuntimeError, Services};
 
 /// A plugin could not be added.
@@ -32,16 +33,21 @@ pub struct Manager {
     client: kube::Client,
     runtime: Runtime,
     cache: Arc<Cache>,
+    metrics: Arc<Metrics>,
     controllers: Vec<Controller>,
 }
 
 impl Manager {
     /// A manager talking to the cluster through `client`.
     pub fn new(client: kube::Client, runtime: RuntimeConfig) -> Result<Self, RuntimeError> {
+        let cache = Arc::new(Cache::new(client.clone()));
+        let metrics = Arc::new(Metrics::new());
+        metrics.watch_cache(&cache);
         Ok(Manager {
-            cache: Arc::new(Cache::new(client.clone())),
+            cache,
             runtime: Runtime::new(runtime)?,
             client,
+            metrics,
             controllers: Vec::new(),
         })
     }
@@ -63,7 +69,8 @@ impl Manager {
         };
         let plugin = Arc::new(self.runtime.load(file, options, services).await?);
         let name = plugin.name().to_owned();
-        let controller = Controller::start(&self.cache, plugin)
+        let metrics = self.metrics.controller(&name);
+        let controller = Controller::start(&self.cache, plugin, metrics)
             .await
             .map_err(|source| ManagerError::Cache {
                 plugin: name,
@@ -81,6 +88,11 @@ impl Manager {
     /// The WebAssembly runtime.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// The process's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The shared cache.

@@ -10,6 +10,7 @@ pub mod config;
 pub mod controller;
 pub mod events;
 pub mod http;
+pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod object;

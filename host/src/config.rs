@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -63,6 +64,54 @@ pub struct RunArgs {
         default_value = "0.0.0.0:8081"
     )]
     pub health_probe_bind_address: BindAddress,
+    /// Leader election settings.
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+}
+
+/// Leader election options, named as controller-runtime's manager flags are.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LeaderArgs {
+    /// Run controllers only while holding the Lease, so replicas can wait as followers.
+    #[arg(long, env = "WASMOP_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// The Lease's name.
+    #[arg(
+        long,
+        env = "WASMOP_LEADER_ELECTION_ID",
+        default_value = "wasmop-leader"
+    )]
+    pub leader_election_id: String,
+    /// The Lease's namespace; the pod's own namespace in a cluster, else `default`.
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// How long a Lease stays held after its last observed renewal (e.g. 15s, 1500ms).
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = duration)]
+    pub leader_election_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives up.
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_RENEW_DEADLINE", default_value = "10s", value_parser = duration)]
+    pub leader_election_renew_deadline: Duration,
+    /// How often candidates try to acquire and the leader renews.
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = duration)]
+    pub leader_election_retry_period: Duration,
+}
+
+/// `250ms`, `15s` or `2m`.
+fn duration(value: &str) -> Result<Duration, String> {
+    let split = value
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("`{value}` is not a duration like 15s or 500ms"))?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        _ => return Err(format!("`{value}` needs a unit: ms, s or m")),
+    };
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// A listening address, or `0` for off, as controller-runtime's bind-address flags take them.
@@ -112,6 +161,45 @@ mod tests {
         );
         let missing = Cli::try_parse_from(["wasmop", "run"]).unwrap_err();
         assert!(missing.to_string().contains("--plugin"), "{missing}");
+    }
+
+    #[test]
+    fn leader_election_durations_parse_with_units() {
+        let cli = Cli::try_parse_from([
+            "wasmop",
+            "run",
+            "--plugin",
+            "a.wasm",
+            "--leader-elect",
+            "--leader-election-lease-duration",
+            "1500ms",
+            "--leader-election-retry-period",
+            "1m",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command;
+        assert!(run.leader.leader_elect);
+        assert_eq!(
+            run.leader.leader_election_lease_duration,
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            run.leader.leader_election_renew_deadline,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            run.leader.leader_election_retry_period,
+            Duration::from_secs(60)
+        );
+        let bad = Cli::try_parse_from([
+            "wasmop",
+            "run",
+            "--plugin",
+            "a",
+            "--leader-election-retry-period",
+            "2",
+        ]);
+        assert!(bad.unwrap_err().to_string().contains("needs a unit"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::client::PluginClient;
 use crate::controller::Controller;
 use crate::events::Events;
 use crate::metrics::Metrics;
-use crate::runtime::{PluginOptions, Runtime, RuntimeConfig, RuntimeError, Services};
+use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Services};
 
 /// A plugin could not be added.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +58,17 @@ impl Manager {
         file: &Path,
         options: PluginOptions,
     ) -> Result<&Controller, ManagerError> {
+        let plugin = self.load_plugin(file, options).await?;
+        self.start_plugin(plugin).await
+    }
+
+    /// Compiles, validates and describes the plugin in `file` without running it (as a follower
+    /// does, to take over warm).
+    pub async fn load_plugin(
+        &self,
+        file: &Path,
+        options: PluginOptions,
+    ) -> Result<Arc<Plugin>, ManagerError> {
         let (client, cache) = (self.client.clone(), self.cache.clone());
         let services = move |registration: &crate::runtime::Registration| {
             let plugin = PluginClient::new(client.clone(), cache, &registration.name);
@@ -67,7 +78,11 @@ impl Manager {
                 events: Arc::new(Events::new(client)),
             }
         };
-        let plugin = Arc::new(self.runtime.load(file, options, services).await?);
+        Ok(Arc::new(self.runtime.load(file, options, services).await?))
+    }
+
+    /// Starts a loaded plugin's controller once its informers have synced.
+    pub async fn start_plugin(&mut self, plugin: Arc<Plugin>) -> Result<&Controller, ManagerError> {
         let name = plugin.name().to_owned();
         let metrics = self.metrics.controller(&name);
         let controller = Controller::start(&self.cache, plugin, metrics)

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -63,11 +62,7 @@ async fn webapp_owns_its_deployment_and_service_and_cleans_up_with_its_finalizer
 -> anyhow::Result<()> {
     within(LIMIT, "webapp on the real control plane", async {
         let plane = shared().await?;
-        plane
-            .install_crds(&[
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/webapp.yaml")
-            ])
-            .await?;
+        common::install_webapp_crd(plane).await?;
         let namespace = plane.create_namespace("webapp").await?;
         let client = plane.client().await?;
         let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;

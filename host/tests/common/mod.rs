@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod scrape;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,4 +56,18 @@ pub fn configmap(namespace: &str, name: &str) -> Value {
         "metadata": {"namespace": namespace, "name": name},
         "data": {"key": "value"},
     })
+}
+
+/// Installs the WebApp CRD on `plane` (idempotent).
+pub async fn install_webapp_crd(plane: &wasmop_envtest::ControlPlane) -> anyhow::Result<()> {
+    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/webapp.yaml");
+    plane.install_crds(&[crd]).await?;
+    Ok(())
+}
+
+/// The WebApps of `namespace`, as dynamic objects.
+pub fn webapps(client: kube::Client, namespace: &str) -> kube::Api<kube::api::DynamicObject> {
+    let kind = kube::api::GroupVersionKind::gvk("example.wasmop.dev", "v1alpha1", "WebApp");
+    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "webapps");
+    kube::Api::namespaced_with(client, namespace, &resource)
 }

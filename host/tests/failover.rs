@@ -1,0 +1,169 @@
+//! Several `wasmop` processes with leader election against one apiserver: exactly one
+//! reconciles; killing it with SIGKILL hands over after the lease duration, and the new leader
+//! converges what changed meanwhile; SIGTERM releases the lease so a follower takes over at once.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::scrape::{free_address, get, parse, value};
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::json;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+use wasmop_envtest::{ControlPlane, shared, within};
+
+const LIMIT: Duration = Duration::from_secs(240);
+const LEASE: Duration = Duration::from_secs(3);
+const RETRY: Duration = Duration::from_millis(500);
+
+/// One `wasmop run --leader-elect` process and its metrics address.
+struct Replica {
+    child: Child,
+    address: String,
+}
+
+impl Replica {
+    async fn start(plane: &ControlPlane, namespace: &str) -> anyhow::Result<Self> {
+        let address = free_address();
+        let child = Command::new(env!("CARGO_BIN_EXE_wasmop"))
+            .args(["run", "--kubeconfig"])
+            .arg(plane.kubeconfig_path())
+            .arg("--plugin")
+            .arg(common::component("webapp"))
+            .args([
+                "--metrics-bind-address",
+                &address,
+                "--health-probe-bind-address",
+                "0",
+            ])
+            .args(["--leader-elect", "--leader-election-namespace", namespace])
+            .args(["--leader-election-lease-duration", "3s"])
+            .args(["--leader-election-renew-deadline", "2s"])
+            .args(["--leader-election-retry-period", "500ms"])
+            .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?;
+        let replica = Replica { child, address };
+        while !matches!(get(&replica.address, "/readyz").await, Ok((200, _))) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(replica)
+    }
+
+    async fn leading(&self) -> bool {
+        let Ok((200, text)) = get(&self.address, "/metrics").await else {
+            return false;
+        };
+        value(
+            &parse(&text),
+            "leader_election_master_status",
+            &[("name", "wasmop-leader")],
+        ) == Some(1.0)
+    }
+
+    async fn reconciles(&self) -> f64 {
+        let Ok((200, text)) = get(&self.address, "/metrics").await else {
+            return 0.0;
+        };
+        let samples = parse(&text);
+        value(
+            &samples,
+            "controller_runtime_reconcile_total",
+            &[("controller", "webapp"), ("result", "success")],
+        )
+        .unwrap_or(0.0)
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill runs");
+    }
+}
+
+/// Waits until one of `replicas` leads; returns its index and how long that took.
+async fn leader_among(replicas: &[&Replica]) -> (usize, Duration) {
+    let started = Instant::now();
+    loop {
+        for (i, replica) in replicas.iter().enumerate() {
+            if replica.leading().await {
+                return (i, started.elapsed());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn create(apps: &Api<DynamicObject>, name: &str) -> anyhow::Result<()> {
+    let app: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.wasmop.dev/v1alpha1", "kind": "WebApp",
+        "metadata": {"name": name},
+        "spec": {"image": "nginx:1.27", "replicas": 1, "port": 8080},
+    }))?;
+    apps.create(&PostParams::default(), &app).await?;
+    Ok(())
+}
+
+async fn converged(apps: &Api<DynamicObject>, name: &str) -> anyhow::Result<()> {
+    loop {
+        let app = apps.get(name).await?;
+        if app.data["status"]["observedGeneration"].as_i64() == app.metadata.generation {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() -> anyhow::Result<()>
+{
+    within(LIMIT, "failover between wasmop replicas", async {
+        let plane = shared().await?;
+        common::install_webapp_crd(plane).await?;
+        let namespace = plane.create_namespace("failover").await?;
+        let apps = common::webapps(plane.client().await?, &namespace);
+        let first = Replica::start(plane, &namespace).await?;
+        let second = Replica::start(plane, &namespace).await?;
+        let (leader, _) = leader_among(&[&first, &second]).await;
+        let (leader, follower) = if leader == 0 {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        create(&apps, "before").await?;
+        converged(&apps, "before").await?;
+        assert!(leader.reconciles().await > 0.0);
+        assert_eq!(follower.reconciles().await, 0.0, "the follower reconciled");
+        assert!(!follower.leading().await);
+
+        leader.signal("-KILL");
+        let killed = Instant::now();
+        create(&apps, "meanwhile").await?;
+        leader_among(&[&follower]).await;
+        let failover = killed.elapsed();
+        println!("failover after SIGKILL: {failover:?} (lease {LEASE:?}, retry {RETRY:?})");
+        assert!(
+            failover < LEASE + RETRY * 2 + Duration::from_secs(1),
+            "{failover:?}"
+        );
+        converged(&apps, "meanwhile").await?;
+
+        let third = Replica::start(plane, &namespace).await?;
+        follower.signal("-TERM");
+        let terminated = Instant::now();
+        leader_among(&[&third]).await;
+        let handover = terminated.elapsed();
+        println!("handover after SIGTERM: {handover:?}");
+        assert!(handover < Duration::from_secs(2), "{handover:?}");
+        create(&apps, "after").await?;
+        converged(&apps, "after").await?;
+        drop(leader);
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,94 @@
+//! The manifests under `deploy/` against the real apiserver: the kustomization is accepted by a
+//! server-side dry run, and the RBAC it grants is what the example plugins need and no more.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wasmop_envtest::{ControlPlane, shared, within};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const ACCOUNT: &str = "system:serviceaccount:wasmop-system:wasmop";
+
+fn deploy() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy")
+}
+
+/// Runs kubectl; returns whether it succeeded and what it printed.
+async fn kubectl(plane: &ControlPlane, args: &[&str]) -> anyhow::Result<(bool, String)> {
+    let output = plane.kubectl().args(args).output().await?;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    Ok((output.status.success(), printed))
+}
+
+async fn can_i(
+    plane: &ControlPlane,
+    verb: &str,
+    resource: &str,
+    namespace: &str,
+) -> anyhow::Result<bool> {
+    let args = [
+        "auth", "can-i", verb, resource, "-n", namespace, "--as", ACCOUNT,
+    ];
+    let output = plane.kubectl().args(args).output().await?;
+    Ok(String::from_utf8_lossy(&output.stdout).trim() == "yes")
+}
+
+#[tokio::test]
+async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Result<()> {
+    within(LIMIT, "deploy/ on the real apiserver", async {
+        let plane = shared().await?;
+        let deploy = deploy();
+        let deploy = deploy.to_str().expect("a UTF-8 path");
+        // A dry run creates nothing, so the namespace its objects live in must exist already.
+        kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
+        let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", deploy]).await?;
+        assert!(ok, "{printed}");
+        for object in [
+            "deployment.apps/wasmop",
+            "serviceaccount/wasmop",
+            "clusterrole.rbac.authorization.k8s.io/wasmop",
+            "role.rbac.authorization.k8s.io/wasmop-leader-election",
+            "service/wasmop-metrics",
+            "customresourcedefinition.apiextensions.k8s.io/webapps.example.wasmop.dev",
+        ] {
+            assert!(printed.contains(object), "{object} missing from\n{printed}");
+        }
+
+        // can-i resolves resources through discovery, so the CRD must be served.
+        plane
+            .install_crds(&[format!("{deploy}/crds/webapp.yaml")])
+            .await?;
+        let rbac = format!("{deploy}/manager/rbac.yaml");
+        let (ok, printed) = kubectl(plane, &["apply", "-n", "wasmop-system", "-f", &rbac]).await?;
+        assert!(ok, "{printed}");
+        for (verb, resource, namespace) in [
+            ("watch", "webapps.example.wasmop.dev", "shop"),
+            ("patch", "webapps.example.wasmop.dev/status", "shop"),
+            ("create", "deployments.apps", "shop"),
+            ("delete", "services", "shop"),
+            ("create", "configmaps", "shop"),
+            ("list", "namespaces", "default"),
+            ("create", "events.events.k8s.io", "shop"),
+            ("update", "leases.coordination.k8s.io", "wasmop-system"),
+        ] {
+            assert!(
+                can_i(plane, verb, resource, namespace).await?,
+                "cannot {verb} {resource} in {namespace}"
+            );
+        }
+        for (verb, resource, namespace) in [
+            ("update", "leases.coordination.k8s.io", "default"),
+            ("get", "secrets", "shop"),
+            ("delete", "namespaces", "default"),
+            ("create", "pods", "shop"),
+        ] {
+            assert!(
+                !can_i(plane, verb, resource, namespace).await?,
+                "may {verb} {resource} in {namespace}"
+            );
+        }
+        Ok(())
+    })
+    .await
+}

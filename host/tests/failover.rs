@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use common::scrape::{free_address, get, parse, value};
 use kube::api::{Api, DynamicObject, PostParams};
-use serde_json::json;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 use wasmop_envtest::{ControlPlane, shared, within};
@@ -100,23 +99,9 @@ async fn leader_among(replicas: &[&Replica]) -> (usize, Duration) {
 }
 
 async fn create(apps: &Api<DynamicObject>, name: &str) -> anyhow::Result<()> {
-    let app: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "example.wasmop.dev/v1alpha1", "kind": "WebApp",
-        "metadata": {"name": name},
-        "spec": {"image": "nginx:1.27", "replicas": 1, "port": 8080},
-    }))?;
-    apps.create(&PostParams::default(), &app).await?;
+    apps.create(&PostParams::default(), &common::webapp(name))
+        .await?;
     Ok(())
-}
-
-async fn converged(apps: &Api<DynamicObject>, name: &str) -> anyhow::Result<()> {
-    loop {
-        let app = apps.get(name).await?;
-        if app.data["status"]["observedGeneration"].as_i64() == app.metadata.generation {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]
@@ -136,7 +121,7 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
             (second, first)
         };
         create(&apps, "before").await?;
-        converged(&apps, "before").await?;
+        common::converged(&apps, "before").await?;
         assert!(leader.reconciles().await > 0.0);
         assert_eq!(follower.reconciles().await, 0.0, "the follower reconciled");
         assert!(!follower.leading().await);
@@ -151,7 +136,7 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
             failover < LEASE + RETRY * 2 + Duration::from_secs(1),
             "{failover:?}"
         );
-        converged(&apps, "meanwhile").await?;
+        common::converged(&apps, "meanwhile").await?;
 
         let third = Replica::start(plane, &namespace).await?;
         follower.signal("-TERM");
@@ -161,7 +146,7 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
         println!("handover after SIGTERM: {handover:?}");
         assert!(handover < Duration::from_secs(2), "{handover:?}");
         create(&apps, "after").await?;
-        converged(&apps, "after").await?;
+        common::converged(&apps, "after").await?;
         drop(leader);
         Ok(())
     })

@@ -71,3 +71,27 @@ pub fn webapps(client: kube::Client, namespace: &str) -> kube::Api<kube::api::Dy
     let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "webapps");
     kube::Api::namespaced_with(client, namespace, &resource)
 }
+
+/// A WebApp named `name` with one replica.
+pub fn webapp(name: &str) -> kube::api::DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.wasmop.dev/v1alpha1", "kind": "WebApp",
+        "metadata": {"name": name},
+        "spec": {"image": "nginx:1.27", "replicas": 1, "port": 8080},
+    }))
+    .expect("a valid WebApp")
+}
+
+/// Waits until WebApp `name`'s status has observed its generation.
+pub async fn converged(
+    apps: &kube::Api<kube::api::DynamicObject>,
+    name: &str,
+) -> anyhow::Result<()> {
+    loop {
+        let app = apps.get(name).await?;
+        if app.data["status"]["observedGeneration"].as_i64() == app.metadata.generation {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

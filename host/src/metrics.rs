@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::cache::Cache;
@@ -71,6 +71,8 @@ struct Families {
     plugin_info: IntGaugeVec,
     plugin_traps: IntCounterVec,
     plugin_memory: IntGaugeVec,
+    instantiations: IntCounterVec,
+    instantiation_seconds: CounterVec,
     cache_objects: IntGaugeVec,
     cache_bytes: IntGaugeVec,
 }
@@ -227,6 +229,22 @@ impl Families {
                 "The largest linear memory any instance of the plugin has grown to",
                 &["plugin"],
             ),
+            instantiations: counter(
+                r,
+                "wasmop_plugin_instantiations_total",
+                "Guest instances created per plugin",
+                &["plugin"],
+            ),
+            instantiation_seconds: registered(
+                r,
+                CounterVec::new(
+                    Opts::new(
+                        "wasmop_plugin_instantiation_seconds_total",
+                        "Time spent instantiating guests per plugin; divide by wasmop_plugin_instantiations_total for the mean",
+                    ),
+                    &["plugin"],
+                ),
+            ),
             cache_objects: gauge(
                 r,
                 "wasmop_cache_objects",
@@ -247,7 +265,8 @@ impl Families {
 #[derive(Default)]
 struct Sources {
     queues: Vec<(String, Weak<Queue<crate::object::ObjectKey>>)>,
-    plugins: Vec<Weak<Plugin>>,
+    /// Each plugin with the instantiation totals already exported.
+    plugins: Vec<(Weak<Plugin>, (u64, Duration))>,
     cache: Weak<Cache>,
 }
 
@@ -331,13 +350,22 @@ impl Metrics {
                 .set(longest.as_secs_f64());
             true
         });
-        sources.plugins.retain(|plugin| {
+        sources.plugins.retain_mut(|(plugin, exported)| {
             let Some(plugin) = plugin.upgrade() else {
                 return false;
             };
+            let name = [plugin.name()];
             f.plugin_memory
-                .with_label_values(&[plugin.name()])
+                .with_label_values(&name)
                 .set(plugin.memory_high_water() as i64);
+            let (count, took) = plugin.instantiations();
+            f.instantiations
+                .with_label_values(&name)
+                .inc_by(count.saturating_sub(exported.0));
+            f.instantiation_seconds
+                .with_label_values(&name)
+                .inc_by(took.saturating_sub(exported.1).as_secs_f64());
+            *exported = (count, took);
             true
         });
         f.cache_objects.reset();
@@ -395,7 +423,9 @@ impl ControllerMetrics {
             .set(0);
         self.zero();
         let mut sources = self.metrics.sources();
-        sources.plugins.push(Arc::downgrade(plugin));
+        sources
+            .plugins
+            .push((Arc::downgrade(plugin), (0, Duration::ZERO)));
         sources
             .queues
             .push((self.name.clone(), Arc::downgrade(queue)));

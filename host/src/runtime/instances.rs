@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,8 @@ pub(crate) struct Instances {
     mode: InstanceMode,
     idle: Mutex<Vec<Instance>>,
     high_water: AtomicUsize,
+    instantiations: AtomicU64,
+    instantiation_nanos: AtomicU64,
 }
 
 impl Instances {
@@ -67,12 +69,23 @@ impl Instances {
             mode,
             idle: Mutex::default(),
             high_water: AtomicUsize::new(0),
+            instantiations: AtomicU64::new(0),
+            instantiation_nanos: AtomicU64::new(0),
         }
     }
 
     /// The largest linear memory any instance grew to, in bytes.
     pub(crate) fn memory_high_water(&self) -> usize {
         self.high_water.load(Ordering::Relaxed)
+    }
+
+    /// How many instances were created so far, and the time spent creating them.
+    pub(crate) fn instantiations(&self) -> (u64, Duration) {
+        let nanos = self.instantiation_nanos.load(Ordering::Relaxed);
+        (
+            self.instantiations.load(Ordering::Relaxed),
+            Duration::from_nanos(nanos),
+        )
     }
 
     /// How many warm instances are idle in the pool.
@@ -123,12 +136,18 @@ impl Instances {
             Some(instance) => instance,
             None => {
                 let mut store = self.new_store(deadline);
+                let started = Instant::now();
                 match self.pre.instantiate_async(&mut store).await {
-                    Ok(bindings) => Instance {
-                        store,
-                        bindings,
-                        uses: 0,
-                    },
+                    Ok(bindings) => {
+                        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        self.instantiations.fetch_add(1, Ordering::Relaxed);
+                        self.instantiation_nanos.fetch_add(nanos, Ordering::Relaxed);
+                        Instance {
+                            store,
+                            bindings,
+                            uses: 0,
+                        }
+                    }
                     Err(error) => return Err((error, store)),
                 }
             }

@@ -259,6 +259,11 @@ impl Plugin {
         self.instances.memory_high_water()
     }
 
+    /// How many instances were created so far, and the total time their instantiation took.
+    pub fn instantiations(&self) -> (u64, Duration) {
+        self.instances.instantiations()
+    }
+
     /// How many warm instances wait in the pool (always 0 in fresh mode).
     pub fn idle_instances(&self) -> usize {
         self.instances.idle()

@@ -122,7 +122,10 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
         };
         create(&apps, "before").await?;
         common::converged(&apps, "before").await?;
-        assert!(leader.reconciles().await > 0.0);
+        // The status is written before the reconcile returns and is counted.
+        while leader.reconciles().await == 0.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         assert_eq!(follower.reconciles().await, 0.0, "the follower reconciled");
         assert!(!follower.leading().await);
 

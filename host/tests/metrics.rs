@@ -50,16 +50,23 @@ async fn metrics_and_probes_of_a_running_host() -> anyhow::Result<()> {
             "spec": {"image": "nginx:1.27", "replicas": 1, "port": 8080},
         }))?;
         webapps.create(&PostParams::default(), &app).await?;
-        loop {
-            let app = webapps.get("scraped").await?;
-            if app.data["status"]["observedGeneration"].as_i64() == app.metadata.generation {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        common::converged(&webapps, "scraped").await?;
 
-        let (status, text) = get(&metrics, "/metrics").await?;
-        assert_eq!(status, 200);
+        // The status is written before the reconcile returns and is counted.
+        let success = [("controller", "webapp"), ("result", "success")];
+        let text = loop {
+            let (status, text) = get(&metrics, "/metrics").await?;
+            assert_eq!(status, 200);
+            let counted = value(
+                &parse(&text),
+                "controller_runtime_reconcile_total",
+                &success,
+            );
+            if counted.is_some_and(|n| n > 0.0) {
+                break text;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         let samples = parse(&text);
         let webapp = [("controller", "webapp")];
         let queue = [("name", "webapp")];

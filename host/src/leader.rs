@@ -87,9 +87,7 @@ impl LeaderConfig {
 
 /// `prefix` (the pod name) and a random suffix, unique per process.
 pub fn identity(prefix: &str) -> String {
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
+    let random = random();
     format!("{prefix}_{:08x}", random as u32)
 }
 
@@ -291,11 +289,16 @@ impl Elector {
     }
 }
 
+/// A fresh random number: std's hasher keys are random and differ per `RandomState`.
+fn random() -> u64 {
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
 /// client-go's jitter: up to 20% on top of the period.
 fn jittered(period: Duration) -> Duration {
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
+    let random = random();
     period.mul_f64(1.0 + 0.2 * (random % 1000) as f64 / 1000.0)
 }
 

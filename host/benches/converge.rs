@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, 
 use kube::core::ApiResource;
 use serde_json::json;
 use wasmop::cache::Cache;
-use wasmop::manager::Manager;
+use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::runtime::memory::MemoryHost;
 use wasmop::runtime::{PluginOptions, Runtime, RuntimeConfig};
 use wasmop_envtest::ControlPlane;
@@ -156,7 +156,7 @@ async fn converge(plane: &ControlPlane, count: usize) -> anyhow::Result<()> {
         .await?;
     let namespace = plane.create_namespace("bench").await?;
     let (before, _) = rss();
-    let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+    let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
     let webapp = repo().join("target/components/webapp.wasm");
     manager
         .add_plugin(&webapp, PluginOptions::default())
@@ -192,7 +192,7 @@ async fn converge(plane: &ControlPlane, count: usize) -> anyhow::Result<()> {
     println!(
         "| RSS before the manager / plugin loaded / converged / peak | {before:.1} / {loaded:.1} / {now:.1} / {peak:.1} MiB |"
     );
-    manager.stop().await;
+    manager.stop().await?;
     Ok(())
 }
 

@@ -16,7 +16,7 @@ use kube::core::ApiResource;
 use kube::discovery::{self, Scope};
 use serde_json::Value;
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Informer};
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
@@ -228,6 +228,7 @@ impl CacheReader for PluginClient {
     fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError> {
         let target = ObjectRef::new(kind, namespace, name);
         let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        self.watched(&informer, Some(namespace))?;
         let cached = informer.get(&target.key);
         let cached_version = cached
             .as_ref()
@@ -243,6 +244,7 @@ impl CacheReader for PluginClient {
 
     fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
         let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        self.watched(&informer, options.namespace.as_deref())?;
         let (labels, fields) = options.selectors()?;
         let objects = informer.list(options.namespace.as_deref(), &labels);
         let matching = objects
@@ -265,6 +267,25 @@ impl CacheReader for PluginClient {
             )
         })?;
         Ok(objects.iter().map(|o| o.json.clone()).collect())
+    }
+}
+
+impl PluginClient {
+    /// Refuses reads of a namespace the cache does not watch, rather than reporting not found.
+    fn watched(&self, informer: &Informer, namespace: Option<&str>) -> Result<(), ApiError> {
+        let namespaces = self.cache.namespaces();
+        match namespace {
+            Some(namespace) if informer.namespaced() && !namespaces.contains(namespace) => {
+                Err(ApiError::new(
+                    ApiErrorKind::Invalid,
+                    format!(
+                        "cannot read {} in namespace {namespace:?}: the operator watches only {namespaces}",
+                        informer.kind().kind
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 }
 

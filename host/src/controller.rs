@@ -144,7 +144,7 @@ impl Controller {
         }
 
         let stats = Arc::new(Stats::default());
-        let workers = registration.max_concurrent_reconciles.max(1);
+        let workers = plugin.max_concurrent_reconciles();
         metrics.started(&plugin, &queue, workers as usize);
         for _ in 0..workers {
             tasks.push(tokio::spawn(work(
@@ -154,11 +154,7 @@ impl Controller {
                 metrics.clone(),
             )));
         }
-        tracing::info!(
-            plugin = plugin.name(),
-            workers = registration.max_concurrent_reconciles,
-            "controller started"
-        );
+        tracing::info!(plugin = plugin.name(), workers, "controller started");
         Ok(Controller {
             plugin,
             queue,
@@ -189,12 +185,28 @@ impl Controller {
         &self.plugin
     }
 
-    /// Stops taking new work, lets in-flight reconciles finish, and releases the informers.
-    pub async fn stop(self) {
-        self.queue.shutdown_with_drain().await;
+    /// Stops taking new work: keys still queued are dropped (the next start lists them again).
+    pub fn shutdown(&self) {
+        self.queue.shutdown();
+    }
+
+    /// Stops taking new work and waits until in-flight reconciles finish or `deadline` passes,
+    /// then ends its tasks and releases the informers; returns whether every reconcile finished.
+    pub async fn stop(self, deadline: tokio::time::Instant) -> bool {
+        let drained = tokio::time::timeout_at(deadline, self.queue.shutdown_with_drain())
+            .await
+            .is_ok();
+        if !drained {
+            tracing::warn!(
+                plugin = self.plugin.name(),
+                "grace period over with reconciles still running; abandoning them"
+            );
+        }
         for task in self.tasks {
             task.abort();
+            let _ = task.await;
         }
+        drained
     }
 }
 

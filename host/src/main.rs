@@ -1,31 +1,25 @@
-//! The `wasmop` binary: parses the command line and runs the host.
+//! The `wasmop` binary: reads the configuration, connects, and runs the manager.
 
 use std::io::IsTerminal;
 
 use anyhow::Context;
-use clap::Parser;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::task::JoinHandle;
-use wasmop::config::{Cli, Command, LeaderArgs, RunArgs};
-use wasmop::http::{self, Endpoints};
-use wasmop::leader::{self, Elector, LeaderConfig};
-use wasmop::manager::Manager;
-use wasmop::runtime::{PluginOptions, RuntimeConfig};
+use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, RunArgs};
+use wasmop::leader::{self, LeaderConfig};
+use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::runtime::RuntimeConfig;
 
-/// jemalloc with background purging hands a plugin compilation's transient memory (hundreds of
-/// MiB for a large guest) back to the system within seconds; glibc's malloc keeps most of it.
 /// Where a pod finds its own namespace.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
+/// jemalloc with background purging hands a plugin compilation's transient memory (hundreds of
+/// MiB for a large guest) back to the system within seconds; glibc's malloc keeps most of it.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -33,62 +27,52 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    match Cli::parse().command {
-        Command::Run(args) => run(args).await,
+    let cli = match Cli::load() {
+        Ok(cli) => cli,
+        Err(ConfigError::Cli(error)) => error.exit(),
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    match cli.command {
+        Command::Run(args) => {
+            let options = manager_options(&args);
+            runtime.block_on(run(args, options))
+        }
     }
 }
 
-async fn run(args: RunArgs) -> anyhow::Result<()> {
+async fn run(args: RunArgs, options: ManagerOptions) -> anyhow::Result<()> {
     let client = connect(&args).await?;
-    let runtime = RuntimeConfig {
-        cache_dir: args.compile_cache.clone(),
-        ..RuntimeConfig::default()
-    };
-    let mut manager = Manager::new(client.clone(), runtime)?;
-    let endpoints = Endpoints::new(manager.metrics().clone());
-    let servers = serve(&args, &endpoints).await?;
-    let mut plugins = Vec::new();
+    tracing::info!(namespaces = %options.namespaces, "watching");
+    let mut manager = Manager::new(client, options)?;
+    manager.serve().await?;
     for file in &args.plugins {
-        let plugin = manager.load_plugin(file, PluginOptions::default()).await?;
+        tracing::info!(file = %file.display(), "loading plugin");
+        let plugin = manager.load_plugin(file, args.plugin_options(file)).await?;
         let registration = plugin.registration();
         tracing::info!(plugin = %registration.name, version = %registration.version, file = %file.display(), "plugin loaded");
-        plugins.push(plugin);
     }
-    endpoints.set_ready(true);
-    let mut shutdown = std::pin::pin!(shutdown_signal());
-    let mut elector = elector(&args.leader, client)?;
-    if let Some(elector) = &mut elector {
-        let lease = elector.config().name.clone();
-        manager.metrics().set_leader(&lease, false);
-        tokio::select! {
-            _ = elector.acquire() => manager.metrics().set_leader(&lease, true),
-            _ = &mut shutdown => return Ok(()),
-        }
-    }
-    for plugin in plugins {
-        manager.start_plugin(plugin).await?;
-    }
-    let lost = async {
-        match &mut elector {
-            Some(elector) => elector.hold().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        lost = lost => {
-            // As controller-runtime does: exit, and let the Deployment restart us as a follower.
-            return Err(anyhow::Error::new(lost).context("stopping at once"));
-        }
-        _ = &mut shutdown => {}
-    }
-    tracing::info!("stopping: letting in-flight reconciles finish");
-    endpoints.set_ready(false);
-    manager.stop().await;
-    if let Some(elector) = &mut elector {
-        elector.release().await;
-    }
-    servers.iter().for_each(|server| server.abort());
+    manager.run(shutdown_signal()).await?;
     Ok(())
+}
+
+/// The manager's settings from the command line (reading the pod's namespace, before the
+/// async runtime runs).
+fn manager_options(args: &RunArgs) -> ManagerOptions {
+    ManagerOptions {
+        runtime: RuntimeConfig {
+            cache_dir: args.compile_cache.clone(),
+            ..RuntimeConfig::default()
+        },
+        namespaces: args.watched_namespaces(),
+        metrics_address: args.metrics_bind_address.0,
+        probe_address: args.health_probe_bind_address.0,
+        leader: leader_config(&args.leader),
+        grace_period: args.graceful_shutdown_timeout,
+    }
 }
 
 /// The kubeconfig given, else in-cluster configuration or the default kubeconfig.
@@ -106,31 +90,10 @@ async fn connect(args: &RunArgs) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(config)?)
 }
 
-/// Serves the endpoints on the metrics and probe addresses (once if they are the same).
-async fn serve(args: &RunArgs, endpoints: &Arc<Endpoints>) -> anyhow::Result<Vec<JoinHandle<()>>> {
-    let mut addresses: Vec<SocketAddr> = [
-        args.metrics_bind_address.0,
-        args.health_probe_bind_address.0,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    addresses.dedup();
-    let mut servers = Vec::new();
-    for address in addresses {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .with_context(|| format!("listening on {address}"))?;
-        tracing::info!(%address, "serving /metrics, /healthz and /readyz");
-        servers.push(tokio::spawn(http::serve(listener, endpoints.clone())));
-    }
-    Ok(servers)
-}
-
-/// The candidate for the Lease when leader election is on.
-fn elector(args: &LeaderArgs, client: kube::Client) -> anyhow::Result<Option<Elector>> {
+/// The Lease to hold when leader election is on: in the pod's namespace, named for the pod.
+fn leader_config(args: &LeaderArgs) -> Option<LeaderConfig> {
     if !args.leader_elect {
-        return Ok(None);
+        return None;
     }
     let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| {
         std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
@@ -140,14 +103,12 @@ fn elector(args: &LeaderArgs, client: kube::Client) -> anyhow::Result<Option<Ele
     let pod = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "wasmop".to_owned());
-    let config = LeaderConfig {
+    Some(LeaderConfig {
         lease_duration: args.leader_election_lease_duration,
         renew_deadline: args.leader_election_renew_deadline,
         retry_period: args.leader_election_retry_period,
         ..LeaderConfig::new(&namespace, &args.leader_election_id, leader::identity(&pod))
-    };
-    tracing::info!(lease = %config.name, namespace = %config.namespace, identity = %config.identity, "waiting to lead");
-    Ok(Some(Elector::new(client, config)?))
+    })
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -163,4 +124,5 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
+    tracing::info!("shutdown signal received");
 }

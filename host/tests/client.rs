@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wasmop::cache::Cache;
+use wasmop::cache::{Cache, Namespaces};
 use wasmop::client::PluginClient;
 use wasmop::object::{GroupVersionKind, ObjectRef};
-use wasmop::runtime::imports::{ApiErrorKind, ApiWriter, CacheReader, Write};
+use wasmop::runtime::imports::{ApiErrorKind, ApiWriter, CacheReader, ListOptions, Write};
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -80,6 +80,65 @@ async fn a_plugin_reads_its_own_writes_immediately() -> anyhow::Result<()> {
             .await
             .unwrap_err();
         assert_eq!((error.kind, error.code), (ApiErrorKind::NotFound, 404));
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_namespace_scoped_cache_serves_its_namespaces_and_refuses_others() -> anyhow::Result<()> {
+    within(LIMIT, "a namespace-scoped cache", async {
+        let plane = shared().await?;
+        let kube = plane.client().await?;
+        let (a, b, other) = (
+            plane.create_namespace("scope-a").await?,
+            plane.create_namespace("scope-b").await?,
+            plane.create_namespace("scope-other").await?,
+        );
+        for namespace in [&a, &b, &other] {
+            let object = serde_json::from_value(json!({
+                "metadata": {"namespace": namespace, "name": "here"},
+            }))?;
+            kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(kube.clone(), namespace)
+                .create(&Default::default(), &object)
+                .await?;
+        }
+        let scope = Namespaces::Only(vec![a.clone(), b.clone()]);
+        let cache = Arc::new(Cache::scoped(kube.clone(), scope));
+        let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let informer = cache.informer(&kind).await?;
+        informer.wait_synced().await;
+        let client = PluginClient::new(kube, cache.clone(), "scoped");
+
+        let all = ListOptions::default();
+        let mut listed: Vec<String> = client
+            .list(&kind, &all)?
+            .iter()
+            .map(|json| {
+                parsed(json)["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .filter(|namespace| [&a, &b, &other].contains(&namespace))
+            .collect();
+        listed.sort();
+        let mut expected = vec![a.clone(), b.clone()];
+        expected.sort();
+        assert_eq!(listed, expected, "both watched namespaces, nothing else");
+        assert!(client.get(&kind, &b, "here").is_ok());
+        let refused = client.get(&kind, &other, "here").unwrap_err();
+        assert_eq!(refused.kind, ApiErrorKind::Invalid);
+        assert!(
+            refused.message.contains(&format!("watches only {a}, {b}")),
+            "{}",
+            refused.message
+        );
+        let only_other = ListOptions {
+            namespace: Some(other.clone()),
+            ..ListOptions::default()
+        };
+        assert!(client.list(&kind, &only_other).is_err());
         Ok(())
     })
     .await

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::core::ApiResource;
 use serde_json::json;
-use wasmop::manager::Manager;
-use wasmop::runtime::{PluginOptions, RuntimeConfig};
+use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::runtime::PluginOptions;
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -65,7 +65,7 @@ async fn webapp_owns_its_deployment_and_service_and_cleans_up_with_its_finalizer
         common::install_webapp_crd(plane).await?;
         let namespace = plane.create_namespace("webapp").await?;
         let client = plane.client().await?;
-        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
         manager
             .add_plugin(&common::component("webapp"), PluginOptions::default())
             .await?;
@@ -156,7 +156,7 @@ async fn webapp_owns_its_deployment_and_service_and_cleans_up_with_its_finalizer
             stats.success.load(std::sync::atomic::Ordering::Relaxed) >= 4,
             "reconciles: {stats:?}"
         );
-        manager.stop().await;
+        manager.stop().await?;
         Ok(())
     })
     .await
@@ -185,7 +185,7 @@ async fn configmap_sync_follows_its_source_and_namespaces_labelled_later() -> an
             .patch(&early, &PatchParams::default(), &Patch::Merge(&target))
             .await?;
 
-        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
         manager
             .add_plugin(
                 &common::component("configmap-sync"),
@@ -233,7 +233,7 @@ async fn configmap_sync_follows_its_source_and_namespaces_labelled_later() -> an
             (early_gone && late_gone).then_some(())
         })
         .await;
-        manager.stop().await;
+        manager.stop().await?;
         Ok(())
     })
     .await
@@ -246,7 +246,7 @@ async fn undeclared_writes_never_reach_the_apiserver_and_plugins_share_watches()
         let plane = shared().await?;
         let client = plane.client().await?;
         let namespace = plane.create_namespace("undeclared").await?;
-        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
         manager
             .add_plugin(
                 &common::component("guest-undeclared-write"),
@@ -285,7 +285,7 @@ async fn undeclared_writes_never_reach_the_apiserver_and_plugins_share_watches()
             secrets.get_opt("victim").await?.is_none(),
             "an undeclared Secret was created"
         );
-        manager.stop().await;
+        manager.stop().await?;
         Ok(())
     })
     .await
@@ -299,7 +299,7 @@ async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<
         let namespace = plane.create_namespace("storm").await?;
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
         api.create(&Default::default(), &labelled(&namespace, "stormy", json!({}))?).await?;
-        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
         manager.add_plugin(&common::component("guest-slow"), PluginOptions::default()).await?;
         manager.add_plugin(&common::component("guest-good"), PluginOptions::default()).await?;
         let (slow, good) = (&manager.controllers()[0], &manager.controllers()[1]);
@@ -330,7 +330,7 @@ async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<
         let final_state = api.get("stormy").await?;
         assert_eq!(final_state.data.unwrap_or_default().len(), 2, "the last update is there");
         assert!(final_state.metadata.annotations.unwrap_or_default().contains_key("guest-good.wasmop.dev/seen"));
-        manager.stop().await;
+        manager.stop().await?;
         Ok(())
     })
     .await
@@ -345,7 +345,7 @@ async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() 
         let plane = ControlPlane::start().await?;
         let client = plane.client().await?;
         let namespace = plane.create_namespace("backoff").await?;
-        let mut manager = Manager::new(client.clone(), RuntimeConfig::default())?;
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
         manager
             .add_plugin(&common::component("guest-panic"), PluginOptions::default())
             .await?;
@@ -404,7 +404,7 @@ async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() 
                 >= 3,
             "too few backoff gaps to judge: {gaps:?}"
         );
-        manager.stop().await;
+        manager.stop().await?;
         Ok(())
     })
     .await

@@ -1,5 +1,6 @@
 //! The manifests under `deploy/` against the real apiserver: the kustomization is accepted by a
-//! server-side dry run, and the RBAC it grants is what the example plugins need and no more.
+//! server-side dry run, the RBAC it grants is what the example plugins need and no more, and
+//! the settings file it ships is one the binary accepts.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +35,29 @@ async fn can_i(
     Ok(String::from_utf8_lossy(&output.stdout).trim() == "yes")
 }
 
+#[test]
+fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
+    let file = deploy().join("manager/wasmop.yaml");
+    let cli = wasmop::config::Cli::load_from([
+        "wasmop".as_ref(),
+        "run".as_ref(),
+        "--config".as_ref(),
+        file.as_os_str(),
+    ])?;
+    let wasmop::config::Command::Run(run) = cli.command;
+    assert!(run.leader.leader_elect);
+    assert_eq!(run.plugins.len(), 2);
+    let sync = run.plugin_options(std::path::Path::new("/plugins/configmap-sync.wasm"));
+    assert_eq!(sync.max_concurrent_reconciles, Some(2));
+    let grace = run.graceful_shutdown_timeout.as_secs();
+    let deployment = std::fs::read_to_string(deploy().join("manager/deployment.yaml"))?;
+    assert!(
+        deployment.contains(&format!("terminationGracePeriodSeconds: {}", grace + 5)),
+        "the pod's grace period must outlast wasmop's ({grace} s)"
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Result<()> {
     within(LIMIT, "deploy/ on the real apiserver", async {
@@ -50,6 +74,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             "clusterrole.rbac.authorization.k8s.io/wasmop",
             "role.rbac.authorization.k8s.io/wasmop-leader-election",
             "service/wasmop-metrics",
+            "configmap/wasmop-config-",
             "customresourcedefinition.apiextensions.k8s.io/webapps.example.wasmop.dev",
         ] {
             assert!(printed.contains(object), "{object} missing from\n{printed}");

@@ -4,12 +4,11 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::scrape::{free_address, get, parse, value};
 use kube::api::{Api, DynamicObject, PostParams};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::Instant;
 use wasmop_envtest::{ControlPlane, shared, within};
 
@@ -26,9 +25,7 @@ struct Replica {
 impl Replica {
     async fn start(plane: &ControlPlane, namespace: &str) -> anyhow::Result<Self> {
         let address = free_address();
-        let child = Command::new(env!("CARGO_BIN_EXE_wasmop"))
-            .args(["run", "--kubeconfig"])
-            .arg(plane.kubeconfig_path())
+        let child = common::host(plane)
             .arg("--plugin")
             .arg(common::component("webapp"))
             .args([
@@ -41,9 +38,6 @@ impl Replica {
             .args(["--leader-election-lease-duration", "3s"])
             .args(["--leader-election-renew-deadline", "2s"])
             .args(["--leader-election-retry-period", "500ms"])
-            .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
             .spawn()?;
         let replica = Replica { child, address };
         while !matches!(get(&replica.address, "/readyz").await, Ok((200, _))) {

@@ -6,7 +6,6 @@ mod common;
 
 use common::scrape::{free_address, get, parse, value};
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -23,16 +22,11 @@ async fn metrics_and_probes_of_a_running_host() -> anyhow::Result<()> {
         common::install_webapp_crd(plane).await?;
         let namespace = plane.create_namespace("metrics").await?;
         let (metrics, probes) = (free_address(), free_address());
-        let mut host = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
-            .args(["run", "--kubeconfig"])
-            .arg(plane.kubeconfig_path())
+        let mut host = common::host(plane)
             .arg("--plugin")
             .arg(common::component("webapp"))
             .args(["--metrics-bind-address", &metrics])
             .args(["--health-probe-bind-address", &probes])
-            .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
             .spawn()?;
 
         loop {

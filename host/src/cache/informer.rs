@@ -3,10 +3,12 @@
 //!
 //! Invariants: the store lock is never held across an await or while handlers run; handlers see
 //! changes in the order the store applied them; objects missing from a relist are deleted (and
-//! reported) when the relist completes; `synced` opens after the first complete list and stays
-//! open. The watch task holds the informer weakly: dropping the last handle stops the watch.
+//! reported) when the relist completes, within the relisted namespace; `synced` opens and stays
+//! open once every namespace's first list is stored. The watch tasks hold the informer weakly:
+//! dropping the last handle stops the watches.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use futures::StreamExt;
@@ -43,9 +45,10 @@ pub struct Informer {
     namespaced: bool,
     store: RwLock<Store>,
     synced: watch::Sender<bool>,
+    unsynced: AtomicUsize,
     handlers: RwLock<Vec<(u64, Handler)>>,
     next_handler: Mutex<u64>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// Keeps a handler subscribed; dropping it unsubscribes.
@@ -67,12 +70,14 @@ impl Drop for Subscription {
 }
 
 impl Informer {
-    /// Starts watching `resource` in all namespaces.
+    /// Starts watching `resource` in each namespace of `scope` (`None`: all namespaces, or a
+    /// cluster-scoped kind).
     pub(crate) fn start(
         client: Client,
         kind: GroupVersionKind,
         resource: ApiResource,
         namespaced: bool,
+        scope: &[Option<String>],
     ) -> Arc<Self> {
         let informer = Arc::new(Informer {
             kind,
@@ -80,13 +85,19 @@ impl Informer {
             namespaced,
             store: RwLock::default(),
             synced: watch::Sender::new(false),
+            unsynced: AtomicUsize::new(scope.len()),
             handlers: RwLock::default(),
             next_handler: Mutex::new(0),
-            task: Mutex::new(None),
+            tasks: Mutex::default(),
         });
-        let api: Api<WatchedObject> = Api::all_with(client, &resource);
-        let task = tokio::spawn(run(Arc::downgrade(&informer), api));
-        *informer.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        let tasks = scope.iter().map(|namespace| {
+            let api: Api<WatchedObject> = match namespace {
+                Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+                None => Api::all_with(client.clone(), &resource),
+            };
+            tokio::spawn(run(Arc::downgrade(&informer), api, namespace.clone()))
+        });
+        *informer.tasks.lock().unwrap_or_else(|e| e.into_inner()) = tasks.collect();
         informer
     }
 
@@ -212,38 +223,39 @@ impl Informer {
         }
     }
 
-    /// Deletes what a completed relist did not list, then opens `synced`.
-    fn relisted(&self, listed: &HashSet<ObjectKey>) {
+    /// Deletes what a completed relist of `namespace` (all when `None`) did not list.
+    fn relisted(&self, listed: &HashSet<ObjectKey>, namespace: Option<&str>) {
         let gone: Vec<ObjectKey> = self
             .read()
             .keys()
-            .filter(|k| !listed.contains(*k))
+            .filter(|k| namespace.is_none_or(|ns| k.namespace == ns) && !listed.contains(*k))
             .cloned()
             .collect();
         for key in gone {
             self.deleted(&key);
         }
-        self.synced.send_replace(true);
+    }
+
+    /// Counts one watch's first complete list; opens `synced` with the last of them.
+    fn first_listed(&self) {
+        if self.unsynced.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.synced.send_replace(true);
+        }
     }
 }
 
 impl Drop for Informer {
     fn drop(&mut self) {
-        if let Some(task) = self
-            .task
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            task.abort();
-        }
+        let tasks = self.tasks.get_mut().unwrap_or_else(|e| e.into_inner());
+        tasks.drain(..).for_each(|task| task.abort());
     }
 }
 
-async fn run(informer: Weak<Informer>, api: Api<WatchedObject>) {
+async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Option<String>) {
     let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(events);
     let mut listed: Option<HashSet<ObjectKey>> = None;
+    let mut first = true;
     while let Some(event) = events.next().await {
         let Some(informer) = informer.upgrade() else {
             return;
@@ -254,7 +266,12 @@ async fn run(informer: Weak<Informer>, api: Api<WatchedObject>) {
                 let key = informer.applied(object, true);
                 listed.get_or_insert_default().insert(key);
             }
-            Ok(Event::InitDone) => informer.relisted(&listed.take().unwrap_or_default()),
+            Ok(Event::InitDone) => {
+                informer.relisted(&listed.take().unwrap_or_default(), namespace.as_deref());
+                if std::mem::take(&mut first) {
+                    informer.first_listed();
+                }
+            }
             Ok(Event::Apply(object)) => {
                 informer.applied(object, false);
             }

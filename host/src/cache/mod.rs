@@ -1,6 +1,9 @@
 //! The shared informer cache: one list+watch per kind for the whole process, shared by every
 //! plugin that needs the kind and stopped when the last of them lets go.
 //!
+//! A cache may be scoped to a list of namespaces: namespaced kinds are then watched with one
+//! list+watch per namespace feeding the same store, and cluster-scoped kinds as usual.
+//!
 //! Kinds are resolved through discovery (any built-in kind or CRD). Objects are kept as their
 //! JSON text (managedFields stripped) beside the few parsed fields the indexes use, so a guest
 //! gets its JSON without re-serialisation. Measured (`cargo bench --bench converge`): 10,000
@@ -41,19 +44,60 @@ pub enum CacheError {
     },
 }
 
+/// Which namespaces the cache watches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Namespaces {
+    /// Every namespace, with one cluster-wide watch per kind.
+    #[default]
+    All,
+    /// Only these, with one watch per namespace and kind.
+    Only(Vec<String>),
+}
+
+impl Namespaces {
+    /// Whether objects in `namespace` are watched.
+    pub fn contains(&self, namespace: &str) -> bool {
+        match self {
+            Namespaces::All => true,
+            Namespaces::Only(namespaces) => namespaces.iter().any(|n| n == namespace),
+        }
+    }
+}
+
+impl std::fmt::Display for Namespaces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Namespaces::All => f.write_str("all namespaces"),
+            Namespaces::Only(namespaces) => write!(f, "{}", namespaces.join(", ")),
+        }
+    }
+}
+
 /// The process's informers, by kind.
 pub struct Cache {
     client: Client,
+    namespaces: Namespaces,
     informers: Mutex<HashMap<GroupVersionKind, Weak<Informer>>>,
 }
 
 impl Cache {
-    /// An empty cache that will watch through `client`.
+    /// An empty cache that will watch every namespace through `client`.
     pub fn new(client: Client) -> Self {
+        Cache::scoped(client, Namespaces::All)
+    }
+
+    /// An empty cache that will watch `namespaces` through `client`.
+    pub fn scoped(client: Client, namespaces: Namespaces) -> Self {
         Cache {
             client,
+            namespaces,
             informers: Mutex::default(),
         }
+    }
+
+    /// The namespaces it watches.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.namespaces
     }
 
     /// The informer for `kind`, started on first use; it runs while any handle to it lives.
@@ -74,7 +118,17 @@ impl Cache {
             return Ok(informer);
         }
         let namespaced = capabilities.scope == Scope::Namespaced;
-        let informer = Informer::start(self.client.clone(), kind.clone(), resource, namespaced);
+        let scope = match (&self.namespaces, namespaced) {
+            (Namespaces::Only(namespaces), true) => namespaces.iter().cloned().map(Some).collect(),
+            _ => vec![None],
+        };
+        let informer = Informer::start(
+            self.client.clone(),
+            kind.clone(),
+            resource,
+            namespaced,
+            &scope,
+        );
         informers.insert(kind.clone(), Arc::downgrade(&informer));
         Ok(informer)
     }

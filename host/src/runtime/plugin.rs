@@ -19,6 +19,9 @@ use crate::runtime::registration::Registration;
 /// The exports every reconciler component must have.
 const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
 
+/// The reconcile timeout when neither the operator nor the plugin sets one.
+const DEFAULT_RECONCILE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Per-plugin settings chosen by the operator (not by the plugin).
 #[derive(Debug, Clone)]
 pub struct PluginOptions {
@@ -26,8 +29,10 @@ pub struct PluginOptions {
     pub memory_limit: usize,
     /// Fresh or warm instances.
     pub mode: InstanceMode,
-    /// The reconcile timeout when the plugin declares none.
-    pub default_timeout: Duration,
+    /// The reconcile timeout, overriding the plugin's own (60 s when neither is set).
+    pub reconcile_timeout: Option<Duration>,
+    /// How many reconciles may run at once, overriding the plugin's own.
+    pub max_concurrent_reconciles: Option<u32>,
     /// How long `describe` may take.
     pub describe_timeout: Duration,
 }
@@ -37,7 +42,8 @@ impl Default for PluginOptions {
         PluginOptions {
             memory_limit: 64 << 20,
             mode: InstanceMode::Fresh,
-            default_timeout: Duration::from_secs(60),
+            reconcile_timeout: None,
+            max_concurrent_reconciles: None,
             describe_timeout: Duration::from_secs(5),
         }
     }
@@ -63,6 +69,7 @@ pub struct Plugin {
     registration: Arc<Registration>,
     instances: Instances,
     timeout: Duration,
+    workers: u32,
 }
 
 impl Runtime {
@@ -161,15 +168,21 @@ impl Runtime {
             }),
             memory_limit: options.memory_limit,
         };
-        let timeout = registration
+        let timeout = options
             .reconcile_timeout
-            .unwrap_or(options.default_timeout);
+            .or(registration.reconcile_timeout)
+            .unwrap_or(DEFAULT_RECONCILE_TIMEOUT);
+        let workers = options
+            .max_concurrent_reconciles
+            .unwrap_or(registration.max_concurrent_reconciles)
+            .max(1);
         let instances = Instances::new(self.engine.clone(), pre, Arc::new(context), options.mode);
         Ok(Plugin {
             file,
             registration,
             instances,
             timeout,
+            workers,
         })
     }
 
@@ -252,6 +265,11 @@ impl Plugin {
     /// The reconcile timeout in force.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// How many reconciles may run at once.
+    pub fn max_concurrent_reconciles(&self) -> u32 {
+        self.workers
     }
 
     /// The largest linear memory any of its instances grew to, in bytes.

@@ -95,3 +95,16 @@ pub async fn converged(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// `wasmop run` against `plane`, with the shared compile cache, logging to the test's stderr and
+/// killed when dropped; callers add plugins and settings.
+pub fn host(plane: &wasmop_envtest::ControlPlane) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
+    command
+        .args(["run", "--kubeconfig"])
+        .arg(plane.kubeconfig_path())
+        .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true);
+    command
+}

@@ -1,0 +1,325 @@
+//! The `--config` file: a YAML mapping from setting names (the flags' long names) to values.
+//!
+//! Settings not given as flags or environment variables become arguments, parsed by the same
+//! parsers as flags, so a bad value gets the flag's message prefixed with the file. Each
+//! `plugins` entry is a file or a mapping of `file` and that plugin's overrides of the plugin
+//! limits. Unknown settings are errors: a typo must not silently fall back to a default.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use serde_json::{Map, Value};
+
+use super::{ConfigError, PluginLimits, bytes, duration, positive};
+
+/// The keys a `plugins` entry may have besides `file`.
+const OVERRIDES: [&str; 4] = [
+    "memory-limit",
+    "reconcile-timeout",
+    "max-concurrent-reconciles",
+    "warm-instances",
+];
+
+/// What the file adds to the command line.
+pub(super) struct Settings {
+    /// Arguments for the settings the command line left unset.
+    pub args: Vec<OsString>,
+    /// Per-plugin overrides, by plugin file.
+    pub overrides: Vec<(PathBuf, PluginOverrides)>,
+}
+
+/// One plugin's overrides of [`PluginLimits`], from its `plugins` entry in the config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginOverrides {
+    /// Overrides `memory-limit`.
+    pub memory_limit: Option<usize>,
+    /// Overrides `reconcile-timeout`.
+    pub reconcile_timeout: Option<Duration>,
+    /// Overrides `max-concurrent-reconciles`.
+    pub max_concurrent_reconciles: Option<u32>,
+    /// Overrides `warm-instances`.
+    pub warm_instances: Option<usize>,
+}
+
+impl PluginOverrides {
+    /// Applies the overrides to `limits`.
+    pub(super) fn apply(&self, limits: &mut PluginLimits) {
+        limits.memory_limit = self.memory_limit.unwrap_or(limits.memory_limit);
+        limits.reconcile_timeout = self.reconcile_timeout.or(limits.reconcile_timeout);
+        limits.max_concurrent_reconciles = self
+            .max_concurrent_reconciles
+            .or(limits.max_concurrent_reconciles);
+        limits.warm_instances = self.warm_instances.unwrap_or(limits.warm_instances);
+    }
+}
+
+/// Reads `path` and turns the settings `matches` left unset into arguments of `command`.
+pub(super) fn read(
+    path: &Path,
+    command: &clap::Command,
+    matches: &ArgMatches,
+) -> Result<Settings, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: path.to_owned(),
+        source,
+    })?;
+    parse(&text, command, matches).map_err(|message| ConfigError::File {
+        file: path.to_owned(),
+        message,
+    })
+}
+
+/// A clap error about arguments that came from the file at `path`.
+pub(super) fn clap_error(path: &Path, error: &clap::Error) -> ConfigError {
+    let rendered = error.to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    ConfigError::File {
+        file: path.to_owned(),
+        message: first.trim_start_matches("error: ").to_owned(),
+    }
+}
+
+fn parse(text: &str, command: &clap::Command, matches: &ArgMatches) -> Result<Settings, String> {
+    let document: Value = match text.trim() {
+        "" => Value::Object(Map::new()),
+        _ => serde_saphyr::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?,
+    };
+    let Value::Object(settings) = document else {
+        return Err("expected a mapping of setting names to values".into());
+    };
+    let mut out = Settings {
+        args: Vec::new(),
+        overrides: Vec::new(),
+    };
+    for (name, value) in &settings {
+        let arg = command
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(name.as_str()) || is_alias(arg, name))
+            .filter(|arg| arg.get_id() != "config")
+            .ok_or_else(|| unknown(name, command))?;
+        let given = matches!(
+            matches.value_source(arg.get_id().as_str()),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        );
+        if given {
+            continue;
+        }
+        if arg.get_id() == "plugins" {
+            plugins(value, &mut out)?;
+        } else {
+            let long = arg.get_long().expect("settings have long names");
+            let is_switch = matches!(arg.get_action(), clap::ArgAction::SetTrue);
+            out.args.extend(arguments(long, value, is_switch)?);
+        }
+    }
+    Ok(out)
+}
+
+fn is_alias(arg: &clap::Arg, name: &str) -> bool {
+    arg.get_visible_aliases()
+        .is_some_and(|aliases| aliases.contains(&name))
+}
+
+fn unknown(name: &str, command: &clap::Command) -> String {
+    let known: Vec<&str> = command
+        .get_arguments()
+        .filter(|arg| arg.get_id() != "config")
+        .filter_map(|arg| {
+            arg.get_visible_aliases()
+                .and_then(|a| a.first().copied())
+                .or(arg.get_long())
+        })
+        .collect();
+    format!("unknown setting `{name}`; known: {}", known.join(", "))
+}
+
+/// The arguments setting `long` to `value`.
+fn arguments(long: &str, value: &Value, is_switch: bool) -> Result<Vec<OsString>, String> {
+    if is_switch {
+        return match value {
+            Value::Bool(true) => Ok(vec![format!("--{long}").into()]),
+            Value::Bool(false) => Ok(Vec::new()),
+            other => Err(format!("`{long}`: expected true or false, found {other}")),
+        };
+    }
+    let values = match value {
+        Value::Array(items) => items.iter().collect(),
+        single => vec![single],
+    };
+    values
+        .into_iter()
+        .map(|value| scalar(value).map(|value| format!("--{long}={value}").into()))
+        .collect::<Result<_, _>>()
+        .map_err(|found| format!("`{long}`: expected a value or a list of values, found {found}"))
+}
+
+/// The text of a scalar; the value itself as the error otherwise.
+fn scalar(value: &Value) -> Result<String, &Value> {
+    match value {
+        Value::String(text) => Ok(text.clone()),
+        Value::Number(number) => Ok(number.to_string()),
+        Value::Bool(flag) => Ok(flag.to_string()),
+        other => Err(other),
+    }
+}
+
+/// `plugins`: files, or mappings of `file` and overrides.
+fn plugins(value: &Value, out: &mut Settings) -> Result<(), String> {
+    let entries = match value {
+        Value::Array(entries) => entries.iter().collect(),
+        single => vec![single],
+    };
+    for (index, entry) in entries.into_iter().enumerate() {
+        let (file, overrides) = match entry {
+            Value::Object(fields) => plugin(index, fields)?,
+            other => (
+                scalar(other).map_err(|found| {
+                    format!("`plugins[{index}]`: expected a file or a mapping with `file`, found {found}")
+                })?,
+                PluginOverrides::default(),
+            ),
+        };
+        out.args.push(format!("--plugin={file}").into());
+        out.overrides.push((PathBuf::from(file), overrides));
+    }
+    Ok(())
+}
+
+/// One `plugins` mapping.
+fn plugin(index: usize, fields: &Map<String, Value>) -> Result<(String, PluginOverrides), String> {
+    let field = |key: &str, value: &Value| {
+        scalar(value)
+            .map_err(|found| format!("`plugins[{index}].{key}`: expected a value, found {found}"))
+    };
+    let mut file = None;
+    let mut overrides = PluginOverrides::default();
+    for (key, value) in fields {
+        let text = field(key, value)?;
+        let at = |message: String| format!("`plugins[{index}].{key}`: {message}");
+        match key.as_str() {
+            "file" => file = Some(text),
+            "memory-limit" => overrides.memory_limit = Some(bytes(&text).map_err(at)?),
+            "reconcile-timeout" => overrides.reconcile_timeout = Some(duration(&text).map_err(at)?),
+            "max-concurrent-reconciles" => {
+                overrides.max_concurrent_reconciles = Some(positive(&text).map_err(at)?)
+            }
+            "warm-instances" => {
+                overrides.warm_instances = Some(
+                    text.parse()
+                        .map_err(|_| at(format!("`{text}` is not a whole number")))?,
+                )
+            }
+            _ => {
+                return Err(at(format!(
+                    "unknown setting; known: file, {}",
+                    OVERRIDES.join(", ")
+                )));
+            }
+        }
+    }
+    let file = file.ok_or_else(|| format!("`plugins[{index}]`: a mapping needs `file`"))?;
+    Ok((file, overrides))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command, RunArgs};
+    use super::*;
+
+    fn with_file(yaml: &str, flags: &[&str]) -> Result<RunArgs, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wasmop.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let config = format!("--config={}", path.display());
+        let args = [&["wasmop", "run", config.as_str()], flags].concat();
+        let Command::Run(run) = Cli::load_from(args)?.command;
+        Ok(run)
+    }
+
+    #[test]
+    fn the_file_sets_what_flags_leave_unset_under_the_same_names() {
+        let yaml = "
+leader-elect: true
+leader-election-id: team-lease
+leader-election-lease-duration: 20s
+namespaces: [team-a, team-b]
+memory-limit: 32Mi
+metrics-bind-address: '0'
+plugins:
+  - a.wasm
+  - file: b.wasm
+    memory-limit: 256Mi
+    reconcile-timeout: 5s
+    max-concurrent-reconciles: 4
+";
+        let run = with_file(yaml, &["--leader-election-id=from-flag"]).unwrap();
+        assert!(run.leader.leader_elect);
+        assert_eq!(run.leader.leader_election_id, "from-flag");
+        assert_eq!(
+            run.leader.leader_election_lease_duration,
+            Duration::from_secs(20)
+        );
+        assert_eq!(run.namespaces, ["team-a", "team-b"]);
+        assert_eq!(run.metrics_bind_address.0, None);
+        assert_eq!(
+            run.plugins,
+            [PathBuf::from("a.wasm"), PathBuf::from("b.wasm")]
+        );
+        let a = run.plugin_options(Path::new("a.wasm"));
+        assert_eq!(a.memory_limit, 32 << 20);
+        assert_eq!(a.reconcile_timeout, None);
+        let b = run.plugin_options(Path::new("b.wasm"));
+        assert_eq!(b.memory_limit, 256 << 20);
+        assert_eq!(b.reconcile_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(b.max_concurrent_reconciles, Some(4));
+    }
+
+    #[test]
+    fn plugins_given_as_flags_replace_the_files_list() {
+        let run = with_file("plugins: [a.wasm, b.wasm]\n", &["--plugin=c.wasm"]).unwrap();
+        assert_eq!(run.plugins, [PathBuf::from("c.wasm")]);
+    }
+
+    #[test]
+    fn mistakes_in_the_file_name_the_file_and_the_setting() {
+        let message = |yaml: &str| with_file(yaml, &[]).unwrap_err().to_string();
+        let error = message("plugins: [a.wasm]\nleader-elect-id: x\n");
+        assert!(error.contains("wasmop.yaml"), "{error}");
+        assert!(
+            error.contains("unknown setting `leader-elect-id`"),
+            "{error}"
+        );
+        assert!(error.contains("leader-election-id"), "{error}");
+        let error = message("plugins: [a.wasm]\nleader-election-retry-period: 2\n");
+        assert!(error.contains("--leader-election-retry-period"), "{error}");
+        assert!(error.contains("needs a unit"), "{error}");
+        let error = message("plugins: [{file: a.wasm, memory-limit: 1Tb}]\n");
+        assert!(error.contains("`plugins[0].memory-limit`"), "{error}");
+        let error = message("plugins: [{memory-limit: 1Mi}]\n");
+        assert!(
+            error.contains("`plugins[0]`: a mapping needs `file`"),
+            "{error}"
+        );
+        let error = message("plugins: [{file: a.wasm, memory-limit: 2Gi}]\n");
+        assert!(error.contains("`memory-limit`"), "{error}");
+        let error = message("plugins: [a.wasm]\nleader-elect: yes please\n");
+        assert!(
+            error.contains("`leader-elect`: expected true or false"),
+            "{error}"
+        );
+        let error = message("- a\n- b\n");
+        assert!(error.contains("expected a mapping"), "{error}");
+        let error = message("plugins: [a.wasm\n");
+        assert!(error.contains("not valid YAML"), "{error}");
+    }
+
+    #[test]
+    fn a_missing_file_is_reported_with_its_path() {
+        let args = ["wasmop", "run", "--config=/nonexistent/wasmop.yaml"];
+        let error = Cli::load_from(args).unwrap_err().to_string();
+        assert!(error.contains("/nonexistent/wasmop.yaml"), "{error}");
+    }
+}

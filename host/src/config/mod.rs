@@ -1,0 +1,554 @@
+//! Configuration of the `wasmop` binary: flags, environment variables and a YAML file.
+//!
+//! Every setting has one name, shared by its flag (`--memory-limit`), its environment variable
+//! (`WASMOP_MEMORY_LIMIT`) and its key in the `--config` file (`memory-limit`), so operators can
+//! move settings between them without renaming anything. A flag or environment variable wins
+//! over the file, the file over the default. Invalid configuration is rejected before anything
+//! starts, with a message naming the setting.
+
+mod file;
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{FromArgMatches, Parser, Subcommand};
+
+use crate::cache::Namespaces;
+use crate::runtime::{InstanceMode, PluginOptions};
+
+pub use file::PluginOverrides;
+
+/// The configuration could not be read or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The command line did not parse (or asked for help or the version).
+    #[error(transparent)]
+    Cli(#[from] clap::Error),
+    /// The config file could not be read.
+    #[error("cannot read config file {file}: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A setting in the config file is unknown or malformed.
+    #[error("config file {file}: {message}")]
+    File {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong, naming the setting.
+        message: String,
+    },
+    /// Settings that parse but do not make sense together.
+    #[error("invalid configuration: `{setting}`: {message}")]
+    Invalid {
+        /// The setting.
+        setting: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The `wasmop` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "wasmop",
+    version,
+    arg_required_else_help = true,
+    about = "Run Kubernetes reconcilers as sandboxed WebAssembly components",
+    long_about = "wasmop is a Kubernetes operator host: it owns the shared informer cache, \
+                  the cache-backed client, workqueues, leader election, metrics and health, \
+                  and dispatches every reconcile request into a WebAssembly component."
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run plugins against a cluster until SIGINT or SIGTERM.
+    Run(RunArgs),
+}
+
+impl Cli {
+    /// Parses the process's arguments and environment, then the `--config` file if one is given.
+    pub fn load() -> Result<Cli, ConfigError> {
+        Cli::load_from(std::env::args_os())
+    }
+
+    /// Like [`Cli::load`], for the given arguments.
+    pub fn load_from(
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Result<Cli, ConfigError> {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let command = <Cli as clap::CommandFactory>::command();
+        let matches = command.clone().try_get_matches_from(&args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        let Command::Run(run) = &mut cli.command;
+        if let Some(path) = run.config.clone() {
+            let run_matches = matches.subcommand_matches("run").expect("run was parsed");
+            let run_command = command.find_subcommand("run").expect("run exists");
+            let settings = file::read(&path, run_command, run_matches)?;
+            let all = [args, settings.args].concat();
+            let matches = command
+                .try_get_matches_from(&all)
+                .map_err(|error| file::clap_error(&path, &error))?;
+            cli = Cli::from_arg_matches(&matches)?;
+            let Command::Run(merged) = &mut cli.command;
+            merged.overrides = settings.overrides;
+        }
+        let Command::Run(run) = &cli.command;
+        run.validate()?;
+        Ok(cli)
+    }
+}
+
+/// Options of `wasmop run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A YAML file with any of these settings under the same names; flags and env vars win.
+    #[arg(long, env = "WASMOP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The kubeconfig to use; in-cluster configuration or the default kubeconfig when absent.
+    #[arg(long, env = "WASMOP_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// A plugin component to load (repeat for several).
+    #[arg(
+        long = "plugin",
+        visible_alias = "plugins",
+        env = "WASMOP_PLUGINS",
+        value_delimiter = ','
+    )]
+    pub plugins: Vec<PathBuf>,
+    /// Namespaces to watch, comma-separated; all when absent.
+    #[arg(long, env = "WASMOP_NAMESPACES", value_delimiter = ',', value_parser = namespace)]
+    pub namespaces: Vec<String>,
+    /// Where compiled components are cached across restarts.
+    #[arg(long, env = "WASMOP_COMPILE_CACHE", default_value_os_t = crate::runtime::default_cache_dir())]
+    pub compile_cache: PathBuf,
+    /// Where `/metrics` is served; `0` turns it off.
+    #[arg(
+        long,
+        env = "WASMOP_METRICS_BIND_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_bind_address: BindAddress,
+    /// Where `/healthz` and `/readyz` are served; `0` turns them off.
+    #[arg(
+        long,
+        env = "WASMOP_HEALTH_PROBE_BIND_ADDRESS",
+        default_value = "0.0.0.0:8081"
+    )]
+    pub health_probe_bind_address: BindAddress,
+    /// How long in-flight reconciles may take to finish after SIGTERM.
+    #[arg(long, env = "WASMOP_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = duration)]
+    pub graceful_shutdown_timeout: Duration,
+    /// Limits for every plugin.
+    #[command(flatten)]
+    pub limits: PluginLimits,
+    /// Leader election settings.
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+    /// Per-plugin limits from the config file's `plugins` entries.
+    #[arg(skip)]
+    pub overrides: Vec<(PathBuf, PluginOverrides)>,
+}
+
+/// Limits applied to every plugin; a config file's `plugins` entry may override them for one.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PluginLimits {
+    /// The cap on each of a plugin instance's linear memories (e.g. 64Mi, 1Gi).
+    #[arg(long, env = "WASMOP_MEMORY_LIMIT", default_value = "64Mi", value_parser = bytes)]
+    pub memory_limit: usize,
+    /// The reconcile timeout, overriding the plugins' own (60s when neither sets one).
+    #[arg(long, env = "WASMOP_RECONCILE_TIMEOUT", value_parser = duration)]
+    pub reconcile_timeout: Option<Duration>,
+    /// How many reconciles of one plugin may run at once, overriding the plugins' own.
+    #[arg(long, env = "WASMOP_MAX_CONCURRENT_RECONCILES", value_parser = positive)]
+    pub max_concurrent_reconciles: Option<u32>,
+    /// Idle instances kept per plugin for reuse; 0 gives every call a fresh instance.
+    #[arg(long, env = "WASMOP_WARM_INSTANCES", default_value_t = 0)]
+    pub warm_instances: usize,
+}
+
+impl PluginLimits {
+    /// These limits as runtime options.
+    pub fn options(&self) -> PluginOptions {
+        PluginOptions {
+            memory_limit: self.memory_limit,
+            mode: match self.warm_instances {
+                0 => InstanceMode::Fresh,
+                pool => InstanceMode::Warm {
+                    pool,
+                    max_uses: None,
+                },
+            },
+            reconcile_timeout: self.reconcile_timeout,
+            max_concurrent_reconciles: self.max_concurrent_reconciles,
+            ..PluginOptions::default()
+        }
+    }
+}
+
+impl RunArgs {
+    /// The runtime options for the plugin in `file`: the common limits and its own overrides.
+    pub fn plugin_options(&self, file: &Path) -> PluginOptions {
+        let mut limits = self.limits.clone();
+        if let Some((_, overrides)) = self.overrides.iter().find(|(f, _)| f == file) {
+            overrides.apply(&mut limits);
+        }
+        limits.options()
+    }
+
+    /// The namespaces to watch.
+    pub fn watched_namespaces(&self) -> Namespaces {
+        match self.namespaces.is_empty() {
+            true => Namespaces::All,
+            false => Namespaces::Only(self.namespaces.clone()),
+        }
+    }
+
+    /// Checks what each setting's parser cannot: the settings together.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |setting, message: String| Err(ConfigError::Invalid { setting, message });
+        if self.plugins.is_empty() {
+            return invalid(
+                "plugins",
+                "no plugin to run: give --plugin or `plugins` in the --config file".into(),
+            );
+        }
+        let leader = &self.leader;
+        let (lease, renew, retry) = (
+            leader.leader_election_lease_duration,
+            leader.leader_election_renew_deadline,
+            leader.leader_election_retry_period,
+        );
+        if lease <= renew {
+            return invalid(
+                "leader-election-renew-deadline",
+                format!(
+                    "{renew:?} must be shorter than leader-election-lease-duration ({lease:?})"
+                ),
+            );
+        }
+        if renew.as_secs_f64() <= 1.2 * retry.as_secs_f64() {
+            return invalid(
+                "leader-election-retry-period",
+                format!(
+                    "{retry:?} must be under leader-election-renew-deadline / 1.2 ({renew:?} / 1.2)"
+                ),
+            );
+        }
+        let max = crate::runtime::RuntimeConfig::default().max_memory;
+        let memory_limits = std::iter::once(self.limits.memory_limit)
+            .chain(self.overrides.iter().filter_map(|(_, o)| o.memory_limit));
+        for limit in memory_limits {
+            if limit > max {
+                return invalid(
+                    "memory-limit",
+                    format!("{limit} bytes is over the runtime's maximum of {max} bytes (1Gi)"),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Leader election options, named as controller-runtime's manager flags are.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LeaderArgs {
+    /// Run controllers only while holding the Lease, so replicas can wait as followers.
+    #[arg(long, env = "WASMOP_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// The Lease's name.
+    #[arg(
+        long,
+        env = "WASMOP_LEADER_ELECTION_ID",
+        default_value = "wasmop-leader"
+    )]
+    pub leader_election_id: String,
+    /// The Lease's namespace; the pod's own namespace in a cluster, else `default`.
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// How long a Lease stays held after its last observed renewal (e.g. 15s, 1500ms).
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = duration)]
+    pub leader_election_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives up.
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_RENEW_DEADLINE", default_value = "10s", value_parser = duration)]
+    pub leader_election_renew_deadline: Duration,
+    /// How often candidates try to acquire and the leader renews.
+    #[arg(long, env = "WASMOP_LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = duration)]
+    pub leader_election_retry_period: Duration,
+}
+
+/// `250ms`, `15s` or `2m`.
+fn duration(value: &str) -> Result<Duration, String> {
+    let split = value
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("`{value}` is not a duration like 15s or 500ms"))?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        _ => return Err(format!("`{value}` needs a unit: ms, s or m")),
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// A listening address, or `0` for off, as controller-runtime's bind-address flags take them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BindAddress(pub Option<SocketAddr>);
+
+impl std::str::FromStr for BindAddress {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        if value == "0" {
+            return Ok(BindAddress(None));
+        }
+        value
+            .parse()
+            .map(|a| BindAddress(Some(a)))
+            .map_err(|e| format!("`{value}` is neither `0` nor an address like 0.0.0.0:8080: {e}"))
+    }
+}
+
+/// `64Mi`, `1Gi`, `512Ki` or a number of bytes.
+fn bytes(value: &str) -> Result<usize, String> {
+    let split = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("`{value}` is not a size like 64Mi or 1Gi"))?;
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => return Err(format!("`{value}` has an unknown unit: use Ki, Mi or Gi")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{value}` is too large"))
+}
+
+/// A whole number of at least 1.
+fn positive(value: &str) -> Result<u32, String> {
+    match value.parse() {
+        Ok(0) | Err(_) => Err(format!("`{value}` is not a whole number of at least 1")),
+        Ok(number) => Ok(number),
+    }
+}
+
+/// A namespace name: a DNS-1123 label.
+fn namespace(value: &str) -> Result<String, String> {
+    let valid = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    match valid {
+        true => Ok(value.to_owned()),
+        false => Err(format!(
+            "`{value}` is not a namespace name (lowercase letters, digits and '-', at most 63)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn version_flag_reports_the_crate_version() {
+        let err = Cli::try_parse_from(["wasmop", "--version"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert!(err.to_string().contains(env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn run_takes_several_plugins_and_needs_one() {
+        let cli =
+            Cli::try_parse_from(["wasmop", "run", "--plugin", "a.wasm", "--plugin", "b.wasm"])
+                .unwrap();
+        let Command::Run(args) = cli.command;
+        assert_eq!(
+            args.plugins,
+            [PathBuf::from("a.wasm"), PathBuf::from("b.wasm")]
+        );
+        let missing = Cli::load_from(["wasmop", "run"]).unwrap_err();
+        assert!(missing.to_string().contains("--plugin"), "{missing}");
+    }
+
+    fn load(args: &[&str]) -> Result<RunArgs, ConfigError> {
+        let Command::Run(run) = Cli::load_from([&["wasmop", "run"], args].concat())?.command;
+        Ok(run)
+    }
+
+    #[test]
+    fn durations_that_break_client_go_rules_name_the_setting() {
+        let error = load(&[
+            "--plugin=a.wasm",
+            "--leader-election-lease-duration=5s",
+            "--leader-election-renew-deadline=5s",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("`leader-election-renew-deadline`"),
+            "{error}"
+        );
+        assert!(
+            error.contains("leader-election-lease-duration (5s)"),
+            "{error}"
+        );
+        let error = load(&["--plugin=a.wasm", "--leader-election-retry-period=9s"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`leader-election-retry-period`"), "{error}");
+    }
+
+    #[test]
+    fn limits_parse_sizes_and_apply_to_every_plugin() {
+        let run = load(&[
+            "--plugin=a.wasm",
+            "--memory-limit=128Mi",
+            "--reconcile-timeout=5s",
+            "--max-concurrent-reconciles=3",
+            "--warm-instances=2",
+        ])
+        .unwrap();
+        let options = run.plugin_options(Path::new("a.wasm"));
+        assert_eq!(options.memory_limit, 128 << 20);
+        assert_eq!(options.reconcile_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(options.max_concurrent_reconciles, Some(3));
+        assert_eq!(
+            options.mode,
+            InstanceMode::Warm {
+                pool: 2,
+                max_uses: None
+            }
+        );
+        assert_eq!(bytes("1Gi"), Ok(1 << 30));
+        assert_eq!(bytes("4096"), Ok(4096));
+        assert!(bytes("64MB").unwrap_err().contains("unknown unit"));
+        let error = load(&["--plugin=a.wasm", "--memory-limit=2Gi"]).unwrap_err();
+        assert!(error.to_string().contains("`memory-limit`"), "{error}");
+        let error = load(&["--plugin=a.wasm", "--max-concurrent-reconciles=0"]).unwrap_err();
+        assert!(error.to_string().contains("at least 1"), "{error}");
+    }
+
+    #[test]
+    fn namespaces_are_checked_and_default_to_all() {
+        assert_eq!(
+            load(&["--plugin=a"]).unwrap().watched_namespaces(),
+            Namespaces::All
+        );
+        let run = load(&["--plugin=a", "--namespaces=team-a,team-b"]).unwrap();
+        assert_eq!(
+            run.watched_namespaces(),
+            Namespaces::Only(vec!["team-a".into(), "team-b".into()])
+        );
+        let error = load(&["--plugin=a", "--namespaces=Team_A"]).unwrap_err();
+        assert!(
+            error.to_string().contains("not a namespace name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn leader_election_durations_parse_with_units() {
+        let cli = Cli::try_parse_from([
+            "wasmop",
+            "run",
+            "--plugin",
+            "a.wasm",
+            "--leader-elect",
+            "--leader-election-lease-duration",
+            "1500ms",
+            "--leader-election-retry-period",
+            "1m",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command;
+        assert!(run.leader.leader_elect);
+        assert_eq!(
+            run.leader.leader_election_lease_duration,
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            run.leader.leader_election_renew_deadline,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            run.leader.leader_election_retry_period,
+            Duration::from_secs(60)
+        );
+        let bad = Cli::try_parse_from([
+            "wasmop",
+            "run",
+            "--plugin",
+            "a",
+            "--leader-election-retry-period",
+            "2",
+        ]);
+        assert!(bad.unwrap_err().to_string().contains("needs a unit"));
+    }
+
+    #[test]
+    fn bind_addresses_default_like_controller_runtime_and_zero_turns_off() {
+        let parse = |extra: &[&str]| {
+            let args = [&["wasmop", "run", "--plugin", "a.wasm"], extra].concat();
+            let Command::Run(run) = Cli::try_parse_from(args).unwrap().command;
+            run
+        };
+        let defaults = parse(&[]);
+        assert_eq!(
+            defaults.metrics_bind_address.0,
+            Some("0.0.0.0:8080".parse().unwrap())
+        );
+        assert_eq!(
+            defaults.health_probe_bind_address.0,
+            Some("0.0.0.0:8081".parse().unwrap())
+        );
+        assert_eq!(
+            parse(&["--metrics-bind-address", "0"])
+                .metrics_bind_address
+                .0,
+            None
+        );
+        let bad = Cli::try_parse_from([
+            "wasmop",
+            "run",
+            "--plugin",
+            "a",
+            "--metrics-bind-address",
+            ":x",
+        ]);
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("neither `0` nor an address")
+        );
+    }
+}

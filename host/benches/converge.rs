@@ -168,7 +168,7 @@ async fn converge(plane: &ControlPlane, count: usize) -> anyhow::Result<()> {
     let created = started.elapsed();
     wait_converged(&client, &namespace, count).await?;
     let took = started.elapsed();
-    let reconciles = manager.controllers()[0].stats().total();
+    let reconciles = manager.controller("webapp").unwrap().stats().total();
     let (now, peak) = rss();
     println!();
     println!("| {count} WebApps, one host | |");

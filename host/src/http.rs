@@ -1,5 +1,6 @@
 //! The host's HTTP endpoints, on hyper: `/metrics` in Prometheus text format, `/healthz` (the
-//! process answers) and `/readyz` (every plugin loaded, which implies its informers synced).
+//! process answers), `/readyz` (every plugin loaded, which implies its informers synced) and
+//! `/plugins` (every plugin source's status as JSON, for `wasmop plugins`).
 //! The same routes are served on every listener, so the metrics and probe addresses may differ
 //! or coincide.
 
@@ -17,21 +18,27 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
+use crate::plugins::PluginHandle;
 
 /// The Prometheus text exposition format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// How long `/plugins` waits for the manager's loop.
+const PLUGINS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the endpoints report.
 pub struct Endpoints {
     metrics: Arc<Metrics>,
+    plugins: PluginHandle,
     ready: AtomicBool,
 }
 
 impl Endpoints {
-    /// Endpoints over `metrics`, not ready until [`Endpoints::set_ready`].
-    pub fn new(metrics: Arc<Metrics>) -> Arc<Self> {
+    /// Endpoints over `metrics` and `plugins`, not ready until [`Endpoints::set_ready`].
+    pub fn new(metrics: Arc<Metrics>, plugins: PluginHandle) -> Arc<Self> {
         Arc::new(Endpoints {
             metrics,
+            plugins,
             ready: AtomicBool::new(false),
         })
     }
@@ -41,8 +48,9 @@ impl Endpoints {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
-    fn respond(&self, path: &str) -> Response<Full<Bytes>> {
+    async fn respond(&self, path: &str) -> Response<Full<Bytes>> {
         let (status, content_type, body) = match path {
+            "/plugins" => self.plugins().await,
             "/metrics" => (StatusCode::OK, TEXT_FORMAT, self.metrics.gather()),
             "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),
             "/readyz" if self.ready.load(Ordering::Relaxed) => {
@@ -63,6 +71,26 @@ impl Endpoints {
         );
         response
     }
+
+    async fn plugins(&self) -> (StatusCode, &'static str, String) {
+        match tokio::time::timeout(PLUGINS_TIMEOUT, self.plugins.list()).await {
+            Ok(Ok(statuses)) => (
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_string(&statuses).expect("statuses serialize"),
+            ),
+            Ok(Err(error)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                error.to_string(),
+            ),
+            Err(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                "the manager is busy; try again".to_owned(),
+            ),
+        }
+    }
 }
 
 /// Serves the endpoints on `listener` until the task is dropped or aborted.
@@ -78,8 +106,8 @@ pub async fn serve(listener: TcpListener, endpoints: Arc<Endpoints>) {
         let endpoints = endpoints.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request: Request<Incoming>| {
-                let response = endpoints.respond(request.uri().path());
-                async move { Ok::<_, Infallible>(response) }
+                let endpoints = endpoints.clone();
+                async move { Ok::<_, Infallible>(endpoints.respond(request.uri().path()).await) }
             });
             let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
             if let Err(error) = connection.await {
@@ -92,19 +120,37 @@ pub async fn serve(listener: TcpListener, endpoints: Arc<Endpoints>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::Cache;
+    use crate::plugins::{Loader, channel};
+    use crate::runtime::{Runtime, RuntimeConfig};
 
-    #[test]
-    fn readiness_follows_the_flag_and_health_is_unconditional() {
-        let endpoints = Endpoints::new(Arc::new(Metrics::new()));
-        assert_eq!(endpoints.respond("/healthz").status(), StatusCode::OK);
+    /// Endpoints whose manager is gone (nothing reads its plugin commands).
+    fn endpoints() -> Arc<Endpoints> {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let runtime = Arc::new(Runtime::new(RuntimeConfig::default()).unwrap());
+        let loader = Loader::new(runtime, client.clone(), Arc::new(Cache::new(client)));
+        let (handle, _) = channel(loader);
+        Endpoints::new(Arc::new(Metrics::new()), handle)
+    }
+
+    #[tokio::test]
+    async fn readiness_follows_the_flag_and_health_is_unconditional() {
+        let endpoints = endpoints();
+        assert_eq!(endpoints.respond("/healthz").await.status(), StatusCode::OK);
         assert_eq!(
-            endpoints.respond("/readyz").status(),
+            endpoints.respond("/readyz").await.status(),
             StatusCode::SERVICE_UNAVAILABLE
         );
         endpoints.set_ready(true);
-        assert_eq!(endpoints.respond("/readyz").status(), StatusCode::OK);
-        assert_eq!(endpoints.respond("/nope").status(), StatusCode::NOT_FOUND);
-        let metrics = endpoints.respond("/metrics");
+        assert_eq!(endpoints.respond("/readyz").await.status(), StatusCode::OK);
+        assert_eq!(
+            endpoints.respond("/nope").await.status(),
+            StatusCode::NOT_FOUND
+        );
+        let metrics = endpoints.respond("/metrics").await;
         assert_eq!(metrics.headers()[CONTENT_TYPE], TEXT_FORMAT);
+        let plugins = endpoints.respond("/plugins").await;
+        assert_eq!(plugins.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 }

@@ -14,6 +14,7 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod object;
+pub mod plugins;
 pub mod queue;
 pub mod runtime;
 pub mod selector;

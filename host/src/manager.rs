@@ -16,17 +16,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::cache::{Cache, CacheError, Namespaces};
-use crate::client::PluginClient;
+use crate::cache::{Cache, Namespaces};
 use crate::controller::Controller;
-use crate::events::Events;
 use crate::http::{self, Endpoints};
-use crate::leader::{Elector, LeaderConfig, LeaderError};
+use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
-use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Services};
+use crate::plugins::{self, Command, Context, Loader, PluginError, PluginHandle, Registry};
+use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
 
 /// The manager could not start, keep running, or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -34,14 +34,9 @@ pub enum ManagerError {
     /// The runtime could not be built or a plugin did not load.
     #[error(transparent)]
     Load(#[from] RuntimeError),
-    /// A plugin's informers could not start.
-    #[error("plugin {plugin}: {source}")]
-    Cache {
-        /// The plugin.
-        plugin: String,
-        /// What the cache said.
-        source: Box<CacheError>,
-    },
+    /// A plugin could not be installed or started.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
     /// An endpoint address could not be listened on.
     #[error("cannot listen on {address}: {source}")]
     Listen {
@@ -50,9 +45,12 @@ pub enum ManagerError {
         /// Why.
         source: std::io::Error,
     },
-    /// Leader election was misconfigured, or the Lease was lost.
+    /// Leader election was misconfigured.
     #[error(transparent)]
     Leader(#[from] LeaderError),
+    /// The Lease was lost.
+    #[error("{0}")]
+    LeaseLost(String),
     /// Reconciles were still running when the grace period ended.
     #[error("reconciles still running after the {0:?} grace period were abandoned")]
     GracePeriod(Duration),
@@ -88,17 +86,19 @@ impl Default for ManagerOptions {
     }
 }
 
-/// Shared runtime, cache, client and endpoints, and the plugins' controllers.
+/// Shared runtime, cache, client and endpoints, and the plugins with their controllers.
 pub struct Manager {
     client: kube::Client,
     options: ManagerOptions,
-    runtime: Runtime,
+    loader: Loader,
     cache: Arc<Cache>,
     metrics: Arc<Metrics>,
     endpoints: Arc<Endpoints>,
     servers: Vec<JoinHandle<()>>,
-    loaded: Vec<Arc<Plugin>>,
-    controllers: Vec<Controller>,
+    registry: Registry,
+    handle: PluginHandle,
+    commands: mpsc::Receiver<Command>,
+    running: bool,
 }
 
 impl Manager {
@@ -107,21 +107,26 @@ impl Manager {
         let cache = Arc::new(Cache::scoped(client.clone(), options.namespaces.clone()));
         let metrics = Arc::new(Metrics::new());
         metrics.watch_cache(&cache);
+        let runtime = Arc::new(Runtime::new(options.runtime.clone())?);
+        let loader = Loader::new(runtime, client.clone(), cache.clone());
+        let (handle, commands) = plugins::channel(loader.clone());
         Ok(Manager {
-            runtime: Runtime::new(options.runtime.clone())?,
-            endpoints: Endpoints::new(metrics.clone()),
+            endpoints: Endpoints::new(metrics.clone(), handle.clone()),
+            loader,
             cache,
             client,
             metrics,
             options,
             servers: Vec::new(),
-            loaded: Vec::new(),
-            controllers: Vec::new(),
+            registry: Registry::default(),
+            handle,
+            commands,
+            running: false,
         })
     }
 
-    /// Serves `/metrics`, `/healthz` and `/readyz` on the configured addresses (once if they are
-    /// the same); `/readyz` fails until [`Manager::run`].
+    /// Serves `/metrics`, `/healthz`, `/readyz` and `/plugins` on the configured addresses (once
+    /// if they are the same); `/readyz` fails until [`Manager::run`].
     pub async fn serve(&mut self) -> Result<(), ManagerError> {
         let mut addresses: Vec<SocketAddr> =
             [self.options.metrics_address, self.options.probe_address]
@@ -133,7 +138,7 @@ impl Manager {
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .map_err(|source| ManagerError::Listen { address, source })?;
-            tracing::info!(%address, "serving /metrics, /healthz and /readyz");
+            tracing::info!(%address, "serving /metrics, /healthz, /readyz and /plugins");
             let endpoints = self.endpoints.clone();
             self.servers
                 .push(tokio::spawn(http::serve(listener, endpoints)));
@@ -141,150 +146,194 @@ impl Manager {
         Ok(())
     }
 
-    /// Compiles, validates and describes the plugin in `file`; [`Manager::run`] starts it.
+    /// Compiles, validates and describes the plugin in `file`, the source named by its path;
+    /// [`Manager::run`] starts it.
     pub async fn load_plugin(
         &mut self,
         file: &Path,
         options: PluginOptions,
     ) -> Result<Arc<Plugin>, ManagerError> {
-        let plugin = self.load(file, options).await?;
-        self.loaded.push(plugin.clone());
+        let (plugin, digest) = self.loader.load_file(file, options).await?;
+        let context = Context {
+            cache: &self.cache,
+            metrics: &self.metrics,
+            running: self.running,
+            grace: self.options.grace_period,
+        };
+        let source = file.display().to_string();
+        self.registry
+            .install(&context, &source, plugin.clone(), digest)
+            .await?;
         Ok(plugin)
     }
 
-    /// Loads the plugin in `file` and starts its controller once its informers have synced.
+    /// Loads the plugin in `file` and starts its controller at once, without an election.
     pub async fn add_plugin(
         &mut self,
         file: &Path,
         options: PluginOptions,
     ) -> Result<&Controller, ManagerError> {
-        let plugin = self.load(file, options).await?;
-        self.start_plugin(plugin).await
+        self.running = true;
+        let plugin = self.load_plugin(file, options).await?;
+        Ok(self
+            .registry
+            .controller(plugin.name())
+            .expect("a running manager starts what it loads"))
     }
 
-    async fn load(&self, file: &Path, options: PluginOptions) -> Result<Arc<Plugin>, ManagerError> {
-        let (client, cache) = (self.client.clone(), self.cache.clone());
-        let services = move |registration: &crate::runtime::Registration| {
-            let plugin = PluginClient::new(client.clone(), cache, &registration.name);
-            Services {
-                cache: Arc::new(plugin.clone()),
-                writer: Arc::new(plugin),
-                events: Arc::new(Events::new(client)),
-            }
-        };
-        Ok(Arc::new(self.runtime.load(file, options, services).await?))
-    }
-
-    async fn start_plugin(&mut self, plugin: Arc<Plugin>) -> Result<&Controller, ManagerError> {
-        let name = plugin.name().to_owned();
-        let metrics = self.metrics.controller(&name);
-        let controller = Controller::start(&self.cache, plugin, metrics)
-            .await
-            .map_err(|source| ManagerError::Cache {
-                plugin: name,
-                source: Box::new(source),
-            })?;
-        self.controllers.push(controller);
-        Ok(self.controllers.last().expect("just pushed"))
-    }
-
-    /// Reports ready, waits for the Lease when electing, starts the loaded plugins' controllers
-    /// and runs them until `shutdown` resolves (then stops in order) or the Lease is lost.
+    /// Reports ready, campaigns for the Lease when electing, runs the plugins' controllers while
+    /// leading (or at once without an election) and applies plugin changes sent through
+    /// [`Manager::handle`], until `shutdown` resolves (then stops in order) or the Lease is lost.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), ManagerError> {
         self.endpoints.set_ready(true);
         let mut shutdown = std::pin::pin!(shutdown);
-        let mut elector = match self.options.leader.clone() {
-            Some(config) => Some(self.campaign(config, &mut shutdown).await?),
+        let mut campaign = match self.options.leader.clone() {
+            Some(config) => Some(self.campaign(config)?),
             None => None,
         };
-        if elector.as_ref().is_some_and(|e| !e.is_leader()) {
-            return self.finish(elector).await;
+        let mut failure = match campaign {
+            Some(_) => None,
+            None => self.lead().await.err(),
+        };
+        while failure.is_none() {
+            let leadership = async {
+                match &mut campaign {
+                    Some(campaign) => campaign.changed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                Some(command) = self.commands.recv() => self.handle_command(command).await,
+                state = leadership => failure = self.follow(state).await.err(),
+                _ = &mut shutdown => break,
+            }
         }
-        let loaded = std::mem::take(&mut self.loaded);
-        let start = async {
-            for plugin in loaded {
-                self.start_plugin(plugin).await?;
-            }
-            std::future::pending::<Result<(), ManagerError>>().await
-        };
-        let lost = async {
-            match &mut elector {
-                Some(elector) => elector.hold().await,
-                None => std::future::pending().await,
-            }
-        };
-        let failed = tokio::select! {
-            failed = start => failed.err(),
-            lost = lost => Some(ManagerError::Leader(lost)),
-            _ = &mut shutdown => None,
-        };
-        match failed {
-            None => self.finish(elector).await,
+        match failure {
+            None => self.finish(campaign).await,
             Some(error) => {
                 tracing::error!("{error}; stopping at once");
-                self.grace_period_over();
+                self.options.grace_period = Duration::ZERO;
                 // Whatever was abandoned, the cause to report is `error`.
-                let _ = self.finish(None).await;
+                let _ = self.finish(campaign).await;
                 Err(error)
             }
         }
     }
 
-    /// Waits for the Lease (or `shutdown`, returning a non-leading elector).
-    async fn campaign(
-        &self,
-        config: LeaderConfig,
-        shutdown: &mut (impl Future<Output = ()> + Unpin),
-    ) -> Result<Elector, ManagerError> {
-        let lease = config.name.clone();
+    fn campaign(&self, config: LeaderConfig) -> Result<Campaign, ManagerError> {
         tracing::info!(lease = %config.name, namespace = %config.namespace, identity = %config.identity, "waiting to lead");
-        let mut elector = Elector::new(self.client.clone(), config)?;
-        self.metrics.set_leader(&lease, false);
-        tokio::select! {
-            _ = elector.acquire() => self.metrics.set_leader(&lease, true),
-            _ = shutdown => {}
+        self.metrics.set_leader(&config.name, false);
+        Ok(Campaign::start(Elector::new(self.client.clone(), config)?))
+    }
+
+    async fn follow(&mut self, state: Leadership) -> Result<(), ManagerError> {
+        let lease = self
+            .options
+            .leader
+            .as_ref()
+            .map_or("", |l| l.name.as_str())
+            .to_owned();
+        match state {
+            Leadership::Waiting => Ok(()),
+            Leadership::Leading => {
+                self.metrics.set_leader(&lease, true);
+                self.lead().await
+            }
+            Leadership::Lost(reason) => {
+                self.metrics.set_leader(&lease, false);
+                Err(ManagerError::LeaseLost(reason))
+            }
         }
-        Ok(elector)
     }
 
-    /// Makes [`Manager::finish`] stop without waiting for in-flight reconciles.
-    fn grace_period_over(&mut self) {
-        self.options.grace_period = Duration::ZERO;
+    /// Starts every loaded plugin's controller, from now on and for plugins loaded later.
+    async fn lead(&mut self) -> Result<(), ManagerError> {
+        self.running = true;
+        let context = Context {
+            cache: &self.cache,
+            metrics: &self.metrics,
+            running: true,
+            grace: self.options.grace_period,
+        };
+        Ok(self.registry.start_all(&context).await?)
     }
 
-    /// Stops in reverse start order and releases the Lease if `elector` holds it.
-    async fn finish(mut self, elector: Option<Elector>) -> Result<(), ManagerError> {
+    async fn handle_command(&mut self, command: Command) {
+        let context = Context {
+            cache: &self.cache,
+            metrics: &self.metrics,
+            running: self.running,
+            grace: self.options.grace_period,
+        };
+        match command {
+            Command::Install {
+                source,
+                plugin,
+                digest,
+                reply,
+            } => {
+                let (name, version) = (
+                    plugin.name().to_owned(),
+                    plugin.registration().version.clone(),
+                );
+                let result = self
+                    .registry
+                    .install(&context, &source, plugin, digest)
+                    .await;
+                match &result {
+                    Ok(()) => tracing::info!(%source, plugin = %name, %version, "plugin installed"),
+                    Err(error) => tracing::warn!(%source, "plugin not installed: {error}"),
+                }
+                let _ = reply.send(result);
+            }
+            Command::Failed { source, error } => {
+                tracing::warn!(%source, "plugin did not load: {error}");
+                self.registry.failed(&source, error);
+            }
+            Command::Remove { source, reply } => {
+                let removed = self.registry.remove(&context, &source).await;
+                if removed {
+                    tracing::info!(%source, "plugin unloaded");
+                }
+                let _ = reply.send(removed);
+            }
+            Command::List { reply } => {
+                let _ = reply.send(self.registry.statuses());
+            }
+        }
+    }
+
+    /// Stops in reverse start order and releases the Lease if `campaign` holds it.
+    async fn finish(mut self, campaign: Option<Campaign>) -> Result<(), ManagerError> {
         tracing::info!(grace_period = ?self.options.grace_period, "stopping: letting in-flight reconciles finish");
         self.endpoints.set_ready(false);
-        let drained = self.stop_controllers().await;
-        if let Some(mut elector) = elector.filter(Elector::is_leader) {
-            elector.release().await;
+        let drained = self
+            .registry
+            .stop_all(Instant::now() + self.options.grace_period)
+            .await;
+        if let Some(campaign) = campaign {
+            campaign.release().await;
         }
         self.servers.drain(..).for_each(|server| server.abort());
-        drained
-    }
-
-    async fn stop_controllers(&mut self) -> Result<(), ManagerError> {
-        let deadline = Instant::now() + self.options.grace_period;
-        self.controllers.iter().for_each(Controller::shutdown);
-        let mut drained = true;
-        for controller in self.controllers.drain(..).rev() {
-            drained &= controller.stop(deadline).await;
-        }
         match drained {
             true => Ok(()),
             false => Err(ManagerError::GracePeriod(self.options.grace_period)),
         }
     }
 
-    /// The running controllers.
-    pub fn controllers(&self) -> &[Controller] {
-        &self.controllers
+    /// Changes and lists plugins while [`Manager::run`] runs.
+    pub fn handle(&self) -> PluginHandle {
+        self.handle.clone()
+    }
+
+    /// The running controller of plugin `name`.
+    pub fn controller(&self, name: &str) -> Option<&Controller> {
+        self.registry.controller(name)
     }
 
     /// The WebAssembly runtime.
     pub fn runtime(&self) -> &Runtime {
-        &self.runtime
+        self.loader.runtime()
     }
 
     /// The process's metrics.

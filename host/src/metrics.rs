@@ -408,11 +408,7 @@ impl ControllerMetrics {
         queue: &Arc<Queue<crate::object::ObjectKey>>,
         workers: usize,
     ) {
-        let registration = plugin.registration();
-        self.f()
-            .plugin_info
-            .with_label_values(&[&registration.name, &registration.version])
-            .set(1);
+        self.follow(plugin);
         self.f()
             .max_concurrent
             .with_label_values(&[&self.name])
@@ -422,13 +418,42 @@ impl ControllerMetrics {
             .with_label_values(&[&self.name])
             .set(0);
         self.zero();
-        let mut sources = self.metrics.sources();
-        sources
-            .plugins
-            .push((Arc::downgrade(plugin), (0, Duration::ZERO)));
-        sources
+        self.metrics
+            .sources()
             .queues
             .push((self.name.clone(), Arc::downgrade(queue)));
+    }
+
+    /// Moves the plugin's series from version `old` to `new`.
+    pub fn upgraded(&self, old: &Arc<Plugin>, new: &Arc<Plugin>) {
+        self.stopped(old);
+        self.follow(new);
+        self.f()
+            .max_concurrent
+            .with_label_values(&[&self.name])
+            .set(i64::from(new.max_concurrent_reconciles()));
+    }
+
+    /// Drops the series naming `plugin`'s version.
+    pub fn stopped(&self, plugin: &Plugin) {
+        let registration = plugin.registration();
+        let _ = self
+            .f()
+            .plugin_info
+            .remove_label_values(&[&registration.name, &registration.version]);
+    }
+
+    /// Reports `plugin`'s version and, from now on, its instances.
+    fn follow(&self, plugin: &Arc<Plugin>) {
+        let registration = plugin.registration();
+        self.f()
+            .plugin_info
+            .with_label_values(&[&registration.name, &registration.version])
+            .set(1);
+        self.metrics
+            .sources()
+            .plugins
+            .push((Arc::downgrade(plugin), (0, Duration::ZERO)));
     }
 
     /// Creates every series at zero, as controller-runtime does, so rates work from the start.

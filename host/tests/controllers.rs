@@ -151,7 +151,7 @@ async fn webapp_owns_its_deployment_and_service_and_cleans_up_with_its_finalizer
         )
         .await;
 
-        let stats = manager.controllers()[0].stats();
+        let stats = manager.controller("webapp").unwrap().stats();
         assert!(
             stats.success.load(std::sync::atomic::Ordering::Relaxed) >= 4,
             "reconciles: {stats:?}"
@@ -274,7 +274,10 @@ async fn undeclared_writes_never_reach_the_apiserver_and_plugins_share_watches()
                 .then_some(())
         })
         .await;
-        let sneaky = manager.controllers()[0].stats();
+        let sneaky = manager
+            .controller("guest-undeclared-write")
+            .unwrap()
+            .stats();
         eventually("the forbidden reconcile to be reported", || async {
             (sneaky.terminal.load(std::sync::atomic::Ordering::Relaxed) > 0).then_some(())
         })
@@ -302,7 +305,10 @@ async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<
         let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
         manager.add_plugin(&common::component("guest-slow"), PluginOptions::default()).await?;
         manager.add_plugin(&common::component("guest-good"), PluginOptions::default()).await?;
-        let (slow, good) = (&manager.controllers()[0], &manager.controllers()[1]);
+        let (slow, good) = (
+            manager.controller("guest-slow").unwrap(),
+            manager.controller("guest-good").unwrap(),
+        );
         let settled = |what| {
             eventually(what, || async {
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -374,7 +380,7 @@ async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() 
                 .then_some(())
         })
         .await;
-        let failing = &manager.controllers()[0];
+        let failing = manager.controller("guest-panic").unwrap();
         let first = failing.retries(&key);
         let mut seen = Vec::new();
         let started = tokio::time::Instant::now();

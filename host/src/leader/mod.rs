@@ -11,6 +11,10 @@
 //! Written here rather than taken from a crate because the maintained Lease crates for kube
 //! offer whole-second durations without client-go's renew deadline.
 
+mod campaign;
+
+pub use campaign::{Campaign, Leadership};
+
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 

@@ -1,0 +1,236 @@
+//! A plugin version's event sources: the informers its registration needs ([`Informed`], synced
+//! before any event is queued) and the subscriptions that turn their changes into queued keys.
+//!
+//! Sources hold their informers: dropping them unsubscribes, stops the guest-map tasks and
+//! releases the informers (the shared cache stops a watch no one else holds). Subscribing
+//! queues every cached object of the subscribed kind at [`LOW_PRIORITY`], so a new version
+//! reconciles everything once, as a restarted controller would.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::cache::{
+    Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription,
+};
+use crate::object::{GroupVersionKind, ObjectKey};
+use crate::queue::{LOW_PRIORITY, Queue};
+use crate::runtime::{Mapping, Plugin, Predicate, Registration, Verb};
+use crate::selector::LabelSelector;
+
+/// How many events for the guest's `map` may wait before handlers start spawning.
+const MAP_BACKLOG: usize = 1024;
+
+type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
+
+/// The subscribed sources of one plugin version.
+pub(super) struct Sources {
+    subscriptions: Vec<Subscription>,
+    map_tasks: Vec<JoinHandle<()>>,
+    _informers: Vec<Arc<Informer>>,
+}
+
+impl Drop for Sources {
+    fn drop(&mut self) {
+        self.subscriptions.clear();
+        self.map_tasks.drain(..).for_each(|task| task.abort());
+    }
+}
+
+/// The informers of one plugin version, synced, not yet subscribed.
+pub(super) struct Informed {
+    informers: Vec<Arc<Informer>>,
+}
+
+impl Informed {
+    /// Starts (or shares) the informers `plugin` needs and waits for them to sync.
+    pub(super) async fn start(cache: &Cache, plugin: &Plugin) -> Result<Self, CacheError> {
+        let registration = plugin.registration();
+        let mut informed = Informed {
+            informers: Vec::new(),
+        };
+        for kind in informed_kinds(registration) {
+            informed.informers.push(cache.informer(&kind).await?);
+        }
+        for index in &registration.indexes {
+            informed.of(&index.kind).add_index(IndexSpec {
+                name: index.name.clone(),
+                field: index.field.clone(),
+            });
+        }
+        for informer in &informed.informers {
+            informer.wait_synced().await;
+        }
+        Ok(informed)
+    }
+
+    fn of(&self, kind: &GroupVersionKind) -> &Arc<Informer> {
+        self.informers
+            .iter()
+            .find(|i| i.kind() == kind)
+            .expect("every source's kind is informed")
+    }
+
+    /// Subscribes `plugin`'s sources to `queue`, queueing every cached object of their kinds.
+    pub(super) fn subscribe(self, plugin: &Arc<Plugin>, queue: &Arc<Queue<ObjectKey>>) -> Sources {
+        let registration = plugin.registration();
+        let mut subscriptions = Vec::new();
+        let mut map_tasks = Vec::new();
+        let primary = registration.primary.clone();
+        let own_key: Map = Arc::new(|object: &CachedObject| vec![object.key.clone()]);
+        let subscribe = |kind: &GroupVersionKind, predicates: &[Predicate], map: Map| {
+            source(self.of(kind), queue, predicates, map)
+        };
+        subscriptions.push(subscribe(&primary, &registration.predicates, own_key));
+        for owned in &registration.owns {
+            subscriptions.push(subscribe(owned, &[], owner_key(&primary)));
+        }
+        for watch in &registration.watches {
+            let map = match &watch.mapping {
+                Mapping::ControllerOwner => owner_key(&primary),
+                Mapping::Label(label) => label_key(label.clone()),
+                Mapping::Guest => {
+                    let (sender, receiver) = mpsc::channel(MAP_BACKLOG);
+                    map_tasks.push(tokio::spawn(map_through_guest(
+                        plugin.clone(),
+                        watch.kind.clone(),
+                        receiver,
+                        queue.clone(),
+                    )));
+                    guest_key(sender)
+                }
+            };
+            subscriptions.push(subscribe(&watch.kind, &watch.predicates, map));
+        }
+        Sources {
+            subscriptions,
+            map_tasks,
+            _informers: self.informers,
+        }
+    }
+}
+
+/// The kinds the plugin needs informers for: primary, owned, watched, indexed, and any it may read.
+fn informed_kinds(registration: &Registration) -> Vec<GroupVersionKind> {
+    let readable = registration
+        .permissions
+        .iter()
+        .filter(|p| {
+            p.verbs
+                .iter()
+                .any(|v| matches!(v, Verb::Get | Verb::List | Verb::Watch))
+        })
+        .map(|p| &p.kind);
+    let indexed = registration.indexes.iter().map(|i| &i.kind);
+    let mut kinds: Vec<GroupVersionKind> = Vec::new();
+    for kind in registration.cached_kinds().chain(readable).chain(indexed) {
+        if !kinds.contains(kind) {
+            kinds.push(kind.clone());
+        }
+    }
+    kinds
+}
+
+/// Subscribes a source: events that pass `predicates` are mapped to keys and queued.
+fn source(
+    informer: &Arc<Informer>,
+    queue: &Arc<Queue<ObjectKey>>,
+    predicates: &[Predicate],
+    map: Map,
+) -> Subscription {
+    let queue = Arc::downgrade(queue);
+    let predicates = predicates.to_vec();
+    let handler: Handler = Arc::new(move |change: &Change| {
+        let (Some(queue), Some(object)) =
+            (queue.upgrade(), change.new.as_ref().or(change.old.as_ref()))
+        else {
+            return;
+        };
+        if !passes(&predicates, change) {
+            return;
+        }
+        let priority = if change.initial { LOW_PRIORITY } else { 0 };
+        for key in map(object) {
+            queue.add_with_priority(key, priority);
+        }
+    });
+    let subscription = informer.subscribe(handler.clone());
+    for object in informer.list(None, &LabelSelector::default()) {
+        handler(&Change {
+            old: None,
+            new: Some(object),
+            initial: true,
+        });
+    }
+    subscription
+}
+
+/// Predicates filter updates only; adds and deletes always pass.
+fn passes(predicates: &[Predicate], change: &Change) -> bool {
+    let (Some(old), Some(new)) = (&change.old, &change.new) else {
+        return true;
+    };
+    predicates.iter().all(|predicate| match predicate {
+        Predicate::GenerationChanged => old.generation != new.generation,
+        Predicate::LabelsChanged => old.labels != new.labels,
+        Predicate::AnnotationsChanged => old.annotations != new.annotations,
+    })
+}
+
+fn owner_key(primary: &GroupVersionKind) -> Map {
+    let primary = primary.clone();
+    Arc::new(move |object: &CachedObject| {
+        let Some(owner) = &object.controller else {
+            return Vec::new();
+        };
+        let group = owner
+            .api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group);
+        if owner.kind == primary.kind && group == primary.group {
+            vec![ObjectKey::new(
+                object.key.namespace.clone(),
+                owner.name.clone(),
+            )]
+        } else {
+            Vec::new()
+        }
+    })
+}
+
+fn label_key(label: String) -> Map {
+    Arc::new(move |object: &CachedObject| {
+        object
+            .labels
+            .get(&label)
+            .map(|name| ObjectKey::new(object.key.namespace.clone(), name.clone()))
+            .into_iter()
+            .collect()
+    })
+}
+
+fn guest_key(sender: mpsc::Sender<Arc<CachedObject>>) -> Map {
+    Arc::new(move |object: &CachedObject| {
+        let object = Arc::new(object.clone());
+        if let Err(mpsc::error::TrySendError::Full(object)) = sender.try_send(object) {
+            let sender = sender.clone();
+            tokio::spawn(async move { sender.send(object).await });
+        }
+        Vec::new()
+    })
+}
+
+async fn map_through_guest(
+    plugin: Arc<Plugin>,
+    kind: GroupVersionKind,
+    mut objects: mpsc::Receiver<Arc<CachedObject>>,
+    queue: Arc<Queue<ObjectKey>>,
+) {
+    while let Some(object) = objects.recv().await {
+        match plugin.map(&kind, &object.json, &object.key).await {
+            Ok(keys) => keys.into_iter().for_each(|key| queue.add(key)),
+            Err(error) => tracing::warn!(plugin = plugin.name(), "map failed: {error}"),
+        }
+    }
+}

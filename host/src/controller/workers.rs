@@ -1,0 +1,156 @@
+//! The worker pool: tasks that take keys from the queue and dispatch each into the plugin version
+//! that is current when the key is taken.
+//!
+//! The queue never hands a key to two workers at once, so a key runs on one version at a time;
+//! a reconcile in flight finishes on the version it started on, and the next one of that key
+//! runs on whatever is current then. The pool follows the current version's
+//! `max_concurrent_reconciles`: new workers start at once, surplus ones leave after their
+//! current key.
+//!
+//! Results: done → forget; requeue-after → forget and add after the delay; an error, a trap or a
+//! timeout → rate-limited retry; a terminal error → forget and report.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use tokio::task::JoinHandle;
+
+use super::Stats;
+use crate::metrics::{ControllerMetrics, ReconcileResult};
+use crate::object::ObjectKey;
+use crate::queue::Queue;
+use crate::runtime::{DispatchError, Outcome, Plugin};
+
+/// The running workers of one controller.
+pub(super) struct Workers {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+struct Shared {
+    current: RwLock<Arc<Plugin>>,
+    queue: Arc<Queue<ObjectKey>>,
+    stats: Arc<Stats>,
+    metrics: ControllerMetrics,
+    wanted: AtomicUsize,
+}
+
+impl Shared {
+    fn current(&self) -> Arc<Plugin> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Workers {
+    /// Starts `plugin`'s `max_concurrent_reconciles` workers on `queue`.
+    pub(super) fn start(
+        plugin: Arc<Plugin>,
+        queue: Arc<Queue<ObjectKey>>,
+        stats: Arc<Stats>,
+        metrics: ControllerMetrics,
+    ) -> Self {
+        let wanted = plugin.max_concurrent_reconciles() as usize;
+        let mut workers = Workers {
+            shared: Arc::new(Shared {
+                current: RwLock::new(plugin),
+                queue,
+                stats,
+                metrics,
+                wanted: AtomicUsize::new(0),
+            }),
+            tasks: Vec::new(),
+        };
+        workers.resize(wanted);
+        workers
+    }
+
+    /// The version new reconciles run on.
+    pub(super) fn current(&self) -> Arc<Plugin> {
+        self.shared.current()
+    }
+
+    /// Makes `plugin` the version new reconciles run on and resizes the pool to its
+    /// concurrency; returns the previous version.
+    pub(super) fn swap(&mut self, plugin: Arc<Plugin>) -> Arc<Plugin> {
+        let wanted = plugin.max_concurrent_reconciles() as usize;
+        let old = std::mem::replace(
+            &mut *self
+                .shared
+                .current
+                .write()
+                .unwrap_or_else(|e| e.into_inner()),
+            plugin,
+        );
+        self.resize(wanted);
+        old
+    }
+
+    /// Ends every worker (wherever it is) and waits until they are gone.
+    pub(super) async fn abort(self) {
+        for task in self.tasks {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    fn resize(&mut self, wanted: usize) {
+        let running = self.shared.wanted.swap(wanted, Ordering::AcqRel);
+        self.tasks.retain(|task| !task.is_finished());
+        for index in running..wanted {
+            self.tasks
+                .push(tokio::spawn(work(self.shared.clone(), index)));
+        }
+    }
+}
+
+async fn work(shared: Arc<Shared>, index: usize) {
+    while index < shared.wanted.load(Ordering::Acquire) {
+        let Some(key) = shared.queue.get().await else {
+            return;
+        };
+        reconcile(&shared, key).await;
+    }
+}
+
+async fn reconcile(shared: &Shared, key: ObjectKey) {
+    let (queue, stats, metrics) = (&shared.queue, &shared.stats, &shared.metrics);
+    let plugin = shared.current();
+    metrics.worker_busy(true);
+    let started = Instant::now();
+    let outcome = plugin.reconcile(&key).await;
+    let took = started.elapsed();
+    match outcome {
+        Ok(Outcome::Done) => {
+            queue.forget(&key);
+            stats.success.fetch_add(1, Ordering::Relaxed);
+            metrics.reconciled(ReconcileResult::Success, took, false);
+        }
+        Ok(Outcome::RequeueAfter { after, priority }) => {
+            queue.forget(&key);
+            queue.add_after(key.clone(), after, priority.unwrap_or(0));
+            stats.requeue_after.fetch_add(1, Ordering::Relaxed);
+            metrics.reconciled(ReconcileResult::RequeueAfter, took, false);
+        }
+        Err(error @ DispatchError::Failed { terminal: true, .. }) => {
+            queue.forget(&key);
+            tracing::warn!("{error}; not retried");
+            stats.terminal.fetch_add(1, Ordering::Relaxed);
+            metrics.reconciled(ReconcileResult::Error, took, true);
+        }
+        Err(error) => {
+            tracing::warn!("{error}; retrying with backoff");
+            queue.add_rate_limited(key.clone(), 0);
+            stats.error.fetch_add(1, Ordering::Relaxed);
+            metrics.reconciled(ReconcileResult::Error, took, false);
+            if let Some(kind) = error.trap_kind() {
+                metrics.trapped(kind);
+            }
+        }
+    }
+    queue.done(&key);
+    metrics.worker_busy(false);
+}

@@ -1,0 +1,94 @@
+//! Compiling, checking and describing a module into a [`Plugin`] whose imports reach the shared
+//! cache and the apiserver — the part of installing a plugin that takes seconds, done by whoever
+//! asks, never by the manager's loop.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::cache::Cache;
+use crate::client::PluginClient;
+use crate::events::Events;
+use crate::runtime::{Plugin, PluginOptions, Registration, Runtime, RuntimeError, Services};
+
+/// Turns modules into plugins wired to the manager's cache and client.
+#[derive(Clone)]
+pub struct Loader {
+    runtime: Arc<Runtime>,
+    client: kube::Client,
+    cache: Arc<Cache>,
+}
+
+impl Loader {
+    /// A loader on `runtime` whose plugins use `client` and `cache`.
+    pub fn new(runtime: Arc<Runtime>, client: kube::Client, cache: Arc<Cache>) -> Self {
+        Loader {
+            runtime,
+            client,
+            cache,
+        }
+    }
+
+    /// The WebAssembly runtime.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Loads the module `bytes`; `file` names it in errors.
+    pub async fn load(
+        &self,
+        file: &Path,
+        bytes: Vec<u8>,
+        options: PluginOptions,
+    ) -> Result<Arc<Plugin>, RuntimeError> {
+        let (client, cache) = (self.client.clone(), self.cache.clone());
+        let services = move |registration: &Registration| {
+            let plugin = PluginClient::new(client.clone(), cache, &registration.name);
+            Services {
+                cache: Arc::new(plugin.clone()),
+                writer: Arc::new(plugin),
+                events: Arc::new(Events::new(client)),
+            }
+        };
+        let plugin = self
+            .runtime
+            .load_bytes(file, bytes, options, services)
+            .await?;
+        Ok(Arc::new(plugin))
+    }
+
+    /// Reads and loads the module in `file`.
+    pub async fn load_file(
+        &self,
+        file: &Path,
+        options: PluginOptions,
+    ) -> Result<(Arc<Plugin>, String), RuntimeError> {
+        let bytes = tokio::fs::read(file)
+            .await
+            .map_err(|source| RuntimeError::Read {
+                file: file.to_owned(),
+                source,
+            })?;
+        let digest = digest(&bytes);
+        Ok((self.load(file, bytes, options).await?, digest))
+    }
+}
+
+/// A module's digest as `sha256:<hex>`.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_sha256_in_hex() {
+        assert_eq!(
+            super::digest(b"abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

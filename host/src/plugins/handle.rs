@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -34,6 +35,15 @@ pub(crate) enum Command {
     },
 }
 
+/// How an install went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Installed {
+    /// Compiling, checking and describing the module, outside the manager's loop.
+    pub loaded_in: Duration,
+    /// Waiting for the loop and swapping the version in (starting new informers included).
+    pub swapped_in: Duration,
+}
+
 /// Changes and lists the plugins of a running manager.
 #[derive(Clone)]
 pub struct PluginHandle {
@@ -56,8 +66,9 @@ impl PluginHandle {
         file: &Path,
         bytes: Vec<u8>,
         options: PluginOptions,
-    ) -> Result<(), PluginError> {
+    ) -> Result<Installed, PluginError> {
         let digest = digest(&bytes);
+        let started = Instant::now();
         let plugin = match self.loader.load(file, bytes, options).await {
             Ok(plugin) => plugin,
             Err(error) => {
@@ -72,6 +83,7 @@ impl PluginHandle {
                 return Err(error.into());
             }
         };
+        let loaded_in = started.elapsed();
         let (reply, answer) = oneshot::channel();
         let install = Command::Install {
             source: source.to_owned(),
@@ -79,7 +91,11 @@ impl PluginHandle {
             digest,
             reply,
         };
-        self.ask(install, answer).await?
+        self.ask(install, answer).await??;
+        Ok(Installed {
+            loaded_in,
+            swapped_in: started.elapsed() - loaded_in,
+        })
     }
 
     /// Unloads `source`'s plugin; false if there was none.

@@ -14,7 +14,7 @@ mod handle;
 mod loader;
 mod registry;
 
-pub use handle::PluginHandle;
+pub use handle::{Installed, PluginHandle};
 pub use loader::{Loader, digest};
 pub use registry::Registry;
 

@@ -15,7 +15,7 @@ use wasmop_guest::k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use wasmop_guest::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use wasmop_guest::meta::controller_of;
 
-use crate::resource::{WebApp, WebAppStatus};
+use super::resource::{WebApp, WebAppStatus};
 
 /// The label naming the WebApp; the Deployment selects its pods by it.
 pub const NAME_LABEL: &str = "app.kubernetes.io/name";
@@ -25,6 +25,8 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MARKER_LABEL: &str = "example.wasmop.dev/webapp";
 /// The name of the web container.
 pub const CONTAINER: &str = "web";
+/// The annotation naming the plugin version that last applied an owned object.
+pub const APPLIED_BY_ANNOTATION: &str = "example.wasmop.dev/applied-by";
 
 /// The name of the external marker ConfigMap of the WebApp `name`.
 pub fn marker_name(name: &str) -> String {
@@ -59,6 +61,10 @@ fn owned_metadata(app: &WebApp, owner: &OwnerReference) -> ObjectMeta {
         name: app.metadata.name.clone(),
         namespace: app.metadata.namespace.clone(),
         labels: Some(labels),
+        annotations: Some(BTreeMap::from([(
+            APPLIED_BY_ANNOTATION.to_owned(),
+            format!("webapp/{}", env!("CARGO_PKG_VERSION")),
+        )])),
         owner_references: Some(vec![owner.clone()]),
         ..ObjectMeta::default()
     }
@@ -120,11 +126,18 @@ pub fn service(app: &WebApp, owner: &OwnerReference) -> Service {
     }
 }
 
-fn has_labels(actual: &ObjectMeta, desired: &ObjectMeta) -> bool {
-    let actual = actual.labels.as_ref();
+/// Whether `actual` has every label and annotation `desired` sets.
+fn has_metadata(actual: &ObjectMeta, desired: &ObjectMeta) -> bool {
+    contains(actual.labels.as_ref(), desired.labels.as_ref())
+        && contains(actual.annotations.as_ref(), desired.annotations.as_ref())
+}
+
+fn contains(
+    actual: Option<&BTreeMap<String, String>>,
+    desired: Option<&BTreeMap<String, String>>,
+) -> bool {
     desired
-        .labels
-        .iter()
+        .into_iter()
         .flatten()
         .all(|(k, v)| actual.and_then(|a| a.get(k)) == Some(v))
 }
@@ -146,11 +159,11 @@ pub fn deployment_matches(actual: &Deployment, desired: &Deployment) -> bool {
         (Some(a), Some(d)) => a.image == d.image && a.ports == d.ports,
         _ => false,
     };
-    has_labels(&actual.metadata, &desired.metadata)
+    has_metadata(&actual.metadata, &desired.metadata)
         && same_controller(&actual.metadata, &desired.metadata)
         && a.replicas == d.replicas
         && a.selector == d.selector
-        && has_labels(&template_labels(a), &template_labels(d))
+        && has_metadata(&template_labels(a), &template_labels(d))
         && containers_match
 }
 
@@ -173,7 +186,7 @@ pub fn service_matches(actual: &Service, desired: &Service) -> bool {
             })
             .collect::<Vec<_>>()
     };
-    has_labels(&actual.metadata, &desired.metadata)
+    has_metadata(&actual.metadata, &desired.metadata)
         && same_controller(&actual.metadata, &desired.metadata)
         && a.type_ == d.type_
         && a.selector == d.selector
@@ -207,8 +220,8 @@ pub fn status(app: &WebApp, ready_replicas: i32) -> WebAppStatus {
 mod tests {
     use wasmop_guest::meta::controller_owner_ref;
 
+    use super::super::resource::WebAppSpec;
     use super::*;
-    use crate::resource::WebAppSpec;
 
     fn app() -> WebApp {
         WebApp {

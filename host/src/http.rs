@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::CONTENT_TYPE;
 use hyper::server::conn::http1;
@@ -91,6 +91,58 @@ impl Endpoints {
             ),
         }
     }
+}
+
+/// A running host's endpoint could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// Nothing answered at the address.
+    #[error("cannot reach wasmop at {address}: {source}")]
+    Connect {
+        /// The address.
+        address: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The HTTP exchange failed.
+    #[error("talking to wasmop at {address}: {source}")]
+    Http {
+        /// The address.
+        address: String,
+        /// Why.
+        source: hyper::Error,
+    },
+}
+
+/// `GET path` from a running host's endpoints at `address`: the status and the body.
+pub async fn fetch(address: &str, path: &str) -> Result<(StatusCode, String), FetchError> {
+    let http = |source| FetchError::Http {
+        address: address.to_owned(),
+        source,
+    };
+    let stream = tokio::net::TcpStream::connect(address)
+        .await
+        .map_err(|source| FetchError::Connect {
+            address: address.to_owned(),
+            source,
+        })?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(http)?;
+    tokio::spawn(connection);
+    let request = Request::get(path)
+        .header(hyper::header::HOST, address)
+        .body(http_body_util::Empty::<Bytes>::new())
+        .expect("a valid request");
+    let response = sender.send_request(request).await.map_err(http)?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(http)?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// Serves the endpoints on `listener` until the task is dropped or aborted.

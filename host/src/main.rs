@@ -1,14 +1,16 @@
 //! The `wasmop` binary: reads the configuration, connects, and runs the manager.
 
 use std::io::IsTerminal;
+use std::path::Path;
 
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 use tokio::signal::unix::{SignalKind, signal};
-use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, RunArgs};
+use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RunArgs};
 use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::runtime::RuntimeConfig;
 
 /// Where a pod finds its own namespace.
@@ -41,7 +43,26 @@ fn main() -> anyhow::Result<()> {
             let options = manager_options(&args);
             runtime.block_on(run(args, options))
         }
+        Command::Plugins(args) => runtime.block_on(list_plugins(args)),
     }
+}
+
+/// Prints the plugins of the host at `args.address`.
+async fn list_plugins(args: PluginsArgs) -> anyhow::Result<()> {
+    let (status, body) = wasmop::http::fetch(&args.address, "/plugins").await?;
+    anyhow::ensure!(
+        status.is_success(),
+        "wasmop at {} answered {status}: {body}",
+        args.address
+    );
+    if args.json {
+        println!("{body}");
+        return Ok(());
+    }
+    let statuses: Vec<wasmop::plugins::PluginStatus> =
+        serde_json::from_str(&body).context("reading the plugin statuses")?;
+    print!("{}", wasmop::plugins::table(&statuses));
+    Ok(())
 }
 
 async fn run(args: RunArgs, options: ManagerOptions) -> anyhow::Result<()> {
@@ -50,13 +71,40 @@ async fn run(args: RunArgs, options: ManagerOptions) -> anyhow::Result<()> {
     let mut manager = Manager::new(client, options)?;
     manager.serve().await?;
     for file in &args.plugins {
-        tracing::info!(file = %file.display(), "loading plugin");
-        let plugin = manager.load_plugin(file, args.plugin_options(file)).await?;
-        let registration = plugin.registration();
-        tracing::info!(plugin = %registration.name, version = %registration.version, file = %file.display(), "plugin loaded");
+        load(&mut manager, &args, file).await?;
+    }
+    if let Some(dir) = args.plugin_dir.clone() {
+        let watcher = load_dir(&mut manager, &args, &dir).await?;
+        let options = move |file: &Path| args.plugin_options(file);
+        tokio::spawn(watcher.watch(manager.handle(), options, dir::POLL_INTERVAL));
     }
     manager.run(shutdown_signal()).await?;
     Ok(())
+}
+
+async fn load(manager: &mut Manager, args: &RunArgs, file: &Path) -> anyhow::Result<()> {
+    tracing::info!(file = %file.display(), "loading plugin");
+    let plugin = manager.load_plugin(file, args.plugin_options(file)).await?;
+    let registration = plugin.registration();
+    tracing::info!(plugin = %registration.name, version = %registration.version, file = %file.display(), "plugin loaded");
+    Ok(())
+}
+
+/// Loads the plugin directory's files as they are now; one that fails is reported, not fatal.
+async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::Result<PluginDir> {
+    let mut watcher = PluginDir::new(dir.to_owned());
+    let files = watcher
+        .files()
+        .await
+        .with_context(|| format!("reading the plugin directory {}", dir.display()))?;
+    for (file, stamp) in files {
+        let bytes = tokio::fs::read(&file).await?;
+        if let Err(error) = load(manager, args, &file).await {
+            tracing::error!(file = %file.display(), "{error:#}");
+        }
+        watcher.loaded(&file, stamp, &bytes);
+    }
+    Ok(watcher)
 }
 
 /// The manager's settings from the command line (reading the pod's namespace, before the

@@ -147,20 +147,26 @@ impl Manager {
     }
 
     /// Compiles, validates and describes the plugin in `file`, the source named by its path;
-    /// [`Manager::run`] starts it.
+    /// [`Manager::run`] starts it. A failure is also recorded as the source's last error.
     pub async fn load_plugin(
         &mut self,
         file: &Path,
         options: PluginOptions,
     ) -> Result<Arc<Plugin>, ManagerError> {
-        let (plugin, digest) = self.loader.load_file(file, options).await?;
+        let source = file.display().to_string();
+        let (plugin, digest) = match self.loader.load_file(file, options).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                self.registry.failed(&source, error.to_string());
+                return Err(error.into());
+            }
+        };
         let context = Context {
             cache: &self.cache,
             metrics: &self.metrics,
             running: self.running,
             grace: self.options.grace_period,
         };
-        let source = file.display().to_string();
         self.registry
             .install(&context, &source, plugin.clone(), digest)
             .await?;

@@ -44,7 +44,9 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
         "--config".as_ref(),
         file.as_os_str(),
     ])?;
-    let wasmop::config::Command::Run(run) = cli.command;
+    let wasmop::config::Command::Run(run) = cli.command else {
+        panic!("run")
+    };
     assert!(run.leader.leader_elect);
     assert_eq!(run.plugins.len(), 2);
     let sync = run.plugin_options(std::path::Path::new("/plugins/configmap-sync.wasm"));

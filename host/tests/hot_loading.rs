@@ -271,3 +271,95 @@ async fn upgrading_webapp_under_load_loses_nothing_and_spares_configmap_sync() -
     })
     .await
 }
+
+/// Waits until guest-good has annotated ConfigMap `name`.
+async fn seen_by_good(configmaps: &Api<ConfigMap>, name: &str) -> anyhow::Result<()> {
+    let object = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    configmaps.create(&PostParams::default(), &object).await?;
+    loop {
+        let annotations = configmaps.get(name).await?.metadata.annotations;
+        if annotations.is_some_and(|a| a.contains_key("guest-good.wasmop.dev/seen")) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::Result<()> {
+    within(Duration::from_secs(180), "refused upgrades", async {
+        let plane = shared().await?;
+        let client = plane.client().await?;
+        let namespace = plane.create_namespace("refused").await?;
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        let good = common::component("guest-good");
+        let source = good.display().to_string();
+        let mut manager = Manager::new(client, ManagerOptions::default())?;
+        manager.load_plugin(&good, PluginOptions::default()).await?;
+        let metrics = manager.metrics().clone();
+        let plugins = manager.handle();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(manager.run(async {
+            let _ = stopped.await;
+        }));
+        seen_by_good(&configmaps, "before").await?;
+
+        let mut truncated = std::fs::read(&good)?;
+        truncated.truncate(truncated.len() / 2);
+        let bad = [
+            ("corrupt", truncated, "corrupt.wasm could not be compiled"),
+            (
+                "wit2",
+                std::fs::read(common::component("guest-wit2"))?,
+                "wasmop:reconciler@2.0.0",
+            ),
+            (
+                "describe-trap",
+                std::fs::read(common::component("guest-describe-trap"))?,
+                "no configuration for",
+            ),
+        ];
+        for (name, bytes, expected) in bad {
+            let file = std::path::PathBuf::from(format!("{name}.wasm"));
+            let refused = plugins
+                .install(&source, &file, bytes, PluginOptions::default())
+                .await
+                .expect_err(name)
+                .to_string();
+            println!("{name}: {refused}");
+            assert!(refused.contains(expected), "{name}: {refused}");
+            let statuses = plugins.list().await?;
+            let status = statuses
+                .iter()
+                .find(|s| s.source == source)
+                .expect("listed");
+            assert_eq!(status.name.as_deref(), Some("guest-good"), "{status:?}");
+            assert_eq!(
+                status.state,
+                wasmop::plugins::PluginState::Running,
+                "{status:?}"
+            );
+            assert_eq!(status.last_error.as_deref(), Some(refused.as_str()));
+            seen_by_good(&configmaps, &format!("after-{name}")).await?;
+        }
+
+        let kinds = |text: &str| {
+            text.lines()
+                .any(|l| l.starts_with("wasmop_cache_objects{") && l.contains("kind=\"ConfigMap\""))
+        };
+        assert!(
+            kinds(&metrics.gather()),
+            "guest-good's ConfigMap informer runs"
+        );
+        assert!(plugins.remove(&source).await?);
+        assert!(plugins.list().await?.is_empty());
+        assert!(
+            !kinds(&metrics.gather()),
+            "the ConfigMap informer only guest-good used stopped"
+        );
+        let _ = stop.send(());
+        running.await??;
+        Ok(())
+    })
+    .await
+}

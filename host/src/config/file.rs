@@ -235,7 +235,9 @@ mod tests {
         std::fs::write(&path, yaml).unwrap();
         let config = format!("--config={}", path.display());
         let args = [&["wasmop", "run", config.as_str()], flags].concat();
-        let Command::Run(run) = Cli::load_from(args)?.command;
+        let Command::Run(run) = Cli::load_from(args)?.command else {
+            panic!("run")
+        };
         Ok(run)
     }
 

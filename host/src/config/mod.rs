@@ -71,9 +71,23 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // One value per process, parsed once.
 pub enum Command {
     /// Run plugins against a cluster until SIGINT or SIGTERM.
     Run(RunArgs),
+    /// List the plugins of a running host: version, digest, state, queue depth, last error.
+    Plugins(PluginsArgs),
+}
+
+/// Options of `wasmop plugins`.
+#[derive(Debug, clap::Args)]
+pub struct PluginsArgs {
+    /// The running host's health-probe (or metrics) address.
+    #[arg(long, env = "WASMOP_ADDRESS", default_value = "127.0.0.1:8081")]
+    pub address: String,
+    /// Print the statuses as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl Cli {
@@ -90,7 +104,9 @@ impl Cli {
         let command = <Cli as clap::CommandFactory>::command();
         let matches = command.clone().try_get_matches_from(&args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
-        let Command::Run(run) = &mut cli.command;
+        let Command::Run(run) = &mut cli.command else {
+            return Ok(cli);
+        };
         if let Some(path) = run.config.clone() {
             let run_matches = matches.subcommand_matches("run").expect("run was parsed");
             let run_command = command.find_subcommand("run").expect("run exists");
@@ -100,11 +116,13 @@ impl Cli {
                 .try_get_matches_from(&all)
                 .map_err(|error| file::clap_error(&path, &error))?;
             cli = Cli::from_arg_matches(&matches)?;
-            let Command::Run(merged) = &mut cli.command;
-            merged.overrides = settings.overrides;
+            if let Command::Run(merged) = &mut cli.command {
+                merged.overrides = settings.overrides;
+            }
         }
-        let Command::Run(run) = &cli.command;
-        run.validate()?;
+        if let Command::Run(run) = &cli.command {
+            run.validate()?;
+        }
         Ok(cli)
     }
 }
@@ -126,6 +144,9 @@ pub struct RunArgs {
         value_delimiter = ','
     )]
     pub plugins: Vec<PathBuf>,
+    /// A directory whose `*.wasm` files are loaded, upgraded and unloaded as they change.
+    #[arg(long, env = "WASMOP_PLUGIN_DIR")]
+    pub plugin_dir: Option<PathBuf>,
     /// Namespaces to watch, comma-separated; all when absent.
     #[arg(long, env = "WASMOP_NAMESPACES", value_delimiter = ',', value_parser = namespace)]
     pub namespaces: Vec<String>,
@@ -217,10 +238,11 @@ impl RunArgs {
     /// Checks what each setting's parser cannot: the settings together.
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |setting, message: String| Err(ConfigError::Invalid { setting, message });
-        if self.plugins.is_empty() {
+        if self.plugins.is_empty() && self.plugin_dir.is_none() {
             return invalid(
                 "plugins",
-                "no plugin to run: give --plugin or `plugins` in the --config file".into(),
+                "no plugin to run: give --plugin, --plugin-dir, or `plugins` in the --config file"
+                    .into(),
             );
         }
         let leader = &self.leader;
@@ -391,7 +413,9 @@ mod tests {
         let cli =
             Cli::try_parse_from(["wasmop", "run", "--plugin", "a.wasm", "--plugin", "b.wasm"])
                 .unwrap();
-        let Command::Run(args) = cli.command;
+        let Command::Run(args) = cli.command else {
+            panic!("run")
+        };
         assert_eq!(
             args.plugins,
             [PathBuf::from("a.wasm"), PathBuf::from("b.wasm")]
@@ -401,7 +425,9 @@ mod tests {
     }
 
     fn load(args: &[&str]) -> Result<RunArgs, ConfigError> {
-        let Command::Run(run) = Cli::load_from([&["wasmop", "run"], args].concat())?.command;
+        let Command::Run(run) = Cli::load_from([&["wasmop", "run"], args].concat())?.command else {
+            panic!("run")
+        };
         Ok(run)
     }
 
@@ -490,7 +516,9 @@ mod tests {
             "1m",
         ])
         .unwrap();
-        let Command::Run(run) = cli.command;
+        let Command::Run(run) = cli.command else {
+            panic!("run")
+        };
         assert!(run.leader.leader_elect);
         assert_eq!(
             run.leader.leader_election_lease_duration,
@@ -519,7 +547,9 @@ mod tests {
     fn bind_addresses_default_like_controller_runtime_and_zero_turns_off() {
         let parse = |extra: &[&str]| {
             let args = [&["wasmop", "run", "--plugin", "a.wasm"], extra].concat();
-            let Command::Run(run) = Cli::try_parse_from(args).unwrap().command;
+            let Command::Run(run) = Cli::try_parse_from(args).unwrap().command else {
+                panic!("run")
+            };
             run
         };
         let defaults = parse(&[]);

@@ -1,6 +1,6 @@
 //! The plugins a manager knows, one per source, and how they change while it runs.
 //!
-//! A source — a `--plugin` file, a file in `--plugin-dir` — supplies one plugin. A new module is
+//! A source — a `--plugin` file, a file in `--plugin-dir` ([`dir`]) — supplies one plugin. A new module is
 //! compiled and described by a [`Loader`] outside the manager's loop, then swapped in by the
 //! [`Registry`]: a new plugin starts when the manager leads (followers keep it loaded, warm);
 //! a new version of a running plugin takes over its controller
@@ -10,6 +10,7 @@
 //! them again for whoever loads the plugin next), in-flight reconciles finish within the grace
 //! period — and releases the informers only it used. Plugin names are unique across sources.
 
+pub mod dir;
 mod handle;
 mod loader;
 mod registry;
@@ -87,4 +88,94 @@ pub enum PluginState {
     Loaded,
     /// No version has loaded, or its controller could not start.
     Failed,
+}
+
+/// `statuses` as the table `wasmop plugins` prints.
+pub fn table(statuses: &[PluginStatus]) -> String {
+    let header = [
+        "NAME",
+        "VERSION",
+        "STATE",
+        "QUEUE",
+        "RECONCILES",
+        "DIGEST",
+        "SOURCE",
+        "LAST ERROR",
+    ];
+    let rows: Vec<[String; 8]> = statuses
+        .iter()
+        .map(|s| {
+            let digest = s.digest.as_deref().unwrap_or("-");
+            [
+                s.name.clone().unwrap_or_else(|| "-".into()),
+                s.version.clone().unwrap_or_else(|| "-".into()),
+                format!("{:?}", s.state).to_lowercase(),
+                s.queue_depth.to_string(),
+                s.reconciles.to_string(),
+                digest.chars().take(19).collect(),
+                s.source.clone(),
+                s.last_error.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in &rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_aligns_columns_and_shortens_digests() {
+        let status = PluginStatus {
+            source: "/plugins/webapp.wasm".into(),
+            name: Some("webapp".into()),
+            version: Some("0.2.0".into()),
+            digest: Some(format!("sha256:{}", "ab".repeat(32))),
+            state: PluginState::Running,
+            queue_depth: 3,
+            reconciles: 120,
+            last_error: None,
+        };
+        let failed = PluginStatus {
+            source: "/plugins/broken.wasm".into(),
+            name: None,
+            version: None,
+            digest: None,
+            state: PluginState::Failed,
+            queue_depth: 0,
+            reconciles: 0,
+            last_error: Some("plugin /plugins/broken.wasm is not a component".into()),
+        };
+        let table = table(&[status, failed]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        assert!(lines[0].starts_with("NAME    VERSION  STATE"), "{table}");
+        assert!(
+            lines[1].starts_with("webapp  0.2.0    running  3"),
+            "{table}"
+        );
+        assert!(lines[1].contains("sha256:abababababab "), "{table}");
+        assert!(lines[2].ends_with("is not a component"), "{table}");
+        let column = |line: &str| line.find("/plugins/");
+        assert_eq!(column(lines[1]), column(lines[2]), "{table}");
+    }
 }

@@ -122,7 +122,7 @@ pub enum DispatchError {
         terminal: bool,
     },
     /// The guest trapped, ran out of time or memory; its instance was discarded.
-    #[error("plugin {plugin}: {kind} while handling {key}: {message}")]
+    #[error("plugin {plugin}: {kind}{}: {message}", handling(key))]
     Trapped {
         /// The plugin.
         plugin: String,
@@ -133,6 +133,14 @@ pub enum DispatchError {
         /// The trap and what the guest printed to stderr just before.
         message: String,
     },
+}
+
+/// ` while handling <key>`, or nothing for calls about no object (`describe`).
+fn handling(key: &ObjectKey) -> String {
+    match key.name.is_empty() {
+        true => String::new(),
+        false => format!(" while handling {key}"),
+    }
 }
 
 impl DispatchError {

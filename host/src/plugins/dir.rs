@@ -1,0 +1,186 @@
+//! The `--plugin-dir` source: every `*.wasm` file directly in the directory is a plugin, its
+//! source named by its path.
+//!
+//! The directory is polled rather than watched through inotify: polling behaves the same on
+//! every filesystem, including the symlink swaps of a ConfigMap volume. A file is installed once
+//! its size and modification time have stayed the same for one poll and its digest differs from
+//! the installed one, so a file still being written is not loaded; to publish atomically, write
+//! elsewhere (or to a dot-file, which is ignored) and rename. A file that fails to load leaves the
+//! previous version running and is tried again when it changes. A removed file unloads its
+//! plugin.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::{PluginHandle, digest};
+use crate::runtime::PluginOptions;
+
+/// How often the directory is read.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A file's size and modification time.
+type Stamp = (u64, SystemTime);
+
+struct Seen {
+    stamp: Stamp,
+    stable: bool,
+    digest: Option<String>,
+}
+
+/// A watched plugin directory.
+pub struct PluginDir {
+    dir: PathBuf,
+    known: HashMap<PathBuf, Seen>,
+}
+
+impl PluginDir {
+    /// A watcher of `dir` that knows no file yet.
+    pub fn new(dir: PathBuf) -> Self {
+        PluginDir {
+            dir,
+            known: HashMap::new(),
+        }
+    }
+
+    /// The `*.wasm` files in the directory now, in name order, with their stamps.
+    pub async fn files(&self) -> std::io::Result<Vec<(PathBuf, Stamp)>> {
+        let mut entries = tokio::fs::read_dir(&self.dir).await?;
+        let mut files = Vec::new();
+        while let Some(entry) = entries.next_entry().await? {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || path.extension().is_none_or(|e| e != "wasm") {
+                continue;
+            }
+            let Ok(metadata) = tokio::fs::metadata(&path).await else {
+                continue;
+            };
+            if metadata.is_file() {
+                files.push((path, (metadata.len(), metadata.modified()?)));
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+
+    /// Records that `file`, as read with `bytes` at `stamp`, was loaded before watching began.
+    pub fn loaded(&mut self, file: &Path, stamp: Stamp, bytes: &[u8]) {
+        let seen = Seen {
+            stamp,
+            stable: true,
+            digest: Some(digest(bytes)),
+        };
+        self.known.insert(file.to_owned(), seen);
+    }
+
+    /// Polls every `interval` until the task is dropped, applying changes through `plugins`.
+    pub async fn watch(
+        mut self,
+        plugins: PluginHandle,
+        options: impl Fn(&Path) -> PluginOptions,
+        interval: Duration,
+    ) {
+        loop {
+            tokio::time::sleep(interval).await;
+            match self.files().await {
+                Ok(files) => self.apply(&plugins, &options, files).await,
+                Err(error) => {
+                    tracing::warn!(dir = %self.dir.display(), "cannot read the plugin directory: {error}")
+                }
+            }
+        }
+    }
+
+    async fn apply(
+        &mut self,
+        plugins: &PluginHandle,
+        options: &impl Fn(&Path) -> PluginOptions,
+        files: Vec<(PathBuf, Stamp)>,
+    ) {
+        let gone: Vec<PathBuf> = self
+            .known
+            .keys()
+            .filter(|known| !files.iter().any(|(file, _)| file == *known))
+            .cloned()
+            .collect();
+        for file in gone {
+            self.known.remove(&file);
+            let _ = plugins.remove(&file.display().to_string()).await;
+        }
+        for (file, stamp) in files {
+            if self.settled(&file, stamp) {
+                self.install(plugins, options, &file).await;
+            }
+        }
+    }
+
+    /// Notes `file` at `stamp`; true when it has just stayed unchanged for a whole poll.
+    fn settled(&mut self, file: &Path, stamp: Stamp) -> bool {
+        let Some(seen) = self.known.get_mut(file) else {
+            let seen = Seen {
+                stamp,
+                stable: false,
+                digest: None,
+            };
+            self.known.insert(file.to_owned(), seen);
+            return false;
+        };
+        if seen.stamp != stamp {
+            seen.stamp = stamp;
+            seen.stable = false;
+            return false;
+        }
+        !std::mem::replace(&mut seen.stable, true)
+    }
+
+    async fn install(
+        &mut self,
+        plugins: &PluginHandle,
+        options: &impl Fn(&Path) -> PluginOptions,
+        file: &Path,
+    ) {
+        let Ok(bytes) = tokio::fs::read(file).await else {
+            return;
+        };
+        let digest = digest(&bytes);
+        let seen = self.known.get_mut(file).expect("settled files are known");
+        if seen.digest.as_ref() == Some(&digest) {
+            return;
+        }
+        seen.digest = Some(digest);
+        let source = file.display().to_string();
+        match plugins.install(&source, file, bytes, options(file)).await {
+            Ok(installed) => {
+                tracing::info!(%source, loaded_in = ?installed.loaded_in, swapped_in = ?installed.swapped_in, "plugin file installed")
+            }
+            Err(error) => tracing::warn!(%source, "plugin file not installed: {error}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_settles_after_one_unchanged_poll_and_again_after_each_change() {
+        let mut dir = PluginDir::new(PathBuf::from("/plugins"));
+        let file = Path::new("/plugins/a.wasm");
+        let (first, second) = (
+            (10, SystemTime::UNIX_EPOCH),
+            (20, SystemTime::UNIX_EPOCH + Duration::from_secs(1)),
+        );
+        assert!(!dir.settled(file, first), "new: wait a poll");
+        assert!(dir.settled(file, first), "unchanged for a poll");
+        assert!(!dir.settled(file, first), "already handled");
+        assert!(!dir.settled(file, second), "still being written");
+        assert!(dir.settled(file, second));
+        dir.loaded(Path::new("/plugins/b.wasm"), first, b"module");
+        assert!(
+            !dir.settled(Path::new("/plugins/b.wasm"), first),
+            "loaded at start"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! The `wasmop` binary watching a `--plugin-dir` on the real control plane: a file present at
+//! start runs, a file renamed into place is loaded, a corrupt one is reported and changes
+//! nothing else, a removed one is unloaded — all visible through `wasmop plugins`.
+
+mod common;
+
+use common::scrape::{free_address, get};
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use wasmop::plugins::{PluginState, PluginStatus};
+use wasmop_envtest::{shared, within};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// `wasmop plugins --json` against the host at `address`.
+async fn plugins(address: &str) -> anyhow::Result<Vec<PluginStatus>> {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .args(["plugins", "--json", "--address", address])
+        .output()
+        .await?;
+    anyhow::ensure!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+/// Waits until `check` holds for the plugin list.
+async fn until(
+    address: &str,
+    what: &str,
+    check: impl Fn(&[PluginStatus]) -> bool,
+) -> anyhow::Result<Vec<PluginStatus>> {
+    loop {
+        let statuses = plugins(address).await?;
+        if check(&statuses) {
+            println!("{what}: {statuses:?}");
+            return Ok(statuses);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn running(statuses: &[PluginStatus], name: &str) -> bool {
+    statuses
+        .iter()
+        .any(|s| s.name.as_deref() == Some(name) && s.state == PluginState::Running)
+}
+
+/// Copies a component into `dir` under `name` the safe way: a dot-file, then a rename.
+fn publish(component: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
+    let staging = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(common::component(component), &staging)?;
+    std::fs::rename(staging, dir.join(name))?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_plugin_directory_loads_upgrades_and_unloads_as_files_change() -> anyhow::Result<()> {
+    within(LIMIT, "a watched plugin directory", async {
+        let plane = shared().await?;
+        let namespace = plane.create_namespace("plugin-dir").await?;
+        let dir = tempfile::tempdir()?;
+        publish("guest-good", dir.path(), "good.wasm")?;
+        let address = free_address();
+        let _host = common::host(plane)
+            .arg("--plugin-dir")
+            .arg(dir.path())
+            .args(["--namespaces", &namespace, "--metrics-bind-address", "0"])
+            .args(["--health-probe-bind-address", &address])
+            .spawn()?;
+        while !matches!(get(&address, "/readyz").await, Ok((200, _))) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        until(&address, "at start", |s| running(s, "guest-good")).await?;
+
+        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &namespace);
+        let object = serde_json::from_value(json!({"metadata": {"name": "watched"}}))?;
+        configmaps.create(&PostParams::default(), &object).await?;
+        loop {
+            let annotations = configmaps.get("watched").await?.metadata.annotations;
+            if annotations.is_some_and(|a| a.contains_key("guest-good.wasmop.dev/seen")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        publish("guest-slow", dir.path(), "slow.wasm")?;
+        until(&address, "a file renamed in", |s| {
+            running(s, "guest-slow") && running(s, "guest-good")
+        })
+        .await?;
+
+        std::fs::write(dir.path().join("broken.wasm"), b"\0asm not really")?;
+        let statuses = until(&address, "a corrupt file", |s| {
+            s.iter()
+                .any(|s| s.source.ends_with("broken.wasm") && s.state == PluginState::Failed)
+        })
+        .await?;
+        let broken = statuses
+            .iter()
+            .find(|s| s.source.ends_with("broken.wasm"))
+            .unwrap();
+        let error = broken.last_error.as_deref().unwrap_or_default();
+        assert!(error.contains("broken.wasm"), "{error}");
+        assert!(running(&statuses, "guest-good") && running(&statuses, "guest-slow"));
+
+        std::fs::remove_file(dir.path().join("good.wasm"))?;
+        until(&address, "a file removed", |s| {
+            !s.iter().any(|s| s.name.as_deref() == Some("guest-good")) && running(s, "guest-slow")
+        })
+        .await?;
+
+        let table = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+            .args(["plugins", "--address", &address])
+            .output()
+            .await?;
+        let table = String::from_utf8(table.stdout)?;
+        println!("{table}");
+        assert!(table.starts_with("NAME"), "{table}");
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("guest-slow") && l.contains("running")),
+            "{table}"
+        );
+        Ok(())
+    })
+    .await
+}

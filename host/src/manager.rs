@@ -157,6 +157,7 @@ impl Manager {
         let (plugin, digest) = match self.loader.load_file(file, options).await {
             Ok(loaded) => loaded,
             Err(error) => {
+                self.metrics.load_failed(&source);
                 self.registry.failed(&source, error.to_string());
                 return Err(error.into());
             }
@@ -288,12 +289,16 @@ impl Manager {
                     .await;
                 match &result {
                     Ok(()) => tracing::info!(%source, plugin = %name, %version, "plugin installed"),
-                    Err(error) => tracing::warn!(%source, "plugin not installed: {error}"),
+                    Err(error) => {
+                        self.metrics.load_failed(&source);
+                        tracing::warn!(%source, "plugin not installed: {error}");
+                    }
                 }
                 let _ = reply.send(result);
             }
             Command::Failed { source, error } => {
                 tracing::warn!(%source, "plugin did not load: {error}");
+                self.metrics.load_failed(&source);
                 self.registry.failed(&source, error);
             }
             Command::Remove { source, reply } => {

@@ -70,6 +70,7 @@ struct Families {
     leader: IntGaugeVec,
     plugin_info: IntGaugeVec,
     plugin_traps: IntCounterVec,
+    plugin_load_failures: IntCounterVec,
     plugin_memory: IntGaugeVec,
     instantiations: IntCounterVec,
     instantiation_seconds: CounterVec,
@@ -223,6 +224,12 @@ impl Families {
                 "Guest traps per plugin, by kind (timeout, memory, panic, trap)",
                 &["plugin", "kind"],
             ),
+            plugin_load_failures: counter(
+                r,
+                "wasmop_plugin_load_failures_total",
+                "Modules that failed to load or to take over, per plugin source",
+                &["source"],
+            ),
             plugin_memory: gauge(
                 r,
                 "wasmop_plugin_memory_high_water_bytes",
@@ -306,6 +313,14 @@ impl Metrics {
     /// Reads the size of `cache`'s informers at every scrape while it lives.
     pub fn watch_cache(&self, cache: &Arc<Cache>) {
         self.sources().cache = Arc::downgrade(cache);
+    }
+
+    /// Counts a module from `source` that failed to load or to take over.
+    pub fn load_failed(&self, source: &str) {
+        self.families
+            .plugin_load_failures
+            .with_label_values(&[source])
+            .inc();
     }
 
     /// Whether this process leads (`lease` names the Lease).

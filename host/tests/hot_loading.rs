@@ -343,6 +343,15 @@ async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::
             seen_by_good(&configmaps, &format!("after-{name}")).await?;
         }
 
+        let failures = metrics
+            .gather()
+            .lines()
+            .find(|l| l.starts_with("wasmop_plugin_load_failures_total{") && l.contains(&source))
+            .map(str::to_owned);
+        assert!(
+            failures.as_deref().is_some_and(|l| l.ends_with(" 3")),
+            "{failures:?}"
+        );
         let kinds = |text: &str| {
             text.lines()
                 .any(|l| l.starts_with("wasmop_cache_objects{") && l.contains("kind=\"ConfigMap\""))

@@ -13,6 +13,7 @@
 pub mod dir;
 mod handle;
 mod loader;
+pub mod module;
 mod registry;
 
 pub use handle::{Installed, PluginHandle};

@@ -1,0 +1,168 @@
+//! Fetching a `WasmReconciler`'s module on the real control plane and from a local HTTP server:
+//! from a ConfigMap's binaryData, from a URL with its sha256, and refusing a digest that does not
+//! match or a key that is not there.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wasmop::plugins::digest;
+use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
+use wasmop_envtest::{shared, within};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Serves `body` to every request on a loopback port; returns the module's URL.
+async fn serve(body: Vec<u8>) -> anyhow::Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/wasm\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&body).await;
+        }
+    });
+    Ok(format!("http://{address}/guest-good.wasm"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    digest(bytes).trim_start_matches("sha256:").to_owned()
+}
+
+#[tokio::test]
+async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
+    within(LIMIT, "fetching modules", async {
+        let plane = shared().await?;
+        let client = plane.client().await?;
+        let namespace = plane.create_namespace("modules").await?;
+        let bytes = std::fs::read(common::component("guest-good"))?;
+        let configmap = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("guest-good".into()),
+                ..Default::default()
+            },
+            binary_data: Some(BTreeMap::from([(
+                "module.wasm".into(),
+                ByteString(bytes.clone()),
+            )])),
+            ..Default::default()
+        };
+        Api::<ConfigMap>::namespaced(client.clone(), &namespace)
+            .create(&PostParams::default(), &configmap)
+            .await?;
+        let key = |key: &str| KeyRef {
+            namespace: namespace.clone(),
+            name: "guest-good".into(),
+            key: key.into(),
+        };
+
+        let from_configmap = ModuleRef {
+            config_map: Some(key("module.wasm")),
+            ..ModuleRef::default()
+        };
+        assert_eq!(from_configmap.fetch(&client).await?, bytes);
+        let pinned = ModuleRef {
+            sha256: Some(hex(&bytes)),
+            ..from_configmap.clone()
+        };
+        assert_eq!(pinned.fetch(&client).await?, bytes);
+        let missing = ModuleRef {
+            config_map: Some(key("other.wasm")),
+            ..ModuleRef::default()
+        };
+        let error = missing.fetch(&client).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("no binaryData key \"other.wasm\""),
+            "{error}"
+        );
+
+        let url = serve(bytes.clone()).await?;
+        let from_url = ModuleRef {
+            url: Some(url.clone()),
+            sha256: Some(hex(&bytes)),
+            ..ModuleRef::default()
+        };
+        assert_eq!(from_url.fetch(&client).await?, bytes);
+        let wrong = ModuleRef {
+            sha256: Some(hex(b"something else")),
+            ..from_url
+        };
+        let refused = wrong.fetch(&client).await.unwrap_err();
+        println!("{refused}");
+        assert!(matches!(refused, ModuleError::Digest { .. }), "{refused}");
+        let unreachable = ModuleRef {
+            url: Some("http://127.0.0.1:1/none.wasm".into()),
+            sha256: Some(hex(&bytes)),
+            ..ModuleRef::default()
+        };
+        let error = unreachable.fetch(&client).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("fetching http://127.0.0.1:1/none.wasm"),
+            "{error}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_apiserver_refuses_a_wasm_reconciler_without_exactly_one_pinned_source()
+-> anyhow::Result<()> {
+    within(LIMIT, "validating WasmReconcilers", async {
+        let plane = shared().await?;
+        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../deploy/crds/wasmreconciler.yaml");
+        plane.install_crds(&[crd]).await?;
+        let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
+        let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
+        let api: Api<kube::api::DynamicObject> = Api::all_with(plane.client().await?, &resource);
+        let create = |name: &str, module: serde_json::Value| {
+            let api = api.clone();
+            let object = serde_json::json!({
+                "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+                "metadata": {"name": name}, "spec": {"module": module},
+            });
+            async move {
+                let object: kube::api::DynamicObject = serde_json::from_value(object)?;
+                anyhow::Ok(api.create(&PostParams::default(), &object).await)
+            }
+        };
+        let unpinned = create(
+            "unpinned",
+            serde_json::json!({"url": "https://example.com/a.wasm"}),
+        )
+        .await?;
+        let message = format!("{:?}", unpinned.unwrap_err());
+        assert!(message.contains("a url needs its sha256"), "{message}");
+        let both = serde_json::json!({
+            "url": "https://example.com/a.wasm", "sha256": "0".repeat(64),
+            "configMap": {"namespace": "a", "name": "b", "key": "c"},
+        });
+        let message = format!("{:?}", create("both", both).await?.unwrap_err());
+        assert!(
+            message.contains("set exactly one of configMap, secret, url"),
+            "{message}"
+        );
+        let pinned =
+            serde_json::json!({"url": "https://example.com/a.wasm", "sha256": "0".repeat(64)});
+        create("pinned", pinned).await??;
+        api.delete("pinned", &Default::default()).await?;
+        Ok(())
+    })
+    .await
+}

@@ -10,6 +10,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RunArgs};
 use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::plugins::crd::WasmReconcilers;
 use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::runtime::RuntimeConfig;
 
@@ -68,10 +69,14 @@ async fn list_plugins(args: PluginsArgs) -> anyhow::Result<()> {
 async fn run(args: RunArgs, options: ManagerOptions) -> anyhow::Result<()> {
     let client = connect(&args).await?;
     tracing::info!(namespaces = %options.namespaces, "watching");
-    let mut manager = Manager::new(client, options)?;
+    let mut manager = Manager::new(client.clone(), options)?;
     manager.serve().await?;
     for file in &args.plugins {
         load(&mut manager, &args, file).await?;
+    }
+    if args.wasm_reconcilers {
+        let source = WasmReconcilers::new(client, manager.handle(), args.limits.clone());
+        tokio::spawn(source.run());
     }
     if let Some(dir) = args.plugin_dir.clone() {
         let watcher = load_dir(&mut manager, &args, &dir).await?;

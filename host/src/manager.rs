@@ -256,6 +256,7 @@ impl Manager {
     /// Starts every loaded plugin's controller, from now on and for plugins loaded later.
     async fn lead(&mut self) -> Result<(), ManagerError> {
         self.running = true;
+        self.handle.set_leading(true);
         let context = Context {
             cache: &self.cache,
             metrics: &self.metrics,

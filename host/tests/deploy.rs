@@ -28,10 +28,16 @@ async fn can_i(
     resource: &str,
     namespace: &str,
 ) -> anyhow::Result<bool> {
+    let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
     let args = [
         "auth", "can-i", verb, resource, "-n", namespace, "--as", ACCOUNT,
     ];
-    let output = plane.kubectl().args(args).output().await?;
+    let mut kubectl = plane.kubectl();
+    kubectl.args(args);
+    if !subresource.is_empty() {
+        kubectl.arg(format!("--subresource={subresource}"));
+    }
+    let output = kubectl.output().await?;
     Ok(String::from_utf8_lossy(&output.stdout).trim() == "yes")
 }
 
@@ -48,6 +54,7 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
         panic!("run")
     };
     assert!(run.leader.leader_elect);
+    assert!(run.wasm_reconcilers);
     assert_eq!(run.plugins.len(), 2);
     let sync = run.plugin_options(std::path::Path::new("/plugins/configmap-sync.wasm"));
     assert_eq!(sync.max_concurrent_reconciles, Some(2));
@@ -78,13 +85,17 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             "service/wasmop-metrics",
             "configmap/wasmop-config-",
             "customresourcedefinition.apiextensions.k8s.io/webapps.example.wasmop.dev",
+            "customresourcedefinition.apiextensions.k8s.io/wasmreconcilers.wasmop.dev",
         ] {
             assert!(printed.contains(object), "{object} missing from\n{printed}");
         }
 
         // can-i resolves resources through discovery, so the CRD must be served.
         plane
-            .install_crds(&[format!("{deploy}/crds/webapp.yaml")])
+            .install_crds(&[
+                format!("{deploy}/crds/webapp.yaml"),
+                format!("{deploy}/crds/wasmreconciler.yaml"),
+            ])
             .await?;
         let rbac = format!("{deploy}/manager/rbac.yaml");
         let (ok, printed) = kubectl(plane, &["apply", "-n", "wasmop-system", "-f", &rbac]).await?;
@@ -98,6 +109,8 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             ("list", "namespaces", "default"),
             ("create", "events.events.k8s.io", "shop"),
             ("update", "leases.coordination.k8s.io", "wasmop-system"),
+            ("watch", "wasmreconcilers.wasmop.dev", "default"),
+            ("patch", "wasmreconcilers.wasmop.dev/status", "default"),
         ] {
             assert!(
                 can_i(plane, verb, resource, namespace).await?,
@@ -109,6 +122,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             ("get", "secrets", "shop"),
             ("delete", "namespaces", "default"),
             ("create", "pods", "shop"),
+            ("update", "wasmreconcilers.wasmop.dev", "default"),
         ] {
             assert!(
                 !can_i(plane, verb, resource, namespace).await?,

@@ -272,19 +272,6 @@ async fn upgrading_webapp_under_load_loses_nothing_and_spares_configmap_sync() -
     .await
 }
 
-/// Waits until guest-good has annotated ConfigMap `name`.
-async fn seen_by_good(configmaps: &Api<ConfigMap>, name: &str) -> anyhow::Result<()> {
-    let object = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-    configmaps.create(&PostParams::default(), &object).await?;
-    loop {
-        let annotations = configmaps.get(name).await?.metadata.annotations;
-        if annotations.is_some_and(|a| a.contains_key("guest-good.wasmop.dev/seen")) {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::Result<()> {
     within(Duration::from_secs(180), "refused upgrades", async {
@@ -302,7 +289,7 @@ async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::
         let running = tokio::spawn(manager.run(async {
             let _ = stopped.await;
         }));
-        seen_by_good(&configmaps, "before").await?;
+        common::seen_by_good(&configmaps, "before").await?;
 
         let mut truncated = std::fs::read(&good)?;
         truncated.truncate(truncated.len() / 2);
@@ -340,7 +327,7 @@ async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::
                 "{status:?}"
             );
             assert_eq!(status.last_error.as_deref(), Some(refused.as_str()));
-            seen_by_good(&configmaps, &format!("after-{name}")).await?;
+            common::seen_by_good(&configmaps, &format!("after-{name}")).await?;
         }
 
         let failures = metrics

@@ -110,7 +110,7 @@ async fn reconciles_with_only_what_a_pod_gets_and_reports_rbac_refusals() -> any
         assert!(services.get_opt("allowed").await?.is_some());
 
         // Narrow the ClusterRole: no more creating Services.
-        let narrowed = json!([{"op": "replace", "path": "/rules/3/verbs", "value": ["get", "list", "watch"]}]);
+        let narrowed = json!([{"op": "replace", "path": "/rules/5/verbs", "value": ["get", "list", "watch"]}]);
         kubectl(plane, &["patch", "clusterrole", "wasmop", "--type", "json", "-p", &narrowed.to_string()]).await?;
         apps.create(&PostParams::default(), &common::webapp("refused")).await?;
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
@@ -135,7 +135,7 @@ async fn reconciles_with_only_what_a_pod_gets_and_reports_rbac_refusals() -> any
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
-        let restored = json!([{"op": "replace", "path": "/rules/3/verbs", "value": ["get", "list", "watch", "create", "update", "patch", "delete"]}]);
+        let restored = json!([{"op": "replace", "path": "/rules/5/verbs", "value": ["get", "list", "watch", "create", "update", "patch", "delete"]}]);
         kubectl(plane, &["patch", "clusterrole", "wasmop", "--type", "json", "-p", &restored.to_string()]).await?;
         host.kill().await?;
         Ok(())

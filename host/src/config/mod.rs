@@ -147,6 +147,9 @@ pub struct RunArgs {
     /// A directory whose `*.wasm` files are loaded, upgraded and unloaded as they change.
     #[arg(long, env = "WASMOP_PLUGIN_DIR")]
     pub plugin_dir: Option<PathBuf>,
+    /// Load the plugins `WasmReconciler` objects (wasmop.dev/v1alpha1) name, and report on them.
+    #[arg(long, env = "WASMOP_WASM_RECONCILERS")]
+    pub wasm_reconcilers: bool,
     /// Namespaces to watch, comma-separated; all when absent.
     #[arg(long, env = "WASMOP_NAMESPACES", value_delimiter = ',', value_parser = namespace)]
     pub namespaces: Vec<String>,
@@ -238,10 +241,11 @@ impl RunArgs {
     /// Checks what each setting's parser cannot: the settings together.
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |setting, message: String| Err(ConfigError::Invalid { setting, message });
-        if self.plugins.is_empty() && self.plugin_dir.is_none() {
+        if self.plugins.is_empty() && self.plugin_dir.is_none() && !self.wasm_reconcilers {
             return invalid(
                 "plugins",
-                "no plugin to run: give --plugin, --plugin-dir, or `plugins` in the --config file"
+                "no plugin to run: give --plugin, --plugin-dir, --wasm-reconcilers, or `plugins` \
+                 in the --config file"
                     .into(),
             );
         }
@@ -310,7 +314,7 @@ pub struct LeaderArgs {
 }
 
 /// `250ms`, `15s` or `2m`.
-fn duration(value: &str) -> Result<Duration, String> {
+pub(crate) fn duration(value: &str) -> Result<Duration, String> {
     let split = value
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(value.len());
@@ -346,7 +350,7 @@ impl std::str::FromStr for BindAddress {
 }
 
 /// `64Mi`, `1Gi`, `512Ki` or a number of bytes.
-fn bytes(value: &str) -> Result<usize, String> {
+pub(crate) fn bytes(value: &str) -> Result<usize, String> {
     let split = value
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(value.len());

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -49,15 +50,32 @@ pub struct Installed {
 pub struct PluginHandle {
     loader: Loader,
     commands: mpsc::Sender<Command>,
+    leading: Arc<AtomicBool>,
 }
 
 /// A handle and the receiving end its manager's loop reads.
 pub(crate) fn channel(loader: Loader) -> (PluginHandle, mpsc::Receiver<Command>) {
     let (commands, receiver) = mpsc::channel(BACKLOG);
-    (PluginHandle { loader, commands }, receiver)
+    let leading = Arc::default();
+    let handle = PluginHandle {
+        loader,
+        commands,
+        leading,
+    };
+    (handle, receiver)
 }
 
 impl PluginHandle {
+    /// Whether the manager runs controllers (it leads, or does not elect), and so speaks for
+    /// the plugins in statuses others read.
+    pub fn leading(&self) -> bool {
+        self.leading.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_leading(&self, leading: bool) {
+        self.leading.store(leading, Ordering::Relaxed);
+    }
+
     /// Compiles `bytes` (named `file` in errors) and makes it `source`'s plugin. If it does not
     /// load, or cannot take over, the running version stays and the error is recorded.
     pub async fn install(

@@ -10,6 +10,7 @@
 //! them again for whoever loads the plugin next), in-flight reconciles finish within the grace
 //! period — and releases the informers only it used. Plugin names are unique across sources.
 
+pub mod crd;
 pub mod dir;
 mod handle;
 mod loader;

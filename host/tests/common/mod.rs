@@ -108,3 +108,19 @@ pub fn host(plane: &wasmop_envtest::ControlPlane) -> tokio::process::Command {
         .kill_on_drop(true);
     command
 }
+
+/// Creates ConfigMap `name` and waits until guest-good has annotated it.
+pub async fn seen_by_good(
+    configmaps: &kube::Api<k8s_openapi::api::core::v1::ConfigMap>,
+    name: &str,
+) -> anyhow::Result<()> {
+    let object = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    configmaps.create(&Default::default(), &object).await?;
+    loop {
+        let annotations = configmaps.get(name).await?.metadata.annotations;
+        if annotations.is_some_and(|a| a.contains_key("guest-good.wasmop.dev/seen")) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

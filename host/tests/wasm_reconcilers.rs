@@ -1,0 +1,143 @@
+//! `WasmReconciler` objects driving the `wasmop` binary on the real control plane: one loads its
+//! plugin from a ConfigMap and reports Ready; pointing it at a module for WIT 2.0.0 keeps the
+//! running version and reports Degraded; a URL whose digest does not match is refused; deleting
+//! the object unloads the plugin and stops the informer only it used.
+
+mod common;
+
+use common::scrape::{free_address, get};
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use wasmop::plugins::digest;
+use wasmop_envtest::{ControlPlane, shared, within};
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+fn reconcilers(client: kube::Client) -> Api<DynamicObject> {
+    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
+    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
+    Api::all_with(client, &resource)
+}
+
+async fn store_module(
+    plane: &ControlPlane,
+    namespace: &str,
+    component: &str,
+) -> anyhow::Result<()> {
+    let bytes = std::fs::read(common::component(component))?;
+    let configmap = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(component.into()),
+            ..Default::default()
+        },
+        binary_data: Some(BTreeMap::from([("module.wasm".into(), ByteString(bytes))])),
+        ..Default::default()
+    };
+    Api::<ConfigMap>::namespaced(plane.client().await?, namespace)
+        .create(&PostParams::default(), &configmap)
+        .await?;
+    Ok(())
+}
+
+/// Waits until `name`'s status satisfies `check`; returns it.
+async fn status_until(
+    api: &Api<DynamicObject>,
+    name: &str,
+    check: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    loop {
+        let status = api.get(name).await?.data["status"].clone();
+        if check(&status) {
+            return Ok(status);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+#[tokio::test]
+async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> {
+    within(LIMIT, "WasmReconcilers", async {
+        let plane = shared().await?;
+        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
+        plane.install_crds(&[crd]).await?;
+        let client = plane.client().await?;
+        let modules = plane.create_namespace("wr-modules").await?;
+        let work = plane.create_namespace("wr-work").await?;
+        store_module(plane, &modules, "guest-good").await?;
+        store_module(plane, &modules, "guest-wit2").await?;
+        let metrics = free_address();
+        let _host = common::host(plane)
+            .args(["--wasm-reconcilers", "--namespaces", &work])
+            .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", "0"])
+            .spawn()?;
+
+        let api = reconcilers(client.clone());
+        let module = |component: &str| json!({"configMap": {"namespace": modules, "name": component, "key": "module.wasm"}});
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "metadata": {"name": "good"}, "spec": {"module": module("guest-good")},
+        }))?;
+        api.create(&PostParams::default(), &object).await?;
+        let status = status_until(&api, "good", |s| condition(s, "Ready")["status"] == "True").await?;
+        println!("loaded: {status}");
+        assert_eq!(status["name"], "guest-good");
+        assert_eq!(status["version"], "0.1.0");
+        assert_eq!(status["observedGeneration"], 1);
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &work);
+        common::seen_by_good(&configmaps, "first").await?;
+
+        let wit2 = json!({"spec": {"module": module("guest-wit2")}});
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&wit2)).await?;
+        let status = status_until(&api, "good", |s| condition(s, "Degraded")["status"] == "True").await?;
+        println!("refused: {status}");
+        let degraded = condition(&status, "Degraded");
+        assert_eq!(degraded["reason"], "LoadFailed");
+        assert!(degraded["message"].as_str().unwrap().contains("wasmop:reconciler@2.0.0"), "{degraded}");
+        assert_eq!(condition(&status, "Loaded")["status"], "True");
+        assert_eq!(status["version"], "0.1.0", "the running version stays");
+        common::seen_by_good(&configmaps, "second").await?;
+
+        let bytes = std::fs::read(common::component("guest-good"))?;
+        let wrong = digest(b"not the module").trim_start_matches("sha256:").to_owned();
+        assert_ne!(wrong, digest(&bytes));
+        let pinned: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "metadata": {"name": "pinned"},
+            "spec": {"module": {"url": format!("http://{metrics}/metrics"), "sha256": wrong}},
+        }))?;
+        api.create(&PostParams::default(), &pinned).await?;
+        let status = status_until(&api, "pinned", |s| condition(s, "Degraded")["status"] == "True").await?;
+        println!("digest mismatch: {status}");
+        assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
+        assert_eq!(condition(&status, "Loaded")["status"], "False");
+
+        let configmap_informer = |text: &str| {
+            text.lines()
+                .any(|l| l.starts_with("wasmop_cache_objects{") && l.contains("kind=\"ConfigMap\""))
+        };
+        assert!(configmap_informer(&get(&metrics, "/metrics").await?.1));
+        api.delete("good", &Default::default()).await?;
+        loop {
+            if !configmap_informer(&get(&metrics, "/metrics").await?.1) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        api.delete("pinned", &Default::default()).await?;
+        Ok(())
+    })
+    .await
+}

@@ -54,16 +54,7 @@ impl ObjectRef {
 
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let GroupVersionKind {
-            group,
-            version,
-            kind,
-        } = &self.kind;
-        let api_version = if group.is_empty() {
-            version.clone()
-        } else {
-            format!("{group}/{version}")
-        };
+        let (kind, api_version) = (&self.kind.kind, self.kind.api_version());
         write!(f, "{kind}.{api_version} {}", self.key)
     }
 }

@@ -12,48 +12,25 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
+use common::account;
 use common::scrape::{free_address, get, parse, value};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use kube::api::PostParams;
-use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(180);
 const MOUNT: &str = "/run/secrets/kubernetes.io/serviceaccount";
 
-async fn kubectl(plane: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
-    let output = plane.kubectl().args(args).output().await?;
-    anyhow::ensure!(
-        output.status.success(),
-        "kubectl {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
 /// Writes what the kubelet projects into a pod: token, CA and namespace.
 async fn service_account_files(plane: &ControlPlane, dir: &std::path::Path) -> anyhow::Result<()> {
-    let token = kubectl(
-        plane,
-        &[
-            "create",
-            "token",
-            "wasmop",
-            "-n",
-            "wasmop-system",
-            "--duration",
-            "1h",
-        ],
-    )
-    .await?;
+    let token = account::token(plane).await?;
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("token"), token.trim())?;
+    std::fs::write(dir.join("token"), token)?;
     std::fs::copy(plane.dir().join("ca.crt"), dir.join("ca.crt"))?;
-    std::fs::write(dir.join("namespace"), "wasmop-system")?;
+    std::fs::write(dir.join("namespace"), account::NAMESPACE)?;
     Ok(())
 }
 
@@ -62,9 +39,6 @@ async fn reconciles_with_only_what_a_pod_gets_and_reports_rbac_refusals() -> any
     within(LIMIT, "wasmop in a simulated pod", async {
         let plane = shared().await?;
         common::install_webapp_crd(plane).await?;
-        let _ = kubectl(plane, &["create", "namespace", "wasmop-system"]).await;
-        let rbac = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/manager/rbac.yaml");
-        kubectl(plane, &["apply", "-n", "wasmop-system", "-f", rbac.to_str().context("UTF-8")?]).await?;
         let files = plane.dir().join("serviceaccount");
         service_account_files(plane, &files).await?;
         let namespace = plane.create_namespace("in-cluster").await?;
@@ -110,8 +84,7 @@ async fn reconciles_with_only_what_a_pod_gets_and_reports_rbac_refusals() -> any
         assert!(services.get_opt("allowed").await?.is_some());
 
         // Narrow the ClusterRole: no more creating Services.
-        let narrowed = json!([{"op": "replace", "path": "/rules/5/verbs", "value": ["get", "list", "watch"]}]);
-        kubectl(plane, &["patch", "clusterrole", "wasmop", "--type", "json", "-p", &narrowed.to_string()]).await?;
+        account::grant_services(plane, &["get", "list", "watch"]).await?;
         apps.create(&PostParams::default(), &common::webapp("refused")).await?;
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
         let refusal = loop {
@@ -135,8 +108,7 @@ async fn reconciles_with_only_what_a_pod_gets_and_reports_rbac_refusals() -> any
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
-        let restored = json!([{"op": "replace", "path": "/rules/5/verbs", "value": ["get", "list", "watch", "create", "update", "patch", "delete"]}]);
-        kubectl(plane, &["patch", "clusterrole", "wasmop", "--type", "json", "-p", &restored.to_string()]).await?;
+        account::grant_services(plane, account::ALL_VERBS).await?;
         host.kill().await?;
         Ok(())
     })

@@ -1,14 +1,17 @@
 //! The `wasmop` binary watching a `--plugin-dir` on the real control plane: a file present at
 //! start runs, a file renamed into place is loaded, a corrupt one is reported and changes
-//! nothing else, a removed one is unloaded — all visible through `wasmop plugins`.
+//! nothing else, a removed one is unloaded — all visible through `wasmop plugins`. A version that
+//! declares more than the operator's RBAC grants is refused and the old version keeps running.
 
 mod common;
 
-use common::scrape::{free_address, get};
+use common::account;
+use common::scrape::{free_address, get, parse, value};
 
 use std::path::Path;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -129,6 +132,81 @@ async fn a_plugin_directory_loads_upgrades_and_unloads_as_files_change() -> anyh
                 .lines()
                 .any(|l| l.starts_with("guest-slow") && l.contains("running")),
             "{table}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_version_asking_for_more_than_the_operators_rbac_is_refused() -> anyhow::Result<()> {
+    within(LIMIT, "an upgrade the operator may not run", async {
+        let plane = shared().await?;
+        common::install_webapp_crd(plane).await?;
+        let namespace = plane.create_namespace("plugin-rbac").await?;
+        let kubeconfig = account::kubeconfig(plane).await?;
+        let dir = tempfile::tempdir()?;
+        publish("webapp", dir.path(), "webapp.wasm")?;
+        let (address, metrics) = (free_address(), free_address());
+        let _host = common::host_as(plane, &kubeconfig)
+            .arg("--plugin-dir")
+            .arg(dir.path())
+            .args([
+                "--namespaces",
+                &namespace,
+                "--metrics-bind-address",
+                &metrics,
+            ])
+            .args(["--health-probe-bind-address", &address])
+            .spawn()?;
+        while !matches!(get(&address, "/readyz").await, Ok((200, _))) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        until(&address, "0.1.0 with the shipped RBAC", |s| {
+            running(s, "webapp")
+        })
+        .await?;
+
+        account::grant_services(plane, &["get", "list", "watch"]).await?;
+        publish("webapp-v2", dir.path(), "webapp.wasm")?;
+        let statuses = until(&address, "0.2.0 once Services may not be written", |s| {
+            s.iter().any(|s| s.last_error.is_some())
+        })
+        .await?;
+        account::grant_services(plane, account::ALL_VERBS).await?;
+        let webapp = &statuses[0];
+        let error = webapp.last_error.as_deref().unwrap_or_default();
+        assert_eq!(webapp.version.as_deref(), Some("0.1.0"), "{webapp:?}");
+        assert_eq!(webapp.state, PluginState::Running, "{webapp:?}");
+        assert!(error.contains("plugin webapp 0.2.0"), "{error}");
+        assert!(
+            error.contains(&format!("create v1 Service in namespace {namespace}")),
+            "{error}"
+        );
+        assert!(
+            !error.contains("Deployment"),
+            "only what is denied is named: {error}"
+        );
+        let (_, text) = get(&metrics, "/metrics").await?;
+        let failures = value(
+            &parse(&text),
+            "wasmop_plugin_load_failures_total",
+            &[("source", &webapp.source)],
+        );
+        assert_eq!(failures, Some(1.0), "{text}");
+
+        let apps = common::webapps(plane.client().await?, &namespace);
+        apps.create(&Default::default(), &common::webapp("still-served"))
+            .await?;
+        common::converged(&apps, "still-served").await?;
+        let deployments: Api<Deployment> = Api::namespaced(plane.client().await?, &namespace);
+        let deployment = deployments.get("still-served").await?;
+        let applied_by = deployment.metadata.annotations.unwrap_or_default();
+        assert_eq!(
+            applied_by
+                .get("example.wasmop.dev/applied-by")
+                .map(String::as_str),
+            Some("webapp/0.1.0")
         );
         Ok(())
     })

@@ -1,11 +1,12 @@
 //! `WasmReconciler` objects driving the `wasmop` binary on the real control plane: one loads its
 //! plugin from a ConfigMap and reports Ready; pointing it at a module for WIT 2.0.0 keeps the
-//! running version and reports Degraded; a URL whose digest does not match is refused; deleting
-//! the object unloads the plugin and stops the informer only it used.
+//! running version and reports Degraded; a URL whose digest does not match is refused; spec
+//! overrides reach the controller; pausing unloads the plugin and unpausing loads it again;
+//! deleting the object unloads the plugin and stops the informer only it used.
 
 mod common;
 
-use common::scrape::{free_address, get};
+use common::scrape::{free_address, get, parse, value};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -123,6 +124,35 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         println!("digest mismatch: {status}");
         assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
         assert_eq!(condition(&status, "Loaded")["status"], "False");
+
+        let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2}});
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&overridden)).await?;
+        let status = status_until(&api, "good", |s| s["observedGeneration"] == 3 && condition(s, "Ready")["status"] == "True").await?;
+        println!("overridden: {status}");
+        let workers = value(&parse(&get(&metrics, "/metrics").await?.1), "controller_runtime_max_concurrent_reconciles", &[("controller", "guest-good")]);
+        assert_eq!(workers, Some(3.0));
+        common::seen_by_good(&configmaps, "third").await?;
+
+        let paused = json!({"spec": {"paused": true}});
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&paused)).await?;
+        let status = status_until(&api, "good", |s| condition(s, "Ready")["reason"] == "Paused").await?;
+        println!("paused: {status}");
+        assert_eq!(condition(&status, "Loaded")["status"], "False");
+        let object = serde_json::from_value(json!({"metadata": {"name": "while-paused"}}))?;
+        configmaps.create(&PostParams::default(), &object).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let annotations = configmaps.get("while-paused").await?.metadata.annotations;
+        assert!(annotations.is_none_or(|a| !a.contains_key("guest-good.wasmop.dev/seen")), "a paused plugin reconciles nothing");
+        let resumed = json!({"spec": {"paused": false}});
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&resumed)).await?;
+        status_until(&api, "good", |s| condition(s, "Ready")["status"] == "True").await?;
+        loop {
+            let annotations = configmaps.get("while-paused").await?.metadata.annotations;
+            if annotations.is_some_and(|a| a.contains_key("guest-good.wasmop.dev/seen")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
 
         let configmap_informer = |text: &str| {
             text.lines()

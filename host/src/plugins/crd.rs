@@ -21,6 +21,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
+use super::PluginError;
 use super::module::ModuleRef;
 use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
@@ -39,6 +40,7 @@ struct Spec {
     memory_limit: Option<String>,
     reconcile_timeout: Option<String>,
     max_concurrent_reconciles: Option<u32>,
+    warm_instances: Option<usize>,
     #[serde(default)]
     paused: bool,
 }
@@ -158,6 +160,7 @@ impl WasmReconcilers {
             .await
         {
             Ok(_) => Outcome::Installed,
+            Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
             Err(error) => failed("LoadFailed", error.to_string()),
         }
     }
@@ -174,6 +177,7 @@ impl WasmReconcilers {
         limits.max_concurrent_reconciles = spec
             .max_concurrent_reconciles
             .or(limits.max_concurrent_reconciles);
+        limits.warm_instances = spec.warm_instances.unwrap_or(limits.warm_instances);
         Ok(limits)
     }
 

@@ -98,7 +98,7 @@ impl PluginHandle {
                     .send(failed)
                     .await
                     .map_err(|_| PluginError::Stopped)?;
-                return Err(error.into());
+                return Err(error);
             }
         };
         let loaded_in = started.elapsed();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use super::{PluginError, access};
 use crate::cache::Cache;
 use crate::client::PluginClient;
 use crate::events::Events;
@@ -35,13 +36,14 @@ impl Loader {
         &self.runtime
     }
 
-    /// Loads the module `bytes`; `file` names it in errors.
+    /// Loads the module `bytes`; `file` names it in errors. A plugin declaring what the
+    /// operator may not do is refused ([`super::access`]).
     pub async fn load(
         &self,
         file: &Path,
         bytes: Vec<u8>,
         options: PluginOptions,
-    ) -> Result<Arc<Plugin>, RuntimeError> {
+    ) -> Result<Arc<Plugin>, PluginError> {
         let (client, cache) = (self.client.clone(), self.cache.clone());
         let services = move |registration: &Registration| {
             let plugin = PluginClient::new(client.clone(), cache, &registration.name);
@@ -55,6 +57,7 @@ impl Loader {
             .runtime
             .load_bytes(file, bytes, options, services)
             .await?;
+        access::check(&self.client, self.cache.namespaces(), plugin.registration()).await?;
         Ok(Arc::new(plugin))
     }
 
@@ -63,7 +66,7 @@ impl Loader {
         &self,
         file: &Path,
         options: PluginOptions,
-    ) -> Result<(Arc<Plugin>, String), RuntimeError> {
+    ) -> Result<(Arc<Plugin>, String), PluginError> {
         let bytes = tokio::fs::read(file)
             .await
             .map_err(|source| RuntimeError::Read {

@@ -10,6 +10,7 @@
 //! them again for whoever loads the plugin next), in-flight reconciles finish within the grace
 //! period — and releases the informers only it used. Plugin names are unique across sources.
 
+mod access;
 pub mod crd;
 pub mod dir;
 mod handle;
@@ -34,6 +35,26 @@ pub enum PluginError {
     /// The module did not load.
     #[error(transparent)]
     Load(#[from] RuntimeError),
+    /// The operator's identity may not do what the plugin declares.
+    #[error(
+        "plugin {plugin} {version} declares what the operator is not allowed to do: {denied}; grant it to the operator's service account (RBAC) or drop it from describe()"
+    )]
+    Forbidden {
+        /// The plugin.
+        plugin: String,
+        /// Its version.
+        version: String,
+        /// What the apiserver denied.
+        denied: String,
+    },
+    /// The apiserver could not say what the operator may do.
+    #[error("plugin {plugin}: asking the apiserver what the operator may do: {source}")]
+    AccessReview {
+        /// The plugin.
+        plugin: String,
+        /// The request's error.
+        source: Box<kube::Error>,
+    },
     /// Another source already supplies a plugin of that name.
     #[error("a plugin named {name} is already loaded from {source_name}")]
     NameTaken {

@@ -17,7 +17,7 @@ mod instances;
 pub mod memory;
 mod output;
 mod plugin;
-mod registration;
+pub(crate) mod registration;
 
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig, default_cache_dir};
 pub use error::{DispatchError, RuntimeError, TrapKind};

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod account;
 pub mod scrape;
 
 use std::path::PathBuf;
@@ -99,10 +100,18 @@ pub async fn converged(
 /// `wasmop run` against `plane`, with the shared compile cache, logging to the test's stderr and
 /// killed when dropped; callers add plugins and settings.
 pub fn host(plane: &wasmop_envtest::ControlPlane) -> tokio::process::Command {
+    host_as(plane, plane.kubeconfig_path())
+}
+
+/// [`host`] speaking to the apiserver with the identity in `kubeconfig`.
+pub fn host_as(
+    plane: &wasmop_envtest::ControlPlane,
+    kubeconfig: &std::path::Path,
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
     command
         .args(["run", "--kubeconfig"])
-        .arg(plane.kubeconfig_path())
+        .arg(kubeconfig)
         .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
         .stderr(std::process::Stdio::inherit())
         .kill_on_drop(true);

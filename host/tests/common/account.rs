@@ -1,0 +1,94 @@
+//! The operator's own identity as `deploy/` creates it: the `wasmop` ServiceAccount in
+//! `wasmop-system` bound to the ClusterRole of `deploy/manager/rbac.yaml`, a token for it, and
+//! narrowing that role while a test runs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::json;
+use wasmop_envtest::ControlPlane;
+
+/// The namespace `deploy/` installs into.
+pub const NAMESPACE: &str = "wasmop-system";
+
+/// The index of the Services rule in the ClusterRole.
+const SERVICES_RULE: usize = 5;
+
+/// Runs `kubectl` against `plane` and returns its output, failing with its stderr.
+pub async fn kubectl(plane: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
+    let output = plane.kubectl().args(args).output().await?;
+    anyhow::ensure!(
+        output.status.success(),
+        "kubectl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Applies `deploy/manager/rbac.yaml` in [`NAMESPACE`] and mints a token for its account.
+pub async fn token(plane: &ControlPlane) -> anyhow::Result<String> {
+    let _ = kubectl(plane, &["create", "namespace", NAMESPACE]).await;
+    let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/manager/rbac.yaml");
+    let rbac = rbac.to_str().context("UTF-8 path")?;
+    kubectl(plane, &["apply", "-n", NAMESPACE, "-f", rbac]).await?;
+    let token = kubectl(
+        plane,
+        &[
+            "create",
+            "token",
+            "wasmop",
+            "-n",
+            NAMESPACE,
+            "--duration",
+            "1h",
+        ],
+    )
+    .await?;
+    Ok(token.trim().to_owned())
+}
+
+/// Writes a kubeconfig under the plane's directory that speaks as the operator's account.
+pub async fn kubeconfig(plane: &ControlPlane) -> anyhow::Result<PathBuf> {
+    let token = token(plane).await?;
+    let config = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "plane", "cluster": {
+            "server": plane.server_url(),
+            "certificate-authority": plane.dir().join("ca.crt"),
+        }}],
+        "users": [{"name": "wasmop", "user": {"token": token}}],
+        "contexts": [{"name": "wasmop", "context": {"cluster": "plane", "user": "wasmop"}}],
+        "current-context": "wasmop",
+    });
+    let path = plane.dir().join("wasmop-operator.kubeconfig");
+    std::fs::write(&path, serde_json::to_vec(&config)?)?;
+    Ok(path)
+}
+
+/// Sets the verbs the operator's ClusterRole grants on Services.
+pub async fn grant_services(plane: &ControlPlane, verbs: &[&str]) -> anyhow::Result<()> {
+    let patch = json!([{
+        "op": "replace",
+        "path": format!("/rules/{SERVICES_RULE}/verbs"),
+        "value": verbs,
+    }]);
+    let patch = patch.to_string();
+    let args = [
+        "patch",
+        "clusterrole",
+        "wasmop",
+        "--type",
+        "json",
+        "-p",
+        &patch,
+    ];
+    kubectl(plane, &args).await?;
+    Ok(())
+}
+
+/// Every verb the ClusterRole grants on Services as shipped.
+pub const ALL_VERBS: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];

@@ -93,22 +93,34 @@ impl ControlPlane {
     fn write_kubeconfig(&self, files: &certs::CertFiles) -> Result<(), Error> {
         let ca_file = self.dir.join("ca.crt");
         std::fs::write(&ca_file, &files.ca_pem).map_err(Error::io("writing ca.crt"))?;
+        self.write_token_kubeconfig(&self.kubeconfig, ADMIN_USER, &files.admin_token)
+    }
+
+    fn write_token_kubeconfig(&self, path: &Path, user: &str, token: &str) -> Result<(), Error> {
         let config = serde_json::json!({
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "wasmop-envtest", "cluster": {
                 "server": self.server,
-                "certificate-authority": ca_file,
+                "certificate-authority": self.dir.join("ca.crt"),
             }}],
-            "users": [{"name": ADMIN_USER, "user": {"token": files.admin_token}}],
+            "users": [{"name": user, "user": {"token": token}}],
             "contexts": [{"name": "wasmop-envtest", "context": {
                 "cluster": "wasmop-envtest",
-                "user": ADMIN_USER,
+                "user": user,
             }}],
             "current-context": "wasmop-envtest",
         });
-        std::fs::write(&self.kubeconfig, config.to_string())
-            .map_err(Error::io(format!("writing {}", self.kubeconfig.display())))
+        std::fs::write(path, config.to_string())
+            .map_err(Error::io(format!("writing {}", path.display())))
+    }
+
+    /// Writes a kubeconfig that authenticates as `user` with a bearer `token` (e.g. a
+    /// ServiceAccount's, from `kubectl create token`) and returns its path.
+    pub fn kubeconfig_for(&self, user: &str, token: &str) -> Result<PathBuf, Error> {
+        let path = self.dir.join(format!("{user}.kubeconfig"));
+        self.write_token_kubeconfig(&path, user, token)?;
+        Ok(path)
     }
 
     async fn wait_ready(&self) -> Result<(), Error> {
@@ -141,11 +153,16 @@ impl ControlPlane {
 
     /// A new admin client bound to the calling task's tokio runtime.
     pub async fn client(&self) -> Result<kube::Client, Error> {
+        self.client_from(&self.kubeconfig).await
+    }
+
+    /// A new client speaking as the user of `kubeconfig` (see [`ControlPlane::kubeconfig_for`]).
+    pub async fn client_from(&self, kubeconfig: &Path) -> Result<kube::Client, Error> {
         let kubeconfig_error = |source| Error::Kubeconfig {
-            path: self.kubeconfig.clone(),
+            path: kubeconfig.to_owned(),
             source,
         };
-        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).map_err(kubeconfig_error)?;
+        let kubeconfig = Kubeconfig::read_from(kubeconfig).map_err(kubeconfig_error)?;
         let config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await

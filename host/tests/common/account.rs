@@ -51,20 +51,7 @@ pub async fn token(plane: &ControlPlane) -> anyhow::Result<String> {
 /// Writes a kubeconfig under the plane's directory that speaks as the operator's account.
 pub async fn kubeconfig(plane: &ControlPlane) -> anyhow::Result<PathBuf> {
     let token = token(plane).await?;
-    let config = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "plane", "cluster": {
-            "server": plane.server_url(),
-            "certificate-authority": plane.dir().join("ca.crt"),
-        }}],
-        "users": [{"name": "wasmop", "user": {"token": token}}],
-        "contexts": [{"name": "wasmop", "context": {"cluster": "plane", "user": "wasmop"}}],
-        "current-context": "wasmop",
-    });
-    let path = plane.dir().join("wasmop-operator.kubeconfig");
-    std::fs::write(&path, serde_json::to_vec(&config)?)?;
-    Ok(path)
+    Ok(plane.kubeconfig_for("wasmop-operator", &token)?)
 }
 
 /// Sets the verbs the operator's ClusterRole grants on Services.

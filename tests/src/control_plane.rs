@@ -177,6 +177,35 @@ impl ControlPlane {
         command
     }
 
+    /// Runs `kubectl args` as the admin with `stdin` as its input; returns what it printed, or
+    /// fails with its stderr.
+    pub async fn run_kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, Error> {
+        use tokio::io::AsyncWriteExt;
+        let mut child = self
+            .kubectl()
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(Error::io("starting kubectl"))?;
+        if let Some(mut input) = child.stdin.take() {
+            let written = input.write_all(stdin.unwrap_or_default().as_bytes()).await;
+            written.map_err(Error::io("writing to kubectl"))?;
+        }
+        let output = child
+            .wait_with_output()
+            .await
+            .map_err(Error::io("running kubectl"))?;
+        if !output.status.success() {
+            return Err(Error::Kubectl {
+                args: args.join(" "),
+                stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
     /// Creates a namespace named `<prefix>-<random>` for one test's objects and returns its name.
     pub async fn create_namespace(&self, prefix: &str) -> Result<String, Error> {
         let name = format!("{prefix}-{}", certs::random_hex(4)?);

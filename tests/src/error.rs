@@ -67,6 +67,14 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
+    /// A `kubectl` command failed.
+    #[error("kubectl {args}: {stderr}")]
+    Kubectl {
+        /// Its arguments.
+        args: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
 }
 
 impl Error {

@@ -14,37 +14,26 @@ pub const NAMESPACE: &str = "wasmop-system";
 /// The index of the Services rule in the ClusterRole.
 const SERVICES_RULE: usize = 5;
 
-/// Runs `kubectl` against `plane` and returns its output, failing with its stderr.
-pub async fn kubectl(plane: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {
-    let output = plane.kubectl().args(args).output().await?;
-    anyhow::ensure!(
-        output.status.success(),
-        "kubectl {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
 /// Applies `deploy/manager/rbac.yaml` in [`NAMESPACE`] and mints a token for its account.
 pub async fn token(plane: &ControlPlane) -> anyhow::Result<String> {
-    let _ = kubectl(plane, &["create", "namespace", NAMESPACE]).await;
+    let _ = plane
+        .run_kubectl(&["create", "namespace", NAMESPACE], None)
+        .await;
     let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/manager/rbac.yaml");
     let rbac = rbac.to_str().context("UTF-8 path")?;
-    kubectl(plane, &["apply", "-n", NAMESPACE, "-f", rbac]).await?;
-    let token = kubectl(
-        plane,
-        &[
-            "create",
-            "token",
-            "wasmop",
-            "-n",
-            NAMESPACE,
-            "--duration",
-            "1h",
-        ],
-    )
-    .await?;
+    plane
+        .run_kubectl(&["apply", "-n", NAMESPACE, "-f", rbac], None)
+        .await?;
+    let create_token = [
+        "create",
+        "token",
+        "wasmop",
+        "-n",
+        NAMESPACE,
+        "--duration",
+        "1h",
+    ];
+    let token = plane.run_kubectl(&create_token, None).await?;
     Ok(token.trim().to_owned())
 }
 
@@ -71,7 +60,7 @@ pub async fn grant_services(plane: &ControlPlane, verbs: &[&str]) -> anyhow::Res
         "-p",
         &patch,
     ];
-    kubectl(plane, &args).await?;
+    plane.run_kubectl(&args, None).await?;
     Ok(())
 }
 

@@ -23,13 +23,15 @@ impl Identity {
     ) -> anyhow::Result<(Identity, kube::Client)> {
         let role = format!("wasmop-conformance-{language}");
         let account = "wasmop";
-        kubectl(plane, &["apply", "-f", "-"], Some(cluster_role(&role)?)).await?;
-        kubectl(
-            plane,
-            &["create", "serviceaccount", account, "-n", namespace],
-            None,
-        )
-        .await?;
+        plane
+            .run_kubectl(&["apply", "-f", "-"], Some(&cluster_role(&role)?))
+            .await?;
+        plane
+            .run_kubectl(
+                &["create", "serviceaccount", account, "-n", namespace],
+                None,
+            )
+            .await?;
         let subject = format!("{namespace}:{account}");
         let binding = [
             "create",
@@ -38,14 +40,18 @@ impl Identity {
             "--clusterrole",
             &role,
         ];
-        let _ = kubectl(plane, &["delete", "clusterrolebinding", &role], None).await;
-        kubectl(
-            plane,
-            &[&binding[..], &["--serviceaccount", &subject]].concat(),
-            None,
-        )
-        .await?;
-        let token = kubectl(plane, &["create", "token", account, "-n", namespace], None).await?;
+        let _ = plane
+            .run_kubectl(&["delete", "clusterrolebinding", &role], None)
+            .await;
+        plane
+            .run_kubectl(
+                &[&binding[..], &["--serviceaccount", &subject]].concat(),
+                None,
+            )
+            .await?;
+        let token = plane
+            .run_kubectl(&["create", "token", account, "-n", namespace], None)
+            .await?;
         let kubeconfig = plane.kubeconfig_for(&role, token.trim())?;
         let client = plane.client_from(&kubeconfig).await?;
         Ok((Identity { role }, client))
@@ -53,12 +59,9 @@ impl Identity {
 
     /// Sets the verbs the role grants on Services.
     pub async fn grant_services(&self, plane: &ControlPlane, verbs: &[&str]) -> anyhow::Result<()> {
-        let role = kubectl(
-            plane,
-            &["get", "clusterrole", &self.role, "-o", "json"],
-            None,
-        )
-        .await?;
+        let role = plane
+            .run_kubectl(&["get", "clusterrole", &self.role, "-o", "json"], None)
+            .await?;
         let role: Value = serde_json::from_str(&role)?;
         let index = role["rules"]
             .as_array()
@@ -78,7 +81,7 @@ impl Identity {
             "-p",
             &patch,
         ];
-        kubectl(plane, &args, None).await?;
+        plane.run_kubectl(&args, None).await?;
         Ok(())
     }
 }
@@ -93,33 +96,4 @@ fn cluster_role(name: &str) -> anyhow::Result<String> {
         .find(|doc| doc.contains("\nkind: ClusterRole\n"))
         .context("deploy/manager/rbac.yaml has no ClusterRole")?;
     Ok(role.replacen("  name: wasmop\n", &format!("  name: {name}\n"), 1))
-}
-
-/// Runs `kubectl` against `plane` with `stdin`; returns its output or fails with its stderr.
-pub async fn kubectl(
-    plane: &ControlPlane,
-    args: &[&str],
-    stdin: Option<String>,
-) -> anyhow::Result<String> {
-    use tokio::io::AsyncWriteExt;
-    let mut child = plane
-        .kubectl()
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    let mut input = child.stdin.take().context("stdin")?;
-    input
-        .write_all(stdin.unwrap_or_default().as_bytes())
-        .await?;
-    drop(input);
-    let output = child.wait_with_output().await?;
-    anyhow::ensure!(
-        output.status.success(),
-        "kubectl {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

@@ -13,6 +13,10 @@ help:
 guests:
 	@guest-sdk/rust/install-toolchain
 	guest-sdk/rust/build
+	@guest-sdk/python/install-toolchain
+	guest-sdk/python/build
+	@guest-sdk/js/install-toolchain
+	guest-sdk/js/build
 
 control-plane:
 	@tests/k8s/build.sh >/dev/null
@@ -21,6 +25,8 @@ test: control-plane guests
 	@mkdir -p target
 	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
+	guest-sdk/python/test
+	guest-sdk/js/test
 
 bench: control-plane guests
 	cargo bench -p wasmop --bench dispatch

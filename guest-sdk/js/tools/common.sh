@@ -43,7 +43,7 @@ plugin_dirs() {
   local dir
   if (($#)); then
     for dir in "$@"; do
-      (cd "$repo" && cd "$dir" 2>/dev/null && pwd) || die "no plugin directory at $dir"
+      ({ cd "$dir" 2>/dev/null || cd "$repo/$dir" 2>/dev/null; } && pwd) || die "no plugin directory at $dir"
     done
   else
     for dir in "$repo"/plugins/*/js; do

@@ -14,4 +14,6 @@ macro_rules! conformance {
 
 conformance! {
     rust: "rust" => "webapp.wasm";
+    python: "python" => "webapp-python.wasm";
+    js: "js" => "webapp-js.wasm";
 }

@@ -4,7 +4,7 @@
 //!
 //! Run with `cargo bench -p wasmop --bench dispatch` after building the guests.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -14,6 +14,10 @@ use wasmop::runtime::{InstanceMode, Plugin, PluginOptions, Runtime, RuntimeConfi
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+mod support;
+
+use support::{median, repo};
 
 mod floor {
     wasmtime::component::bindgen!({ world: "reconciler", path: "../wit", exports: { default: async } });
@@ -45,11 +49,6 @@ fn bare_store(engine: &Engine) -> Store<Bare> {
             table: ResourceTable::new(),
         },
     )
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 async fn measure<F: AsyncFnMut()>(mut once: F) -> Duration {
@@ -146,8 +145,7 @@ async fn call(
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let component =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/components/guest-bench.wasm");
+    let component = repo().join("target/components/guest-bench.wasm");
     assert!(
         component.exists(),
         "{} is missing: run `make guests` first",

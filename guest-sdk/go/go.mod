@@ -1,3 +1,3 @@
-module github.com/wasmop/wasmop/guest-sdk/go
+module wasmop.dev/guest
 
 go 1.26

@@ -16,13 +16,13 @@ func cabiRealloc(ptr, oldSize, align, newSize uint32) uint32 {
 		return align
 	}
 	block := make([]byte, newSize+align)
-	addr := uintptr(unsafe.Pointer(&block[0]))
-	aligned := (addr + uintptr(align) - 1) &^ (uintptr(align) - 1)
+	addr := address(unsafe.Pointer(&block[0]))
+	aligned := (addr + align - 1) &^ (align - 1)
 	if oldSize > 0 {
-		copy(block[aligned-addr:], unsafe.Slice((*byte)(unsafe.Pointer(uintptr(ptr))), oldSize))
+		copy(block[aligned-addr:], unsafe.Slice((*byte)(at(ptr)), oldSize))
 	}
 	pinned = append(pinned, block)
-	return uint32(aligned)
+	return aligned
 }
 
 // Unpin releases the blocks the host allocated, once every value in them has been copied out.

@@ -1,0 +1,7 @@
+module webapp
+
+go 1.26
+
+require wasmop.dev/guest v0.0.0
+
+replace wasmop.dev/guest => ../../../guest-sdk/go

@@ -17,6 +17,8 @@ guests:
 	guest-sdk/python/build
 	@guest-sdk/js/install-toolchain
 	guest-sdk/js/build
+	@guest-sdk/go/install-toolchain
+	guest-sdk/go/build
 
 control-plane:
 	@tests/k8s/build.sh >/dev/null
@@ -27,6 +29,7 @@ test: control-plane guests
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 	guest-sdk/python/test
 	guest-sdk/js/test
+	guest-sdk/go/test
 
 bench: control-plane guests
 	cargo bench -p wasmop --bench dispatch

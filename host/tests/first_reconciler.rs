@@ -128,7 +128,7 @@ async fn every_guide_gets_from_an_empty_folder_to_a_running_plugin() -> anyhow::
     let readme = std::fs::read_to_string(repo().join("README.md"))?;
     let guides = guides(&readme);
     let languages: Vec<&str> = guides.iter().map(|g| g.language.as_str()).collect();
-    assert_eq!(languages, ["Rust", "Python", "TypeScript"]);
+    assert_eq!(languages, ["Rust", "Python", "TypeScript", "Go"]);
     let plane = ControlPlane::start().await?;
     let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, "default");
     for guide in &guides {

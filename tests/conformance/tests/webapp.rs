@@ -16,4 +16,5 @@ conformance! {
     rust: "rust" => "webapp.wasm";
     python: "python" => "webapp-python.wasm";
     js: "js" => "webapp-js.wasm";
+    go: "go" => "webapp-go.wasm";
 }

@@ -7,7 +7,7 @@ SHELL := /bin/bash
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
-	@echo "make bench  benchmarks: dispatch cost against the bare wasmtime floor, 1,000 WebApps converging"
+	@echo "make bench  benchmarks: dispatch cost against the bare wasmtime floor, 1,000 WebApps converging, webapp per guest language"
 	@echo "make down   stop the demo's control plane"
 
 guests:
@@ -34,6 +34,7 @@ test: control-plane guests
 bench: control-plane guests
 	cargo bench -p wasmop --bench dispatch
 	cargo bench -p wasmop --bench converge
+	cargo bench -p wasmop --bench languages
 
 demo: control-plane guests
 	cargo build --bin wasmop

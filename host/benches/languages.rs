@@ -3,8 +3,10 @@
 //! the mean instantiation, and the median reconcile latency for the same scenario — a new
 //! WebApp reconciled for the first time (finalizer, marker, Deployment, Service and status
 //! written), then the converged WebApp reconciled again (reads only), in fresh and warm instance
-//! modes. The objects live in the in-memory host, so the figures are the plugin's and the
-//! host's, not an apiserver's. Repeats alternate the languages so the machine's noise hits all.
+//! modes — and the JSON bytes the host hands the guest per reconcile (cache reads and the objects
+//! writes return). The objects live in the in-memory host, so the figures are the plugin's and
+//! the host's, not an apiserver's. Repeats alternate the languages so the machine's noise hits
+//! all.
 //!
 //! Run with `cargo bench -p wasmop --bench languages` after `make guests`; a language whose
 //! component is not built is listed as missing.
@@ -20,6 +22,7 @@ use wasmop::object::ObjectKey;
 use wasmop::runtime::memory::MemoryHost;
 use wasmop::runtime::{InstanceMode, Plugin, PluginOptions, Runtime, RuntimeConfig};
 
+use support::counting::{Counter, counted};
 use support::{median, repo};
 
 /// The languages, by the file their `webapp` builds to under `target/components/`.
@@ -45,12 +48,15 @@ struct Subject {
     cold_load: Duration,
     cached_load: Duration,
     host: Arc<MemoryHost>,
+    bytes: Arc<Counter>,
     fresh: Plugin,
     warm: Plugin,
     created: usize,
     create: Vec<Duration>,
     converged_fresh: Vec<Duration>,
     converged_warm: Vec<Duration>,
+    create_bytes: Vec<usize>,
+    converged_bytes: Vec<usize>,
 }
 
 fn webapp(i: usize) -> serde_json::Value {
@@ -70,6 +76,7 @@ async fn load(
     runtime: &Runtime,
     file: &Path,
     host: &Arc<MemoryHost>,
+    bytes: &Arc<Counter>,
     mode: InstanceMode,
 ) -> (Plugin, Duration) {
     let options = PluginOptions {
@@ -78,7 +85,7 @@ async fn load(
     };
     let started = Instant::now();
     let plugin = runtime
-        .load(file, options, |_| host.services())
+        .load(file, options, |_| counted(host.services(), bytes))
         .await
         .unwrap_or_else(|e| panic!("{} loads: {e}", file.display()));
     (plugin, started.elapsed())
@@ -93,26 +100,30 @@ impl Subject {
             ..RuntimeConfig::default()
         };
         let host = MemoryHost::new();
+        let bytes = Arc::new(Counter::default());
         let cold = Runtime::new(config()).expect("the runtime starts");
-        let (fresh, cold_load) = load(&cold, file, &host, InstanceMode::Fresh).await;
+        let (fresh, cold_load) = load(&cold, file, &host, &bytes, InstanceMode::Fresh).await;
         let cached = Runtime::new(config()).expect("the runtime starts");
         let warm_mode = InstanceMode::Warm {
             pool: 1,
             max_uses: None,
         };
-        let (warm, cached_load) = load(&cached, file, &host, warm_mode).await;
+        let (warm, cached_load) = load(&cached, file, &host, &bytes, warm_mode).await;
         Subject {
             name,
             size: std::fs::metadata(file).map(|m| m.len()).unwrap_or(0),
             cold_load,
             cached_load,
             host,
+            bytes,
             fresh,
             warm,
             created: 0,
             create: Vec::new(),
             converged_fresh: Vec::new(),
             converged_warm: Vec::new(),
+            create_bytes: Vec::new(),
+            converged_bytes: Vec::new(),
         }
     }
 
@@ -132,7 +143,9 @@ impl Subject {
         let first = self.created;
         for i in first..first + CREATES {
             self.host.insert(webapp(i));
+            self.bytes.take();
             let (took, wrote) = self.reconcile(&self.fresh, &key(i)).await;
+            self.create_bytes.push(self.bytes.take());
             assert!(
                 wrote,
                 "{}: a new WebApp was reconciled without a write",
@@ -140,6 +153,7 @@ impl Subject {
             );
             self.create.push(took);
             self.settle(&key(i)).await;
+            self.bytes.take();
         }
         self.created += CREATES;
         for round in 0..CONVERGED {
@@ -148,6 +162,7 @@ impl Subject {
                 let plugin = if warm { &self.warm } else { &self.fresh };
                 let (took, wrote) = self.reconcile(plugin, &key).await;
                 assert!(!wrote, "{}: the converged {key} was written", self.name);
+                self.converged_bytes.push(self.bytes.take());
                 let samples = if warm {
                     &mut self.converged_warm
                 } else {
@@ -182,12 +197,12 @@ fn print(subjects: Vec<Subject>, missing: &[&str]) {
         "webapp per guest language: medians over {REPEATS} alternating runs ({CREATES} new WebApps, {CONVERGED} converged reconciles per mode each)"
     );
     println!(
-        "| language | component | load, empty cache | load, cached | instantiate (mean) | new WebApp, fresh | converged, fresh | converged, warm |"
+        "| language | component | load, empty cache | load, cached | instantiate (mean) | new WebApp, fresh | converged, fresh | converged, warm | JSON to guest, new / converged |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for s in subjects {
         println!(
-            "| {} | {:.1} MiB | {:.2} s | {} | {} | {} | {} | {} |",
+            "| {} | {:.1} MiB | {:.2} s | {} | {} | {} | {} | {} | {} / {} B |",
             s.name,
             s.size as f64 / (1 << 20) as f64,
             s.cold_load.as_secs_f64(),
@@ -196,10 +211,12 @@ fn print(subjects: Vec<Subject>, missing: &[&str]) {
             ms(median(s.create.clone())),
             ms(median(s.converged_fresh.clone())),
             ms(median(s.converged_warm.clone())),
+            median(s.create_bytes.clone()),
+            median(s.converged_bytes.clone()),
         );
     }
     for name in missing {
-        println!("| {name} | not built | | | | | | |");
+        println!("| {name} | not built | | | | | | | |");
     }
 }
 

@@ -1,7 +1,12 @@
-//! What the micro-benchmarks share: where the repository is and how samples are summarised.
+//! What the micro-benchmarks share: where the repository is, how samples are summarised, and
+//! host services that count the JSON a guest is handed.
+
+// Each benchmark is its own crate and uses only part of this.
+#![allow(dead_code)]
+
+pub mod counting;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The repository's root, where `target/components/` holds the built guests.
 pub fn repo() -> PathBuf {
@@ -9,7 +14,7 @@ pub fn repo() -> PathBuf {
 }
 
 /// The median of `samples` (the upper one of an even count).
-pub fn median(mut samples: Vec<Duration>) -> Duration {
+pub fn median<T: Ord + Copy>(mut samples: Vec<T>) -> T {
     samples.sort();
     samples[samples.len() / 2]
 }

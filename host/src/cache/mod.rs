@@ -6,7 +6,7 @@
 //!
 //! Kinds are resolved through discovery (any built-in kind or CRD). Objects are kept as their
 //! JSON text (managedFields stripped) beside the few parsed fields the indexes use, so a guest
-//! gets its JSON without re-serialisation. Measured (`cargo bench --bench converge`): 10,000
+//! gets its JSON without re-serialisation. Measured in an earlier `make bench`: 10,000
 //! ConfigMaps of 770 bytes of JSON with two labels cost about 3.1 KB each in RSS, 4x their JSON:
 //! the JSON, the parsed key, uid, resourceVersion and labels, the map entry, and one entry per
 //! index (namespace, each label) holding a copy of the key.

@@ -7,7 +7,7 @@ SHELL := /bin/bash
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
-	@echo "make bench  benchmarks: dispatch cost against the bare wasmtime floor, 1,000 WebApps converging, webapp per guest language"
+	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime and kube-rs"
 	@echo "make down   stop the demo's control plane"
 
 guests:
@@ -32,9 +32,13 @@ test: control-plane guests
 	guest-sdk/go/test
 
 bench: control-plane guests
+	cargo bench -p wasmop --bench queue
 	cargo bench -p wasmop --bench dispatch
-	cargo bench -p wasmop --bench converge
 	cargo bench -p wasmop --bench languages
+	cargo build --release -p wasmop -p webapp-kube-rs -p wasmop-bench
+	tests/bench/controller-runtime/build
+	target/release/wasmop-bench
+	tests/bench/chart
 
 demo: control-plane guests
 	cargo build --bin wasmop

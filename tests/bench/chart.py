@@ -1,0 +1,56 @@
+"""Draws tests/bench/results/latest.png from latest.json: per number of WebApps, each operator's
+time to converge, CPU seconds and peak RSS (medians over the runs), beside one another."""
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+PANELS = [
+    ("seconds", "time to converge (s, log scale)", "log"),
+    ("cpu_seconds", "operator CPU (s, log scale)", "log"),
+    ("peak_rss", "operator peak RSS (MiB)", "linear"),
+]
+
+
+def medians(runs, comparator, size, field):
+    """The median of `field` over the runs of one operator at one size."""
+    values = [r[field] for r in runs if r["comparator"] == comparator and r["webapps"] == size]
+    return statistics.median(values) if values else 0.0
+
+
+def draw(results, out):
+    """Writes the chart of `results` to `out`."""
+    runs = results["converge"]
+    comparators = results["comparators"]
+    sizes = sorted({r["webapps"] for r in runs})
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.2))
+    width = 0.8 / len(comparators)
+    for ax, (field, title, scale) in zip(axes, PANELS):
+        for i, comparator in enumerate(comparators):
+            xs = [s + (i - (len(comparators) - 1) / 2) * width for s in range(len(sizes))]
+            ax.bar(xs, [medians(runs, comparator, size, field) for size in sizes], width, label=comparator)
+        ax.set_xticks(range(len(sizes)), [f"{size:,} WebApps" for size in sizes])
+        ax.set_title(title)
+        ax.set_yscale(scale)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"webapp operators on one kube-apiserver — {results['machine']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def main():
+    results_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results"
+    results = json.loads((results_dir / "latest.json").read_text())
+    draw(results, results_dir / "latest.png")
+    print(f"[bench] wrote {results_dir / 'latest.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+// Command webapp-controller-runtime is the `webapp` operator written natively with
+// controller-runtime, the baseline the wasmop benchmarks (tests/bench) compare wasmop with. Each
+// WebApp (example.wasmop.dev/v1alpha1) gets a finalizer, an external marker ConfigMap, a
+// Deployment and a ClusterIP Service it controls, and a status: the behaviour of the `webapp`
+// plugin (plugins/webapp), written the way controller-runtime users write an operator.
+//
+// It reads the kubeconfig from KUBECONFIG (or the in-cluster config) and watches the namespace
+// WEBAPP_NAMESPACE, or all namespaces when that is unset. It has no leader election, no metrics
+// or health endpoints, logs JSON at info level to stderr, and stops on SIGTERM or SIGINT once
+// running reconciles finish.
+package main
+
+import (
+	"os"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Settings of the operator, the `webapp` plugin's where it has them.
+const (
+	// NamespaceEnv names the environment variable naming the one namespace to watch.
+	NamespaceEnv = "WEBAPP_NAMESPACE"
+	// Manager is the field manager of every write.
+	Manager = "webapp-controller-runtime"
+	// Concurrency is how many WebApps are reconciled at once.
+	Concurrency = 4
+	// ReconcileTimeout is how long one reconcile may take.
+	ReconcileTimeout = 10 * time.Second
+)
+
+func main() {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.InfoLevel)))
+	setup := ctrl.Log.WithName("setup")
+	if err := run(); err != nil {
+		setup.Error(err, "webapp-controller-runtime failed")
+		os.Exit(1)
+	}
+}
+
+// cacheOptions caches the namespace (when not empty) or all namespaces. ConfigMaps are cached
+// whole, as controller-runtime does by default and as wasmop's cache does, so that every operator
+// of the benchmark holds the same objects.
+func cacheOptions(namespace string) cache.Options {
+	options := cache.Options{}
+	if namespace != "" {
+		options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return options
+}
+
+func run() error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := AddToScheme(scheme); err != nil {
+		return err
+	}
+	namespace := os.Getenv(NamespaceEnv)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOptions(namespace),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	if err != nil {
+		return err
+	}
+	reconciler := &WebAppReconciler{
+		Client:   client.WithFieldOwner(mgr.GetClient(), Manager),
+		Recorder: mgr.GetEventRecorder(Manager),
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		For(&WebApp{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: Concurrency,
+			ReconciliationTimeout:   ReconcileTimeout,
+		}).
+		Complete(reconciler)
+	if err != nil {
+		return err
+	}
+	if namespace == "" {
+		namespace = "<all>"
+	}
+	ctrl.Log.Info("webapp-controller-runtime starting", "namespace", namespace, "concurrency", Concurrency)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return err
+	}
+	ctrl.Log.Info("webapp-controller-runtime stopped")
+	return nil
+}

@@ -1,0 +1,164 @@
+//! The operators compared: each implements the `webapp` behaviour (a WebApp becomes a Deployment,
+//! a Service, a marker ConfigMap and a status, with a finalizer) and is started as its own
+//! process, watching one namespace, with no leader election and no HTTP ports.
+
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+/// How an operator is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    /// The controller-runtime operator in Go (`tests/bench/controller-runtime`).
+    ControllerRuntime,
+    /// The kube-runtime operator in Rust (`tests/bench/kube-rs`).
+    KubeRs,
+    /// The wasmop host with the `webapp` plugin built to this component.
+    Wasmop(&'static str),
+}
+
+/// One operator of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comparator {
+    /// Its name in the tables.
+    pub name: &'static str,
+    runner: Runner,
+}
+
+/// Every comparator, the baseline (controller-runtime) first.
+pub const ALL: [Comparator; 4] = [
+    Comparator {
+        name: "controller-runtime",
+        runner: Runner::ControllerRuntime,
+    },
+    Comparator {
+        name: "kube-rs",
+        runner: Runner::KubeRs,
+    },
+    Comparator {
+        name: "wasmop + Rust",
+        runner: Runner::Wasmop("webapp.wasm"),
+    },
+    Comparator {
+        name: "wasmop + Python",
+        runner: Runner::Wasmop("webapp-python.wasm"),
+    },
+];
+
+impl Comparator {
+    /// The comparator whose name, lowercased with spaces and `+` dropped, is `key`
+    /// (`controller-runtime`, `kube-rs`, `wasmop-rust`, `wasmop-python`).
+    pub fn by_key(key: &str) -> Option<Comparator> {
+        ALL.into_iter().find(|c| c.key() == key)
+    }
+
+    /// Its short name for the command line and file names.
+    pub fn key(&self) -> String {
+        self.name
+            .to_lowercase()
+            .replace(" + ", "-")
+            .replace(' ', "-")
+    }
+
+    /// The command that runs it against the cluster of `kubeconfig`, watching `namespace`; fails
+    /// naming the build step when its program is not built.
+    pub fn command(
+        &self,
+        repo: &Path,
+        kubeconfig: &Path,
+        namespace: &str,
+    ) -> anyhow::Result<Command> {
+        let mut command = match self.runner {
+            Runner::ControllerRuntime => {
+                let program = built(
+                    repo,
+                    "target/bench/webapp-controller-runtime",
+                    "tests/bench/controller-runtime/build",
+                )?;
+                Command::new(program)
+            }
+            Runner::KubeRs => {
+                let program = built(
+                    repo,
+                    "target/release/webapp-kube-rs",
+                    "cargo build --release -p webapp-kube-rs",
+                )?;
+                Command::new(program)
+            }
+            Runner::Wasmop(component) => {
+                let program = built(
+                    repo,
+                    "target/release/wasmop",
+                    "cargo build --release --bin wasmop",
+                )?;
+                let plugin = built(
+                    repo,
+                    &format!("target/components/{component}"),
+                    "make guests",
+                )?;
+                let mut command = Command::new(program);
+                command
+                    .args(["run", "--namespaces", namespace, "--plugin"])
+                    .arg(plugin)
+                    .args([
+                        "--metrics-bind-address",
+                        "0",
+                        "--health-probe-bind-address",
+                        "0",
+                    ]);
+                command
+            }
+        };
+        command
+            .env("KUBECONFIG", kubeconfig)
+            .env("WEBAPP_NAMESPACE", namespace);
+        Ok(command)
+    }
+}
+
+fn built(repo: &Path, file: &str, build: &str) -> anyhow::Result<PathBuf> {
+    let path = repo.join(file);
+    anyhow::ensure!(
+        path.exists(),
+        "{} is missing: build it with `{build}` (or `make bench`)",
+        path.display()
+    );
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_every_comparator_once() {
+        let keys: Vec<String> = ALL.iter().map(Comparator::key).collect();
+        assert_eq!(
+            keys,
+            [
+                "controller-runtime",
+                "kube-rs",
+                "wasmop-rust",
+                "wasmop-python"
+            ]
+        );
+        for comparator in ALL {
+            assert_eq!(Comparator::by_key(&comparator.key()), Some(comparator));
+        }
+        assert_eq!(Comparator::by_key("operator-sdk"), None);
+    }
+
+    #[test]
+    fn a_missing_program_names_its_build_step() {
+        let dir = std::env::temp_dir().join("wasmop-bench-no-such-repo");
+        let error = ALL[1]
+            .command(&dir, Path::new("kubeconfig"), "ns")
+            .expect_err("nothing is built there");
+        assert!(
+            error
+                .to_string()
+                .contains("cargo build --release -p webapp-kube-rs"),
+            "{error}"
+        );
+    }
+}

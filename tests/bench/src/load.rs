@@ -1,0 +1,173 @@
+//! The load the operators are put under, driven through the apiserver like users would: WebApps
+//! created many at once, ConfigMaps filling a namespace, polling until every WebApp has
+//! converged, and clearing a namespace again (there is no garbage collector or namespace
+//! controller on this control plane, so everything is deleted explicitly).
+
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::Api;
+use kube::api::{
+    DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::core::ApiResource;
+use serde_json::json;
+
+/// Concurrent requests of the load generator.
+const CONCURRENCY: usize = 32;
+/// How often progress is printed while waiting.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// How long convergence may take before the run fails.
+const CONVERGE_LIMIT: Duration = Duration::from_secs(900);
+
+/// The WebApps of `namespace`.
+pub fn webapps(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("example.wasmop.dev", "v1alpha1", "WebApp");
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &ApiResource::from_gvk_with_plural(&gvk, "webapps"),
+    )
+}
+
+/// WebApp `i` of a run.
+pub fn webapp(i: usize) -> serde_json::Value {
+    json!({
+        "apiVersion": "example.wasmop.dev/v1alpha1",
+        "kind": "WebApp",
+        "metadata": {"name": format!("app-{i:05}")},
+        "spec": {"image": "nginx:1.27", "replicas": 1 + i % 3, "port": 8080},
+    })
+}
+
+/// ConfigMap `i` of a pre-filled namespace: ~750 bytes of JSON.
+pub fn configmap(i: usize) -> serde_json::Value {
+    json!({
+        "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench", "shard": format!("{}", i % 16)}},
+        "data": {"config.yaml": "x".repeat(512), "index": i.to_string()},
+    })
+}
+
+/// Creates the objects `object(0..count)`, many at a time.
+pub async fn create_all<K>(
+    api: &Api<K>,
+    count: usize,
+    object: impl Fn(usize) -> serde_json::Value,
+) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    stream::iter(0..count)
+        .map(|i| {
+            let made = serde_json::from_value::<K>(object(i));
+            async move {
+                api.create(&PostParams::default(), &made?).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Whether a WebApp's status has observed its current generation.
+fn converged(app: &DynamicObject) -> bool {
+    let observed = app.data["status"]["observedGeneration"].as_i64();
+    observed.is_some() && observed == app.metadata.generation
+}
+
+/// Polls until all `count` WebApps of `namespace` have converged and own their Deployment and
+/// Service, printing progress every few seconds.
+pub async fn wait_converged(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+) -> anyhow::Result<()> {
+    let apps = webapps(client, namespace);
+    let started = Instant::now();
+    let mut reported = started;
+    loop {
+        let done = apps
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|a| converged(a))
+            .count();
+        if done == count && owned(client, namespace, count).await? {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < CONVERGE_LIMIT,
+            "only {done} of {count} WebApps converged within {CONVERGE_LIMIT:?}"
+        );
+        if reported.elapsed() >= PROGRESS_EVERY {
+            eprintln!(
+                "    {done}/{count} converged after {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            reported = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn owned(client: &kube::Client, namespace: &str, count: usize) -> anyhow::Result<bool> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+    let listed = ListParams::default();
+    Ok(
+        deployments.list_metadata(&listed).await?.items.len() >= count
+            && services.list_metadata(&listed).await?.items.len() >= count,
+    )
+}
+
+/// Deletes every WebApp (releasing its finalizer), Deployment, Service and ConfigMap that the
+/// runs made in `namespace`, and waits until the WebApps are gone.
+pub async fn clear(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
+    let apps = webapps(client, namespace);
+    let release = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let names: Vec<String> = apps
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|a| a.metadata.name)
+        .collect();
+    stream::iter(names)
+        .map(|name| {
+            let (apps, release) = (&apps, &release);
+            async move {
+                apps.patch(&name, &PatchParams::default(), release)
+                    .await
+                    .map(drop)
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    let all = DeleteParams::default();
+    let listed = ListParams::default();
+    apps.delete_collection(&all, &listed).await?;
+    Api::<Deployment>::namespaced(client.clone(), namespace)
+        .delete_collection(&all, &listed)
+        .await?;
+    Api::<Service>::namespaced(client.clone(), namespace)
+        .delete_collection(&all, &listed)
+        .await?;
+    let markers = ListParams::default().labels("example.wasmop.dev/webapp");
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .delete_collection(&all, &markers)
+        .await?;
+    while !apps
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .items
+        .is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,179 @@
+//! `wasmop-bench`: wasmop beside the operators users would pick instead — controller-runtime and
+//! kube-runtime — each implementing the same `webapp` behaviour, measured in turn on one real
+//! control plane. For every size, N WebApps are created at once and the time until all converge,
+//! the operator's CPU seconds and its peak and idle RSS are taken; then each operator starts
+//! against a namespace of many ConfigMaps to cache. Runs alternate the operators and repeat so the
+//! machine's noise shows; the report gives medians and ratios to controller-runtime, printed and
+//! written to `tests/bench/results/latest.{md,json}`.
+
+mod comparator;
+mod load;
+mod process;
+mod report;
+mod scenario;
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use wasmop_envtest::ControlPlane;
+
+use comparator::Comparator;
+use report::Results;
+use scenario::Bench;
+
+/// Compares wasmop with controller-runtime and kube-rs on a real control plane.
+#[derive(Debug, Parser)]
+struct Args {
+    /// WebApps created at once, one measurement per size.
+    #[arg(
+        long,
+        env = "WASMOP_BENCH_SIZES",
+        value_delimiter = ',',
+        default_value = "100,1000,5000"
+    )]
+    sizes: Vec<usize>,
+    /// Runs of every measurement, alternating the operators.
+    #[arg(long, env = "WASMOP_BENCH_REPEATS", default_value_t = 3)]
+    repeats: usize,
+    /// ConfigMaps in the namespace the start-up runs cache.
+    #[arg(long, env = "WASMOP_BENCH_CONFIGMAPS", default_value_t = 10_000)]
+    configmaps: usize,
+    /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python); all by default.
+    #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
+    only: Vec<Comparator>,
+    /// Where the report is written.
+    #[arg(long, default_value = "tests/bench/results")]
+    out: PathBuf,
+}
+
+fn comparator(key: &str) -> Result<Comparator, String> {
+    Comparator::by_key(key).ok_or_else(|| {
+        let keys: Vec<String> = comparator::ALL.iter().map(Comparator::key).collect();
+        format!("no operator `{key}`; choose from {}", keys.join(", "))
+    })
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The CPU model, cores and memory of this machine, in one line.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib: f64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    format!("{model}, {cores} cores, {:.0} GiB", kib / (1 << 20) as f64)
+}
+
+async fn measure(
+    args: &Args,
+    comparators: &[Comparator],
+    bench: &Bench<'_>,
+) -> anyhow::Result<Results> {
+    let mut results = Results {
+        machine: machine(),
+        configmaps: args.configmaps,
+        comparators: comparators.iter().map(|c| c.name.to_owned()).collect(),
+        ..Results::default()
+    };
+    let prefilled = bench.prefill(args.configmaps).await?;
+    // One unmeasured start each, so no run pays a first start's costs (wasmop compiling the
+    // plugin into its cache, the page cache loading a program).
+    let warm_up = bench.plane.create_namespace("warm-up").await?;
+    for &comparator in comparators {
+        eprintln!("[bench] warming up {}", comparator.name);
+        bench.startup(comparator, &warm_up).await?;
+    }
+    for repeat in 0..args.repeats {
+        let mut order = comparators.to_vec();
+        let shift = repeat % order.len();
+        order.rotate_left(shift);
+        for &size in &args.sizes {
+            for &comparator in &order {
+                eprintln!(
+                    "[bench] run {}/{}, {size} WebApps: {}",
+                    repeat + 1,
+                    args.repeats,
+                    comparator.name
+                );
+                let run = bench.converge(comparator, size).await?;
+                eprintln!(
+                    "    {:.1} s, {:.1} CPU s, peak {:.0} MiB",
+                    run.seconds, run.cpu_seconds, run.peak_rss
+                );
+                results.converge.push(run);
+            }
+        }
+        for &comparator in &order {
+            eprintln!(
+                "[bench] run {}/{}, start with {} ConfigMaps: {}",
+                repeat + 1,
+                args.repeats,
+                args.configmaps,
+                comparator.name
+            );
+            let run = bench.startup(comparator, &prefilled).await?;
+            eprintln!(
+                "    ready in {:.2} s, {:.0} MiB",
+                run.ready_seconds, run.rss
+            );
+            results.startup.push(run);
+        }
+    }
+    Ok(results)
+}
+
+fn write(out: &Path, results: &Results, table: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let header = format!("Measured by `make bench` on {}.\n", results.machine);
+    std::fs::write(out.join("latest.md"), format!("{header}{table}"))?;
+    std::fs::write(
+        out.join("latest.json"),
+        serde_json::to_string_pretty(results)?,
+    )?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let comparators = if args.only.is_empty() {
+        comparator::ALL.to_vec()
+    } else {
+        args.only.clone()
+    };
+    let repo = repo().canonicalize()?;
+    let plane = ControlPlane::start().await?;
+    plane
+        .install_crds(&[repo.join("deploy/crds/webapp.yaml")])
+        .await?;
+    let logs = repo.join("target/bench/logs");
+    std::fs::create_dir_all(&logs)?;
+    let bench = Bench {
+        plane: &plane,
+        client: plane.client().await?,
+        repo: &repo,
+        logs: &logs,
+    };
+    let results = measure(&args, &comparators, &bench).await?;
+    let table = results.markdown();
+    println!("{table}");
+    let out = if args.out.is_absolute() {
+        args.out.clone()
+    } else {
+        repo.join(&args.out)
+    };
+    write(&out, &results, &table)?;
+    eprintln!("[bench] wrote {}", out.join("latest.md").display());
+    Ok(())
+}

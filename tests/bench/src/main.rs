@@ -3,8 +3,9 @@
 //! control plane. For every size, N WebApps are created at once and the time until all converge,
 //! the operator's CPU seconds and its peak and idle RSS are taken; then each operator starts
 //! against a namespace of many ConfigMaps to cache. Runs alternate the operators and repeat so the
-//! machine's noise shows; the report gives medians and ratios to controller-runtime, printed and
-//! written to `tests/bench/results/latest.{md,json}`.
+//! machine's noise shows (the largest size, minutes per operator on 2 cores, runs once unless
+//! asked); the report gives medians and ratios to controller-runtime, printed and written to
+//! `tests/bench/results/latest.{md,json}`.
 
 mod comparator;
 mod load;
@@ -35,6 +36,9 @@ struct Args {
     /// Runs of every measurement, alternating the operators.
     #[arg(long, env = "WASMOP_BENCH_REPEATS", default_value_t = 3)]
     repeats: usize,
+    /// Runs of the largest size (each takes minutes per operator on a small machine).
+    #[arg(long, env = "WASMOP_BENCH_REPEATS_AT_LARGEST", default_value_t = 1)]
+    repeats_at_largest: usize,
     /// ConfigMaps in the namespace the start-up runs cache.
     #[arg(long, env = "WASMOP_BENCH_CONFIGMAPS", default_value_t = 10_000)]
     configmaps: usize,
@@ -87,6 +91,7 @@ async fn measure(
         ..Results::default()
     };
     let prefilled = bench.prefill(args.configmaps).await?;
+    let largest = args.sizes.iter().copied().max().unwrap_or_default();
     // One unmeasured start each, so no run pays a first start's costs (wasmop compiling the
     // plugin into its cache, the page cache loading a program).
     let warm_up = bench.plane.create_namespace("warm-up").await?;
@@ -99,6 +104,9 @@ async fn measure(
         let shift = repeat % order.len();
         order.rotate_left(shift);
         for &size in &args.sizes {
+            if size == largest && repeat >= args.repeats_at_largest {
+                continue;
+            }
             for &comparator in &order {
                 eprintln!(
                     "[bench] run {}/{}, {size} WebApps: {}",

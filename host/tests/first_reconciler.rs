@@ -5,6 +5,8 @@
 //! ConfigMap it created carries its language's greeting, and `wasmop plugins` showed `hello`
 //! running.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -12,6 +14,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use wasmop_envtest::ControlPlane;
+
+use common::scrape::free_address;
 
 /// How long one guide may take: building its toolchain's component and compiling it in a debug
 /// host are the slow steps.
@@ -76,11 +80,6 @@ fn script(body: &str) -> String {
         }
     }
     script
-}
-
-fn free_address() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("bound").to_string()
 }
 
 /// Runs `guide` in an empty folder; returns what it printed. Whatever it left running in the

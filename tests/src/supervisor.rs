@@ -44,11 +44,13 @@ pub(crate) struct Supervised {
 }
 
 impl Supervised {
-    /// Starts `program args…` with its output in `log`; `dir` is removed once it has exited.
+    /// Starts `program args…` with `env` added to its environment and its output in `log`;
+    /// `dir` is removed once it has exited.
     pub(crate) fn spawn(
         name: &'static str,
         program: &Path,
         args: &[String],
+        env: &[(&str, &str)],
         dir: &Path,
         log: PathBuf,
     ) -> Result<Self, Error> {
@@ -60,6 +62,7 @@ impl Supervised {
             .arg(&log)
             .arg(program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .process_group(0)
@@ -137,7 +140,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap().keep();
         let log = dir.join("sleep.log");
         let server =
-            Supervised::spawn("sleep", Path::new("sleep"), &["600".into()], &dir, log).unwrap();
+            Supervised::spawn("sleep", Path::new("sleep"), &["600".into()], &[], &dir, log)
+                .unwrap();
         let pid = server.pid();
         assert!(server.running());
         drop(server);
@@ -153,7 +157,7 @@ mod tests {
             "echo listen: address already in use; exit 3".to_owned(),
         ];
         let server =
-            Supervised::spawn("sh", Path::new("sh"), &args, &dir, dir.join("sh.log")).unwrap();
+            Supervised::spawn("sh", Path::new("sh"), &args, &[], &dir, dir.join("sh.log")).unwrap();
         while server.running() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }

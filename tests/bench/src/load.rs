@@ -1,8 +1,9 @@
 //! The load the operators are put under, driven through the apiserver like users would: WebApps
-//! created many at once, ConfigMaps filling a namespace, polling until every WebApp has
+//! created many at once, ConfigMaps filling a namespace, watching until every WebApp has
 //! converged, and clearing a namespace again (there is no garbage collector or namespace
 //! controller on this control plane, so everything is deleted explicitly).
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt, stream};
@@ -13,6 +14,7 @@ use kube::api::{
     DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
 };
 use kube::core::ApiResource;
+use kube::runtime::watcher;
 use serde_json::json;
 
 /// Concurrent requests of the load generator.
@@ -78,39 +80,72 @@ fn converged(app: &DynamicObject) -> bool {
     observed.is_some() && observed == app.metadata.generation
 }
 
-/// Polls until all `count` WebApps of `namespace` have converged and own their Deployment and
-/// Service, printing progress every few seconds.
+/// Watches until all `count` WebApps of `namespace` have converged, then until they own their
+/// Deployment and Service, printing progress every few seconds. A watch, not repeated lists, so
+/// the apiserver's time goes to the operator measured.
 pub async fn wait_converged(
     client: &kube::Client,
     namespace: &str,
     count: usize,
 ) -> anyhow::Result<()> {
-    let apps = webapps(client, namespace);
     let started = Instant::now();
-    let mut reported = started;
-    loop {
-        let done = apps
-            .list(&ListParams::default())
-            .await?
-            .items
-            .iter()
-            .filter(|a| converged(a))
-            .count();
-        if done == count && owned(client, namespace, count).await? {
-            return Ok(());
+    let waited = async {
+        watch_converged(client, namespace, count, started).await?;
+        while !owned(client, namespace, count).await? {
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        anyhow::ensure!(
-            started.elapsed() < CONVERGE_LIMIT,
-            "only {done} of {count} WebApps converged within {CONVERGE_LIMIT:?}"
-        );
-        if reported.elapsed() >= PROGRESS_EVERY {
-            eprintln!(
-                "    {done}/{count} converged after {:.0} s",
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(CONVERGE_LIMIT, waited)
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("{count} WebApps did not converge within {CONVERGE_LIMIT:?}")
+        })?
+}
+
+async fn watch_converged(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let events = watcher(webapps(client, namespace), watcher::Config::default());
+    let mut events = std::pin::pin!(events);
+    let mut done: HashSet<String> = HashSet::new();
+    let mut progress =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    while done.len() < count {
+        tokio::select! {
+            event = events.try_next() => match event? {
+                Some(event) => record(&mut done, event),
+                None => anyhow::bail!("the watch of WebApps in {namespace} ended"),
+            },
+            _ = progress.tick() => eprintln!(
+                "    {}/{count} converged after {:.0} s",
+                done.len(),
                 started.elapsed().as_secs_f64()
-            );
-            reported = Instant::now();
+            ),
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+/// Keeps `done` the names of the converged WebApps as watch events arrive.
+fn record(done: &mut HashSet<String>, event: watcher::Event<DynamicObject>) {
+    match event {
+        watcher::Event::Init => done.clear(),
+        watcher::Event::InitApply(app) | watcher::Event::Apply(app) => {
+            let name = app.metadata.name.clone().unwrap_or_default();
+            if converged(&app) {
+                done.insert(name);
+            } else {
+                done.remove(&name);
+            }
+        }
+        watcher::Event::Delete(app) => {
+            done.remove(&app.metadata.name.unwrap_or_default());
+        }
+        watcher::Event::InitDone => {}
     }
 }
 
@@ -125,9 +160,48 @@ async fn owned(client: &kube::Client, namespace: &str, count: usize) -> anyhow::
 }
 
 /// Deletes every WebApp (releasing its finalizer), Deployment, Service and ConfigMap that the
-/// runs made in `namespace`, and waits until the WebApps are gone.
+/// runs made in `namespace`, each kind at the same time, and waits until the WebApps are gone.
 pub async fn clear(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
+    let started = Instant::now();
     let apps = webapps(client, namespace);
+    let all = DeleteParams::default();
+    let listed = ListParams::default();
+    let markers = ListParams::default().labels("example.wasmop.dev/webapp");
+    tokio::try_join!(
+        release_and_delete(&apps),
+        async {
+            Api::<Deployment>::namespaced(client.clone(), namespace)
+                .delete_collection(&all, &listed)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+        async {
+            Api::<Service>::namespaced(client.clone(), namespace)
+                .delete_collection(&all, &listed)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+        async {
+            Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .delete_collection(&all, &markers)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+    )?;
+    while !apps
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .items
+        .is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("    cleared in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Releases every WebApp's finalizer, then deletes them all.
+async fn release_and_delete(apps: &Api<DynamicObject>) -> anyhow::Result<()> {
     let release = Patch::Merge(json!({"metadata": {"finalizers": null}}));
     let names: Vec<String> = apps
         .list_metadata(&ListParams::default())
@@ -138,7 +212,7 @@ pub async fn clear(client: &kube::Client, namespace: &str) -> anyhow::Result<()>
         .collect();
     stream::iter(names)
         .map(|name| {
-            let (apps, release) = (&apps, &release);
+            let release = &release;
             async move {
                 apps.patch(&name, &PatchParams::default(), release)
                     .await
@@ -148,26 +222,7 @@ pub async fn clear(client: &kube::Client, namespace: &str) -> anyhow::Result<()>
         .buffer_unordered(CONCURRENCY)
         .try_collect::<()>()
         .await?;
-    let all = DeleteParams::default();
-    let listed = ListParams::default();
-    apps.delete_collection(&all, &listed).await?;
-    Api::<Deployment>::namespaced(client.clone(), namespace)
-        .delete_collection(&all, &listed)
+    apps.delete_collection(&DeleteParams::default(), &ListParams::default())
         .await?;
-    Api::<Service>::namespaced(client.clone(), namespace)
-        .delete_collection(&all, &listed)
-        .await?;
-    let markers = ListParams::default().labels("example.wasmop.dev/webapp");
-    Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .delete_collection(&all, &markers)
-        .await?;
-    while !apps
-        .list_metadata(&ListParams::default().limit(1))
-        .await?
-        .items
-        .is_empty()
-    {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
     Ok(())
 }

@@ -16,11 +16,9 @@ mod scenario;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use wasmop_envtest::ControlPlane;
-
 use comparator::Comparator;
 use report::Results;
-use scenario::Bench;
+use scenario::{Bench, Cluster, Converge, Startup};
 
 /// Compares wasmop with controller-runtime and kube-rs on a real control plane.
 #[derive(Debug, Parser)]
@@ -79,35 +77,64 @@ fn machine() -> String {
     format!("{model}, {cores} cores, {:.0} GiB", kib / (1 << 20) as f64)
 }
 
-async fn measure(
+/// The comparators in the order of run `repeat`: rotated, so each takes every place in turn.
+fn order(comparators: &[Comparator], repeat: usize) -> Vec<Comparator> {
+    let mut order = comparators.to_vec();
+    order.rotate_left(repeat % comparators.len().max(1));
+    order
+}
+
+/// Every start against the pre-filled namespace, on one control plane stopped afterwards.
+async fn startups(
     args: &Args,
     comparators: &[Comparator],
     bench: &Bench<'_>,
-) -> anyhow::Result<Results> {
-    let mut results = Results {
-        machine: machine(),
-        configmaps: args.configmaps,
-        comparators: comparators.iter().map(|c| c.name.to_owned()).collect(),
-        ..Results::default()
-    };
-    let prefilled = bench.prefill(args.configmaps).await?;
-    let largest = args.sizes.iter().copied().max().unwrap_or_default();
+) -> anyhow::Result<Vec<Startup>> {
+    let cluster = Cluster::start(bench.repo).await?;
+    let prefilled = cluster.prefill(args.configmaps).await?;
     // One unmeasured start each, so no run pays a first start's costs (wasmop compiling the
     // plugin into its cache, the page cache loading a program).
-    let warm_up = bench.plane.create_namespace("warm-up").await?;
+    let warm_up = cluster.namespace("warm-up").await?;
     for &comparator in comparators {
         eprintln!("[bench] warming up {}", comparator.name);
-        bench.startup(comparator, &warm_up).await?;
+        bench.startup(&cluster, comparator, &warm_up).await?;
     }
+    let mut runs = Vec::new();
     for repeat in 0..args.repeats {
-        let mut order = comparators.to_vec();
-        let shift = repeat % order.len();
-        order.rotate_left(shift);
+        for comparator in order(comparators, repeat) {
+            eprintln!(
+                "[bench] run {}/{}, start with {} ConfigMaps: {}",
+                repeat + 1,
+                args.repeats,
+                args.configmaps,
+                comparator.name
+            );
+            let run = bench.startup(&cluster, comparator, &prefilled).await?;
+            eprintln!(
+                "    ready in {:.2} s, {:.0} MiB",
+                run.ready_seconds, run.rss
+            );
+            runs.push(run);
+        }
+    }
+    cluster.stop().await?;
+    Ok(runs)
+}
+
+/// Every convergence run, each on a control plane of its own.
+async fn converges(
+    args: &Args,
+    comparators: &[Comparator],
+    bench: &Bench<'_>,
+) -> anyhow::Result<Vec<Converge>> {
+    let largest = args.sizes.iter().copied().max().unwrap_or_default();
+    let mut runs = Vec::new();
+    for repeat in 0..args.repeats {
         for &size in &args.sizes {
             if size == largest && repeat >= args.repeats_at_largest {
                 continue;
             }
-            for &comparator in &order {
+            for comparator in order(comparators, repeat) {
                 eprintln!(
                     "[bench] run {}/{}, {size} WebApps: {}",
                     repeat + 1,
@@ -119,26 +146,11 @@ async fn measure(
                     "    {:.1} s, {:.1} CPU s, peak {:.0} MiB",
                     run.seconds, run.cpu_seconds, run.peak_rss
                 );
-                results.converge.push(run);
+                runs.push(run);
             }
         }
-        for &comparator in &order {
-            eprintln!(
-                "[bench] run {}/{}, start with {} ConfigMaps: {}",
-                repeat + 1,
-                args.repeats,
-                args.configmaps,
-                comparator.name
-            );
-            let run = bench.startup(comparator, &prefilled).await?;
-            eprintln!(
-                "    ready in {:.2} s, {:.0} MiB",
-                run.ready_seconds, run.rss
-            );
-            results.startup.push(run);
-        }
     }
-    Ok(results)
+    Ok(runs)
 }
 
 fn write(out: &Path, results: &Results, table: &str) -> anyhow::Result<()> {
@@ -161,19 +173,19 @@ async fn main() -> anyhow::Result<()> {
         args.only.clone()
     };
     let repo = repo().canonicalize()?;
-    let plane = ControlPlane::start().await?;
-    plane
-        .install_crds(&[repo.join("deploy/crds/webapp.yaml")])
-        .await?;
     let logs = repo.join("target/bench/logs");
     std::fs::create_dir_all(&logs)?;
     let bench = Bench {
-        plane: &plane,
-        client: plane.client().await?,
         repo: &repo,
         logs: &logs,
     };
-    let results = measure(&args, &comparators, &bench).await?;
+    let results = Results {
+        machine: machine(),
+        configmaps: args.configmaps,
+        comparators: comparators.iter().map(|c| c.name.to_owned()).collect(),
+        startup: startups(&args, &comparators, &bench).await?,
+        converge: converges(&args, &comparators, &bench).await?,
+    };
     let table = results.markdown();
     println!("{table}");
     let out = if args.out.is_absolute() {

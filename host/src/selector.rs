@@ -1,8 +1,6 @@
 //! Kubernetes label selectors (`app=web,tier!=db,env in (a,b),!legacy`), parsed once and matched
 //! against an object's labels.
 
-use std::collections::BTreeMap;
-
 /// One requirement of a selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Requirement {
@@ -42,17 +40,18 @@ impl LabelSelector {
         })
     }
 
-    /// Whether `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    /// Whether the labels that `label` looks up satisfy every requirement.
+    pub fn matches<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        let one_of = |vs: &[String], v: &str| vs.iter().any(|x| x == v);
         self.requirements
             .iter()
             .all(|requirement| match requirement {
-                Requirement::Equals(k, v) => labels.get(k) == Some(v),
-                Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-                Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
-                Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
-                Requirement::Exists(k) => labels.contains_key(k),
-                Requirement::DoesNotExist(k) => !labels.contains_key(k),
+                Requirement::Equals(k, v) => label(k) == Some(v.as_str()),
+                Requirement::NotEquals(k, v) => label(k) != Some(v.as_str()),
+                Requirement::In(k, vs) => label(k).is_some_and(|v| one_of(vs, v)),
+                Requirement::NotIn(k, vs) => label(k).is_none_or(|v| !one_of(vs, v)),
+                Requirement::Exists(k) => label(k).is_some(),
+                Requirement::DoesNotExist(k) => label(k).is_none(),
             })
     }
 }
@@ -142,11 +141,8 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
 mod tests {
     use super::*;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    fn matches(selector: &LabelSelector, pairs: &[(&str, &str)]) -> bool {
+        selector.matches(|k| pairs.iter().find(|(key, _)| *key == k).map(|(_, v)| *v))
     }
 
     #[test]
@@ -154,16 +150,25 @@ mod tests {
         let selector =
             LabelSelector::parse("app=web, tier!=db, env in (prod, staging), team, !legacy")
                 .unwrap();
-        assert!(selector.matches(&labels(&[("app", "web"), ("env", "prod"), ("team", "a")])));
-        assert!(!selector.matches(&labels(&[("app", "web"), ("env", "dev"), ("team", "a")])));
-        assert!(!selector.matches(&labels(&[
-            ("app", "web"),
-            ("env", "prod"),
-            ("team", "a"),
-            ("legacy", "")
-        ])));
-        assert!(!selector.matches(&labels(&[("app", "web"), ("env", "prod")])));
-        assert!(LabelSelector::parse("").unwrap().matches(&labels(&[])));
+        assert!(matches(
+            &selector,
+            &[("app", "web"), ("env", "prod"), ("team", "a")]
+        ));
+        assert!(!matches(
+            &selector,
+            &[("app", "web"), ("env", "dev"), ("team", "a")]
+        ));
+        assert!(!matches(
+            &selector,
+            &[
+                ("app", "web"),
+                ("env", "prod"),
+                ("team", "a"),
+                ("legacy", "")
+            ]
+        ));
+        assert!(!matches(&selector, &[("app", "web"), ("env", "prod")]));
+        assert!(matches(&LabelSelector::parse("").unwrap(), &[]));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use kube::Client;
 use kube::discovery::{self, Scope};
 
 pub use informer::{Change, Handler, Informer, Subscription};
-pub use object::{CachedObject, ControllerRef};
+pub use object::{CachedObject, ControllerRef, StringMap};
 pub use store::IndexSpec;
 
 use crate::object::GroupVersionKind;

@@ -23,9 +23,9 @@ pub struct CachedObject {
     /// metadata.generation (0 when the kind has none).
     pub generation: i64,
     /// metadata.labels.
-    pub labels: BTreeMap<String, String>,
+    pub labels: StringMap,
     /// metadata.annotations.
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: StringMap,
     /// The controller owner, if any.
     pub controller: Option<ControllerRef>,
     /// The whole object without managedFields, as JSON text.
@@ -49,6 +49,36 @@ impl CachedObject {
                 found.as_str().map(str::to_owned)
             }
         }
+    }
+}
+
+/// Labels or annotations, sorted by key in one boxed slice: most objects carry only a few, and
+/// a B-tree map's first node alone costs about half a KiB.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StringMap(Box<[(String, String)]>);
+
+impl StringMap {
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let found = self.0.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+        Some(self.0[found].1.as_str())
+    }
+
+    /// The pairs in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl From<BTreeMap<String, String>> for StringMap {
+    fn from(map: BTreeMap<String, String>) -> Self {
+        StringMap(map.into_iter().collect())
+    }
+}
+
+impl FromIterator<(String, String)> for StringMap {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Self {
+        pairs.into_iter().collect::<BTreeMap<_, _>>().into()
     }
 }
 
@@ -136,8 +166,8 @@ impl From<WatchedObject> for CachedObject {
                 name: o.name.clone(),
                 uid: o.uid.clone(),
             }),
-            labels: meta.labels.unwrap_or_default(),
-            annotations: meta.annotations.unwrap_or_default(),
+            labels: meta.labels.unwrap_or_default().into(),
+            annotations: meta.annotations.unwrap_or_default().into(),
             json: object.json,
         }
     }
@@ -169,7 +199,8 @@ mod tests {
             (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
             ("WebApp", "web", "owner")
         );
-        assert_eq!(cached.labels["app"], "web");
+        assert_eq!(cached.labels.get("app"), Some("web"));
+        assert_eq!(cached.labels.get("tier"), None);
         assert_eq!(
             cached.field("spec.replicas"),
             None,

@@ -2,14 +2,71 @@
 //! (key=value) and by each declared field index. Every change updates the object map and all
 //! indexes together, under one lock held by the informer.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
 use std::sync::Arc;
 
 use crate::cache::object::CachedObject;
 use crate::object::ObjectKey;
 use crate::selector::LabelSelector;
 
-type Keys = BTreeSet<ObjectKey>;
+/// The keys under one index value, in key order. Most values name one object (an owner's UID, a
+/// label unique to its object), so a lone key is held inline: a B-tree's first node alone costs
+/// about half a KiB.
+#[derive(Debug)]
+enum Keys {
+    One(ObjectKey),
+    Many(BTreeSet<ObjectKey>),
+}
+
+impl Keys {
+    fn insert(&mut self, key: ObjectKey) {
+        match self {
+            Keys::One(one) if *one == key => {}
+            Keys::One(_) => {
+                let Keys::One(first) = std::mem::replace(self, Keys::Many(BTreeSet::new())) else {
+                    unreachable!("matched One above")
+                };
+                *self = Keys::Many(BTreeSet::from([first, key]));
+            }
+            Keys::Many(set) => {
+                set.insert(key);
+            }
+        }
+    }
+
+    /// Removes `key`; returns whether no key is left.
+    fn remove(&mut self, key: &ObjectKey) -> bool {
+        match self {
+            Keys::One(one) => one == key,
+            Keys::Many(set) => {
+                set.remove(key);
+                let empty = set.is_empty();
+                if set.len() == 1 {
+                    let last = set.pop_first().expect("one key left");
+                    *self = Keys::One(last);
+                }
+                empty
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Keys::One(_) => 1,
+            Keys::Many(set) => set.len(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &ObjectKey> {
+        let (one, many) = match self {
+            Keys::One(key) => (Some(key), None),
+            Keys::Many(set) => (None, Some(set)),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
 
 /// A declared field index: its name and the dotted path of a string field.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -30,16 +87,18 @@ pub(crate) struct Store {
     fields: HashMap<String, (IndexSpec, HashMap<String, Keys>)>,
 }
 
-fn index(map: &mut HashMap<String, Keys>, value: &str, key: &ObjectKey) {
-    map.entry(value.to_owned()).or_default().insert(key.clone());
+fn index<V: Eq + Hash>(map: &mut HashMap<V, Keys>, value: V, key: &ObjectKey) {
+    match map.entry(value) {
+        Entry::Occupied(mut keys) => keys.get_mut().insert(key.clone()),
+        Entry::Vacant(slot) => {
+            slot.insert(Keys::One(key.clone()));
+        }
+    }
 }
 
-fn unindex<V: Eq + std::hash::Hash>(map: &mut HashMap<V, Keys>, value: &V, key: &ObjectKey) {
-    if let Some(keys) = map.get_mut(value) {
-        keys.remove(key);
-        if keys.is_empty() {
-            map.remove(value);
-        }
+fn unindex<V: Eq + Hash>(map: &mut HashMap<V, Keys>, value: &V, key: &ObjectKey) {
+    if map.get_mut(value).is_some_and(|keys| keys.remove(key)) {
+        map.remove(value);
     }
 }
 
@@ -48,19 +107,20 @@ impl Store {
     pub(crate) fn apply(&mut self, object: Arc<CachedObject>) -> Option<Arc<CachedObject>> {
         let old = self.remove(&object.key);
         let key = &object.key;
-        index(&mut self.by_namespace, &key.namespace, key);
+        index(&mut self.by_namespace, key.namespace.clone(), key);
         if let Some(owner) = &object.controller {
-            index(&mut self.by_owner, &owner.uid, key);
+            index(&mut self.by_owner, owner.uid.clone(), key);
         }
-        for (label, value) in &object.labels {
-            self.by_label
-                .entry((label.clone(), value.clone()))
-                .or_default()
-                .insert(key.clone());
+        for (label, value) in object.labels.iter() {
+            index(
+                &mut self.by_label,
+                (label.to_owned(), value.to_owned()),
+                key,
+            );
         }
         for (spec, values) in self.fields.values_mut() {
             if let Some(value) = object.field(&spec.field) {
-                index(values, &value, key);
+                index(values, value, key);
             }
         }
         self.objects.insert(key.clone(), object);
@@ -74,8 +134,12 @@ impl Store {
         if let Some(owner) = &old.controller {
             unindex(&mut self.by_owner, &owner.uid, key);
         }
-        for (label, value) in &old.labels {
-            unindex(&mut self.by_label, &(label.clone(), value.clone()), key);
+        for (label, value) in old.labels.iter() {
+            unindex(
+                &mut self.by_label,
+                &(label.to_owned(), value.to_owned()),
+                key,
+            );
         }
         for (spec, values) in self.fields.values_mut() {
             if let Some(value) = old.field(&spec.field) {
@@ -93,7 +157,7 @@ impl Store {
         let mut values = HashMap::new();
         for object in self.objects.values() {
             if let Some(value) = object.field(&spec.field) {
-                index(&mut values, &value, &object.key);
+                index(&mut values, value, &object.key);
             }
         }
         self.fields.insert(spec.name.clone(), (spec, values));
@@ -135,7 +199,8 @@ impl Store {
         selector: &LabelSelector,
     ) -> Vec<Arc<CachedObject>> {
         let matches = |o: &&Arc<CachedObject>| {
-            namespace.is_none_or(|ns| o.key.namespace == ns) && selector.matches(&o.labels)
+            namespace.is_none_or(|ns| o.key.namespace == ns)
+                && selector.matches(|k| o.labels.get(k))
         };
         let mut sources: Vec<Option<&Keys>> = namespace
             .map(|ns| self.by_namespace.get(ns))
@@ -168,7 +233,7 @@ impl Store {
 
     fn resolve(&self, keys: Option<&Keys>) -> Vec<Arc<CachedObject>> {
         keys.into_iter()
-            .flatten()
+            .flat_map(Keys::iter)
             .filter_map(|k| self.objects.get(k))
             .cloned()
             .collect()
@@ -245,6 +310,20 @@ mod tests {
         store.remove(&ObjectKey::new("b", "three"));
         assert!(store.list(None, &web).is_empty());
         assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn index_entries_grow_from_one_key_and_shrink_back() {
+        let (a, b) = (ObjectKey::new("ns", "a"), ObjectKey::new("ns", "b"));
+        let mut keys = Keys::One(b.clone());
+        keys.insert(b.clone());
+        assert_eq!(keys.len(), 1, "a key inserted twice is held once");
+        keys.insert(a.clone());
+        assert_eq!(keys.iter().collect::<Vec<_>>(), [&a, &b]);
+        assert!(!keys.remove(&b));
+        assert!(matches!(&keys, Keys::One(k) if *k == a));
+        assert!(!keys.remove(&b), "removing an absent key leaves the rest");
+        assert!(keys.remove(&a));
     }
 
     #[test]

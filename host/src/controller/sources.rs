@@ -204,7 +204,7 @@ fn label_key(label: String) -> Map {
         object
             .labels
             .get(&label)
-            .map(|name| ObjectKey::new(object.key.namespace.clone(), name.clone()))
+            .map(|name| ObjectKey::new(object.key.namespace.clone(), name))
             .into_iter()
             .collect()
     })

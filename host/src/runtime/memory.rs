@@ -4,7 +4,7 @@
 //! generation bumps on spec changes, the status subresource, finalizers delaying deletion.
 //! Server-side apply is approximated by a merge of the applied fields.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -107,17 +107,8 @@ fn object_ref(object: &Value) -> Option<ObjectRef> {
     })
 }
 
-fn labels(object: &Value) -> BTreeMap<String, String> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
+fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.pointer("/metadata/labels")?.get(key)?.as_str()
 }
 
 fn field<'a>(object: &'a Value, path: &str) -> Option<&'a str> {
@@ -319,7 +310,7 @@ impl CacheReader for MemoryHost {
                         .as_ref()
                         .is_none_or(|ns| *ns == key.namespace)
             })
-            .filter(|(_, s)| selector.matches(&labels(&s.value)))
+            .filter(|(_, s)| selector.matches(|k| label(&s.value, k)))
             .filter(|(_, s)| fields.matches(|path| field(&s.value, path).map(str::to_owned)))
             .map(|((_, key), s)| (key.clone(), s.json.clone()))
             .collect();

@@ -1,11 +1,11 @@
 //! `wasmop-bench`: wasmop beside the operators users would pick instead — controller-runtime and
-//! kube-runtime — each implementing the same `webapp` behaviour, measured in turn on one real
-//! control plane. For every size, N WebApps are created at once and the time until all converge,
-//! the operator's CPU seconds and its peak and idle RSS are taken; then each operator starts
-//! against a namespace of many ConfigMaps to cache. Runs alternate the operators and repeat so the
-//! machine's noise shows (the largest size, minutes per operator on 2 cores, runs once unless
-//! asked); the report gives medians and ratios to controller-runtime, printed and written to
-//! `tests/bench/results/latest.{md,json}`.
+//! kube-runtime — each implementing the same `webapp` behaviour and run in turn as its own
+//! process. For every size, N WebApps are created at once on a control plane started for that run
+//! alone, and the time until all converge, the operator's CPU seconds and its peak and idle RSS
+//! are taken; each operator also starts against a namespace of many ConfigMaps to cache. Runs
+//! alternate the operators and repeat so the machine's noise shows (the largest size, a minute or
+//! more per operator on 2 cores, runs once unless asked); the report gives medians and ratios to
+//! controller-runtime, printed and written to `tests/bench/results/latest.{md,json}`.
 
 mod comparator;
 mod load;
@@ -34,7 +34,8 @@ struct Args {
     /// Runs of every measurement, alternating the operators.
     #[arg(long, env = "WASMOP_BENCH_REPEATS", default_value_t = 3)]
     repeats: usize,
-    /// Runs of the largest size (each takes minutes per operator on a small machine).
+    /// Runs of the largest size: a minute or more per operator on 2 cores, so three instead of one
+    /// add about 11 minutes to `make bench` there.
     #[arg(long, env = "WASMOP_BENCH_REPEATS_AT_LARGEST", default_value_t = 1)]
     repeats_at_largest: usize,
     /// ConfigMaps in the namespace the start-up runs cache.

@@ -160,48 +160,9 @@ async fn owned(client: &kube::Client, namespace: &str, count: usize) -> anyhow::
 }
 
 /// Deletes every WebApp (releasing its finalizer), Deployment, Service and ConfigMap that the
-/// runs made in `namespace`, each kind at the same time, and waits until the WebApps are gone.
+/// runs made in `namespace`, and waits until the WebApps are gone.
 pub async fn clear(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
-    let started = Instant::now();
     let apps = webapps(client, namespace);
-    let all = DeleteParams::default();
-    let listed = ListParams::default();
-    let markers = ListParams::default().labels("example.wasmop.dev/webapp");
-    tokio::try_join!(
-        release_and_delete(&apps),
-        async {
-            Api::<Deployment>::namespaced(client.clone(), namespace)
-                .delete_collection(&all, &listed)
-                .await
-                .map_err(anyhow::Error::from)
-        },
-        async {
-            Api::<Service>::namespaced(client.clone(), namespace)
-                .delete_collection(&all, &listed)
-                .await
-                .map_err(anyhow::Error::from)
-        },
-        async {
-            Api::<ConfigMap>::namespaced(client.clone(), namespace)
-                .delete_collection(&all, &markers)
-                .await
-                .map_err(anyhow::Error::from)
-        },
-    )?;
-    while !apps
-        .list_metadata(&ListParams::default().limit(1))
-        .await?
-        .items
-        .is_empty()
-    {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    eprintln!("    cleared in {:.1} s", started.elapsed().as_secs_f64());
-    Ok(())
-}
-
-/// Releases every WebApp's finalizer, then deletes them all.
-async fn release_and_delete(apps: &Api<DynamicObject>) -> anyhow::Result<()> {
     let release = Patch::Merge(json!({"metadata": {"finalizers": null}}));
     let names: Vec<String> = apps
         .list_metadata(&ListParams::default())
@@ -212,7 +173,7 @@ async fn release_and_delete(apps: &Api<DynamicObject>) -> anyhow::Result<()> {
         .collect();
     stream::iter(names)
         .map(|name| {
-            let release = &release;
+            let (apps, release) = (&apps, &release);
             async move {
                 apps.patch(&name, &PatchParams::default(), release)
                     .await
@@ -222,7 +183,26 @@ async fn release_and_delete(apps: &Api<DynamicObject>) -> anyhow::Result<()> {
         .buffer_unordered(CONCURRENCY)
         .try_collect::<()>()
         .await?;
-    apps.delete_collection(&DeleteParams::default(), &ListParams::default())
+    let all = DeleteParams::default();
+    let listed = ListParams::default();
+    apps.delete_collection(&all, &listed).await?;
+    Api::<Deployment>::namespaced(client.clone(), namespace)
+        .delete_collection(&all, &listed)
         .await?;
+    Api::<Service>::namespaced(client.clone(), namespace)
+        .delete_collection(&all, &listed)
+        .await?;
+    let markers = ListParams::default().labels("example.wasmop.dev/webapp");
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .delete_collection(&all, &markers)
+        .await?;
+    while !apps
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .items
+        .is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     Ok(())
 }

@@ -2,6 +2,10 @@
 //! writes go straight to the apiserver through kube's dynamic API with the plugin's field
 //! manager `wasmop/<plugin>`, and API errors become the WIT error variant.
 //!
+//! A write is sent exactly as the runtime built and checked it; one whose namespace does not fit
+//! its kind's scope (a namespace for a cluster-scoped kind, none for a namespaced one) is refused
+//! as `invalid` before anything is sent.
+//!
 //! Read-your-writes: after a write, the plugin's reads of that object return the written version
 //! until the cache catches up with it (or passes it), so a guest never acts on a state older than
 //! its own write. Objects it deleted read as not found until the cache drops them.
@@ -30,7 +34,27 @@ enum Written {
     Deleted,
 }
 
-type Writes = Arc<Mutex<HashMap<(GroupVersionKind, ObjectKey), Written>>>;
+/// The overlay of a plugin's writes the cache has not caught up with yet.
+#[derive(Debug)]
+struct Overlay {
+    writes: HashMap<(GroupVersionKind, ObjectKey), Written>,
+    /// The size at which caught-up entries are next dropped.
+    prune_at: usize,
+}
+
+impl Default for Overlay {
+    fn default() -> Self {
+        Overlay {
+            writes: HashMap::new(),
+            prune_at: MIN_PRUNE,
+        }
+    }
+}
+
+/// The overlay size below which nothing is pruned.
+const MIN_PRUNE: usize = 256;
+
+type Writes = Arc<Mutex<Overlay>>;
 
 /// One plugin's view of the cluster: cache reads and apiserver writes.
 #[derive(Clone)]
@@ -75,11 +99,23 @@ impl PluginClient {
                 found
             }
         };
-        Ok(if namespaced {
-            Api::namespaced_with(self.client.clone(), &target.key.namespace, &resource)
-        } else {
-            Api::all_with(self.client.clone(), &resource)
-        })
+        let scoped = |message: &str| {
+            let kind = &target.kind.kind;
+            Err(ApiError::new(
+                ApiErrorKind::Invalid,
+                format!("{kind} {message}"),
+            ))
+        };
+        match (namespaced, target.key.namespace.is_empty()) {
+            (true, true) => scoped("is namespaced: a write must name its namespace"),
+            (false, false) => scoped("is cluster-scoped: its namespace must be empty"),
+            (true, false) => Ok(Api::namespaced_with(
+                self.client.clone(),
+                &target.key.namespace,
+                &resource,
+            )),
+            (false, true) => Ok(Api::all_with(self.client.clone(), &resource)),
+        }
     }
 
     async fn send(
@@ -151,12 +187,24 @@ impl PluginClient {
         }))
     }
 
+    /// Keeps the plugin's write for its reads until the cache catches up. Only kinds the cache
+    /// holds are kept (reads of other kinds fail anyway), and entries the cache has caught up with
+    /// are dropped whenever the overlay doubles, so it stays as small as the cache's lag.
     fn remember(&self, target: &ObjectRef, written: Written) {
+        if self.cache.running(&target.kind).is_none() {
+            return;
+        }
         let key = (target.kind.clone(), target.key.clone());
-        self.written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, written);
+        let mut overlay = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        overlay.writes.insert(key, written);
+        if overlay.writes.len() >= overlay.prune_at {
+            overlay.writes.retain(|(kind, key), written| {
+                let cached = self.cache.running(kind).map(|informer| informer.get(key));
+                let cached = cached.map(|o| o.and_then(|o| o.resource_version.parse().ok()));
+                cached.is_some_and(|cached| !caught_up(written, cached))
+            });
+            overlay.prune_at = (overlay.writes.len() * 2).max(MIN_PRUNE);
+        }
     }
 
     /// The plugin's own write of `key` if the cache has not caught up with it yet.
@@ -166,23 +214,27 @@ impl PluginClient {
         key: &ObjectKey,
         cached: Option<u64>,
     ) -> Option<Written> {
-        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let mut overlay = self.written.lock().unwrap_or_else(|e| e.into_inner());
         let entry = (kind.clone(), key.clone());
-        let stale = match (written.get(&entry)?, cached) {
-            (
-                Written::Stored {
-                    resource_version, ..
-                },
-                Some(cached),
-            ) => cached >= *resource_version,
-            (Written::Deleted, None) => true,
-            _ => false,
-        };
-        if stale {
-            written.remove(&entry);
+        if caught_up(overlay.writes.get(&entry)?, cached) {
+            overlay.writes.remove(&entry);
             return None;
         }
-        written.get(&entry).cloned()
+        overlay.writes.get(&entry).cloned()
+    }
+}
+
+/// Whether the cache, holding `cached` (its resourceVersion, `None` when absent), reflects a write.
+fn caught_up(written: &Written, cached: Option<u64>) -> bool {
+    match (written, cached) {
+        (
+            Written::Stored {
+                resource_version, ..
+            },
+            Some(cached),
+        ) => cached >= *resource_version,
+        (Written::Deleted, None) => true,
+        _ => false,
     }
 }
 
@@ -245,11 +297,11 @@ impl CacheReader for PluginClient {
     fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
         let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
         self.watched(&informer, options.namespace.as_deref())?;
-        let (labels, fields) = options.selectors()?;
-        let objects = informer.list(options.namespace.as_deref(), &labels);
-        let matching = objects
-            .into_iter()
-            .filter(|o| fields.matches(|path| o.field(path)));
+        let objects = informer.list(options.namespace.as_deref(), &options.labels);
+        let matching = objects.into_iter().filter(|o| {
+            let parsed = std::cell::OnceCell::new();
+            options.fields.matches(|path| o.field_in(path, &parsed))
+        });
         Ok(matching.map(|o| o.json.clone()).collect())
     }
 

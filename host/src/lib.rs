@@ -16,5 +16,6 @@ pub mod metrics;
 pub mod object;
 pub mod plugins;
 pub mod queue;
+pub mod rate;
 pub mod runtime;
 pub mod selector;

@@ -118,6 +118,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
     ManagerOptions {
         runtime: RuntimeConfig {
             cache_dir: args.compile_cache.clone(),
+            ceiling: args.ceiling.clone(),
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),

@@ -17,7 +17,7 @@ use prometheus::{
 
 use crate::cache::Cache;
 use crate::queue::{Queue, QueueMetrics};
-use crate::runtime::{Plugin, TrapKind};
+use crate::runtime::{Plugin, Refusal, TrapKind};
 
 /// controller-runtime's reconcile-time buckets.
 const RECONCILE_BUCKETS: &[f64] = &[
@@ -70,6 +70,7 @@ struct Families {
     leader: IntGaugeVec,
     plugin_info: IntGaugeVec,
     plugin_traps: IntCounterVec,
+    plugin_refusals: IntCounterVec,
     plugin_load_failures: IntCounterVec,
     plugin_memory: IntGaugeVec,
     instantiations: IntCounterVec,
@@ -224,6 +225,12 @@ impl Families {
                 "Guest traps per plugin, by kind (timeout, memory, panic, trap)",
                 &["plugin", "kind"],
             ),
+            plugin_refusals: counter(
+                r,
+                "wasmop_plugin_refusals_total",
+                "What the host refused or dropped at a plugin's boundary, by reason (invalid, undeclared, write_throttled, event_dropped, log_dropped, requeue_throttled)",
+                &["plugin", "reason"],
+            ),
             plugin_load_failures: counter(
                 r,
                 "wasmop_plugin_load_failures_total",
@@ -268,12 +275,20 @@ impl Families {
     }
 }
 
+/// A plugin's totals as of the last scrape, so each scrape adds only what is new.
+#[derive(Default)]
+struct Exported {
+    instantiations: u64,
+    took: Duration,
+    refused: [u64; Refusal::ALL.len()],
+}
+
 /// What the scrape reads from its owners.
 #[derive(Default)]
 struct Sources {
     queues: Vec<(String, Weak<Queue<crate::object::ObjectKey>>)>,
-    /// Each plugin with the instantiation totals already exported.
-    plugins: Vec<(Weak<Plugin>, (u64, Duration))>,
+    /// Each plugin with the totals already exported.
+    plugins: Vec<(Weak<Plugin>, Exported)>,
     cache: Weak<Cache>,
 }
 
@@ -376,11 +391,17 @@ impl Metrics {
             let (count, took) = plugin.instantiations();
             f.instantiations
                 .with_label_values(&name)
-                .inc_by(count.saturating_sub(exported.0));
+                .inc_by(count.saturating_sub(exported.instantiations));
             f.instantiation_seconds
                 .with_label_values(&name)
-                .inc_by(took.saturating_sub(exported.1).as_secs_f64());
-            *exported = (count, took);
+                .inc_by(took.saturating_sub(exported.took).as_secs_f64());
+            (exported.instantiations, exported.took) = (count, took);
+            for (index, (why, total)) in plugin.refusals().into_iter().enumerate() {
+                f.plugin_refusals
+                    .with_label_values(&[plugin.name(), why.label()])
+                    .inc_by(total.saturating_sub(exported.refused[index]));
+                exported.refused[index] = total;
+            }
             true
         });
         f.cache_objects.reset();
@@ -468,7 +489,7 @@ impl ControllerMetrics {
         self.metrics
             .sources()
             .plugins
-            .push((Arc::downgrade(plugin), (0, Duration::ZERO)));
+            .push((Arc::downgrade(plugin), Exported::default()));
     }
 
     /// Creates every series at zero, as controller-runtime does, so rates work from the start.

@@ -32,6 +32,16 @@ impl LabelSelector {
         Ok(LabelSelector { requirements })
     }
 
+    /// How many requirements it has.
+    pub fn len(&self) -> usize {
+        self.requirements.len()
+    }
+
+    /// Whether it has no requirement (and so matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     /// The `key=value` requirements, which an index can answer directly.
     pub fn equalities(&self) -> impl Iterator<Item = (&str, &str)> {
         self.requirements.iter().filter_map(|r| match r {
@@ -79,6 +89,23 @@ impl FieldSelector {
             })
             .collect::<Result<_, String>>()?;
         Ok(FieldSelector { requirements })
+    }
+
+    /// The selector of one equality, `path=value`.
+    pub fn equals(path: &str, value: &str) -> Self {
+        FieldSelector {
+            requirements: vec![(path.to_owned(), value.to_owned())],
+        }
+    }
+
+    /// How many requirements it has.
+    pub fn len(&self) -> usize {
+        self.requirements.len()
+    }
+
+    /// Whether it has no requirement (and so matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
     }
 
     /// Whether the fields `field` looks up satisfy every requirement.

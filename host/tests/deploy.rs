@@ -1,6 +1,9 @@
 //! The manifests under `deploy/` against the real apiserver: the kustomization is accepted by a
 //! server-side dry run, the RBAC it grants is what the example plugins need and no more, and
-//! the settings file it ships is one the binary accepts.
+//! the settings file it ships is one the binary accepts, and its policy admits the example
+//! plugins and refuses a greedy one.
+
+mod common;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,11 +47,15 @@ async fn can_i(
 #[test]
 fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
     let file = deploy().join("manager/wasmop.yaml");
+    // The file names the policy where the pod mounts it; the flag points at the same file here.
+    let policy = deploy().join("manager/policy.yaml");
     let cli = wasmop::config::Cli::load_from([
         "wasmop".as_ref(),
         "run".as_ref(),
         "--config".as_ref(),
         file.as_os_str(),
+        "--policy".as_ref(),
+        policy.as_os_str(),
     ])?;
     let wasmop::config::Command::Run(run) = cli.command else {
         panic!("run")
@@ -58,6 +65,13 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
     assert_eq!(run.plugins.len(), 2);
     let sync = run.plugin_options(std::path::Path::new("/plugins/configmap-sync.wasm"));
     assert_eq!(sync.max_concurrent_reconciles, Some(2));
+    assert_eq!(run.ceiling.max_concurrent_reconciles, 16);
+    assert!(
+        run.ceiling
+            .allow
+            .as_ref()
+            .is_some_and(|allow| allow.len() == 3)
+    );
     let grace = run.graceful_shutdown_timeout.as_secs();
     let deployment = std::fs::read_to_string(deploy().join("manager/deployment.yaml"))?;
     assert!(
@@ -132,4 +146,47 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
         Ok(())
     })
     .await
+}
+
+#[tokio::test]
+async fn the_shipped_policy_admits_the_examples_and_refuses_more() -> anyhow::Result<()> {
+    let policy = deploy().join("manager/policy.yaml");
+    let cli = wasmop::config::Cli::load_from([
+        "wasmop".as_ref(),
+        "run".as_ref(),
+        "--plugin=unused.wasm".as_ref(),
+        "--policy".as_ref(),
+        policy.as_os_str(),
+    ])?;
+    let wasmop::config::Command::Run(run) = cli.command else {
+        panic!("run")
+    };
+    let runtime = wasmop::runtime::Runtime::new(wasmop::runtime::RuntimeConfig {
+        ceiling: run.ceiling,
+        ..Default::default()
+    })?;
+    let host = wasmop::runtime::memory::MemoryHost::new();
+    let load = |name: &str| {
+        let host = host.clone();
+        let file = common::component(name);
+        let runtime = &runtime;
+        async move {
+            let options = wasmop::runtime::PluginOptions::default();
+            runtime.load(&file, options, |_| host.services()).await
+        }
+    };
+    for example in ["webapp", "configmap-sync"] {
+        load(example)
+            .await
+            .map_err(|e| anyhow::anyhow!("{example}: {e}"))?;
+    }
+    // guest-undeclared-write declares ConfigMap create only: allowed. guest-greedy asks for
+    // u32::MAX workers and Secret reads: refused, saying why.
+    load("guest-undeclared-write").await?;
+    let refused = load("guest-greedy")
+        .await
+        .err()
+        .expect("guest-greedy is refused");
+    assert!(refused.to_string().contains("ceiling of 16"), "{refused}");
+    Ok(())
 }

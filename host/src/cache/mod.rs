@@ -24,6 +24,8 @@ use kube::Client;
 use kube::discovery::{self, Scope};
 
 pub use informer::{Change, Handler, Informer, Subscription};
+#[cfg(test)]
+pub(crate) use object::WatchedObject;
 pub use object::{CachedObject, ControllerRef, StringMap};
 pub use store::IndexSpec;
 

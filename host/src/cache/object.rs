@@ -40,12 +40,18 @@ impl CachedObject {
 
     /// The string at a dotted path (`spec.nodeName`), for field selectors and indexes.
     pub fn field(&self, path: &str) -> Option<String> {
+        self.field_in(path, &std::cell::OnceCell::new())
+    }
+
+    /// Like [`CachedObject::field`], parsing the JSON at most once into `parsed` across calls, so
+    /// a selector of several requirements reads one object in one parse.
+    pub fn field_in(&self, path: &str, parsed: &std::cell::OnceCell<Value>) -> Option<String> {
         match path {
             "metadata.name" => Some(self.key.name.clone()),
             "metadata.namespace" => Some(self.key.namespace.clone()),
             _ => {
-                let value = self.value();
-                let found = path.split('.').try_fold(&value, |v, key| v.get(key))?;
+                let value = parsed.get_or_init(|| self.value());
+                let found = path.split('.').try_fold(value, |v, key| v.get(key))?;
                 found.as_str().map(str::to_owned)
             }
         }

@@ -7,6 +7,7 @@
 //! starts, with a message naming the setting.
 
 mod file;
+mod policy;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -16,7 +17,8 @@ use std::time::Duration;
 use clap::{FromArgMatches, Parser, Subcommand};
 
 use crate::cache::Namespaces;
-use crate::runtime::{InstanceMode, PluginOptions};
+use crate::rate::Rate;
+use crate::runtime::{Ceiling, GuestLimits, InstanceMode, PluginOptions};
 
 pub use file::PluginOverrides;
 
@@ -120,7 +122,10 @@ impl Cli {
                 merged.overrides = settings.overrides;
             }
         }
-        if let Command::Run(run) = &cli.command {
+        if let Command::Run(run) = &mut cli.command {
+            if let Some(path) = &run.policy {
+                run.ceiling = policy::read(path)?;
+            }
             run.validate()?;
         }
         Ok(cli)
@@ -179,9 +184,16 @@ pub struct RunArgs {
     /// Leader election settings.
     #[command(flatten)]
     pub leader: LeaderArgs,
+    /// A YAML file with the operator's ceiling over every plugin: the grants plugins may hold and
+    /// the most concurrency, timeout, memory and instances any may have.
+    #[arg(long, env = "WASMOP_POLICY")]
+    pub policy: Option<PathBuf>,
     /// Per-plugin limits from the config file's `plugins` entries.
     #[arg(skip)]
     pub overrides: Vec<(PathBuf, PluginOverrides)>,
+    /// The ceiling read from `policy` (the default ceiling without one).
+    #[arg(skip)]
+    pub ceiling: Ceiling,
 }
 
 /// Limits applied to every plugin; a config file's `plugins` entry may override them for one.
@@ -199,6 +211,71 @@ pub struct PluginLimits {
     /// Idle instances kept per plugin for reuse; 0 gives every call a fresh instance.
     #[arg(long, env = "WASMOP_WARM_INSTANCES", default_value_t = 0)]
     pub warm_instances: usize,
+    /// The most instances of one plugin at once, busy and idle; its concurrency, one for `map`
+    /// and its warm instances when absent.
+    #[arg(long, env = "WASMOP_MAX_INSTANCES", value_parser = positive)]
+    pub max_instances: Option<u32>,
+    /// What a guest may make the host copy, keep, send and log.
+    #[command(flatten)]
+    pub guest: GuestArgs,
+}
+
+/// Per-plugin bounds on what a guest hands the host; see `runtime::GuestLimits`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GuestArgs {
+    /// Bytes a guest may hand the host in one call, strings and list entries together.
+    #[arg(long, env = "WASMOP_MAX_CALL_BYTES", default_value = "8Mi", value_parser = bytes)]
+    pub max_call_bytes: usize,
+    /// The largest object or patch a guest may send.
+    #[arg(long, env = "WASMOP_MAX_OBJECT_BYTES", default_value = "3Mi", value_parser = bytes)]
+    pub max_object_bytes: usize,
+    /// Requirements in one label or field selector of a cache list.
+    #[arg(long, env = "WASMOP_MAX_SELECTOR_REQUIREMENTS", default_value_t = 32)]
+    pub max_selector_requirements: usize,
+    /// Bytes of a log line's message (and of its fields); longer ones are cut.
+    #[arg(long, env = "WASMOP_MAX_LOG_BYTES", default_value = "16Ki", value_parser = bytes)]
+    pub max_log_bytes: usize,
+    /// Fields of one log line; further ones are dropped.
+    #[arg(long, env = "WASMOP_MAX_LOG_FIELDS", default_value_t = 32)]
+    pub max_log_fields: usize,
+    /// Bytes of an event's message; longer ones are cut.
+    #[arg(long, env = "WASMOP_MAX_EVENT_BYTES", default_value = "1Ki", value_parser = bytes)]
+    pub max_event_bytes: usize,
+    /// Keys one `map` call may return.
+    #[arg(long, env = "WASMOP_MAX_MAP_KEYS", default_value_t = 10_000)]
+    pub max_map_keys: usize,
+    /// Apiserver writes per second per plugin, and their burst (`PER_SECOND:BURST`); a write
+    /// over the rate waits for its turn.
+    #[arg(long, env = "WASMOP_WRITE_RATE", default_value = "500:1000", value_parser = rate)]
+    pub write_rate: Rate,
+    /// Events per second per plugin, and their burst; events over it are dropped and counted.
+    #[arg(long, env = "WASMOP_EVENT_RATE", default_value = "10:50", value_parser = rate)]
+    pub event_rate: Rate,
+    /// Log lines per second per plugin, and their burst; lines over it are dropped and counted.
+    #[arg(long, env = "WASMOP_LOG_RATE", default_value = "100:500", value_parser = rate)]
+    pub log_rate: Rate,
+    /// Requeues per second per plugin, and their burst; a requeue over it waits for its turn.
+    #[arg(long, env = "WASMOP_REQUEUE_RATE", default_value = "100:1000", value_parser = rate)]
+    pub requeue_rate: Rate,
+}
+
+impl GuestArgs {
+    /// These bounds as the runtime takes them.
+    pub fn limits(&self) -> GuestLimits {
+        GuestLimits {
+            call_bytes: self.max_call_bytes,
+            object_bytes: self.max_object_bytes,
+            selector_requirements: self.max_selector_requirements,
+            log_bytes: self.max_log_bytes,
+            log_fields: self.max_log_fields,
+            event_bytes: self.max_event_bytes,
+            map_keys: self.max_map_keys,
+            writes: self.write_rate,
+            events: self.event_rate,
+            logs: self.log_rate,
+            requeues: self.requeue_rate,
+        }
+    }
 }
 
 impl PluginLimits {
@@ -215,6 +292,8 @@ impl PluginLimits {
             },
             reconcile_timeout: self.reconcile_timeout,
             max_concurrent_reconciles: self.max_concurrent_reconciles,
+            limits: self.guest.limits(),
+            max_instances: self.max_instances,
             ..PluginOptions::default()
         }
     }
@@ -328,7 +407,23 @@ pub(crate) fn duration(value: &str) -> Result<Duration, String> {
         "m" => number * 60.0,
         _ => return Err(format!("`{value}` needs a unit: ms, s or m")),
     };
-    Ok(Duration::from_secs_f64(seconds))
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("`{value}` is not a duration this host can wait"))
+}
+
+/// `PER_SECOND:BURST`, e.g. `500:1000`; `PER_SECOND` alone allows a burst of one second's worth.
+fn rate(value: &str) -> Result<Rate, String> {
+    let malformed = || format!("`{value}` is not a rate like 100:500 (per second, then burst)");
+    let (per_second, burst) = value.split_once(':').unwrap_or((value, ""));
+    let per_second: f64 = per_second.parse().map_err(|_| malformed())?;
+    if !per_second.is_finite() || per_second <= 0.0 {
+        return Err(malformed());
+    }
+    let burst = match burst {
+        "" => per_second.ceil().min(f64::from(u32::MAX)) as u32,
+        burst => positive(burst).map_err(|_| malformed())?,
+    };
+    Ok(Rate::new(per_second, burst.max(1)))
 }
 
 /// A listening address, or `0` for off, as controller-runtime's bind-address flags take them.

@@ -6,9 +6,10 @@
 //! queues every cached object of the subscribed kind at [`LOW_PRIORITY`], so a new version
 //! reconciles everything once, as a restarted controller would.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cache::{
@@ -18,9 +19,6 @@ use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{LOW_PRIORITY, Queue};
 use crate::runtime::{Mapping, Plugin, Predicate, Registration, Verb};
 use crate::selector::LabelSelector;
-
-/// How many events for the guest's `map` may wait before handlers start spawning.
-const MAP_BACKLOG: usize = 1024;
 
 type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
 
@@ -91,14 +89,14 @@ impl Informed {
                 Mapping::ControllerOwner => owner_key(&primary),
                 Mapping::Label(label) => label_key(label.clone()),
                 Mapping::Guest => {
-                    let (sender, receiver) = mpsc::channel(MAP_BACKLOG);
+                    let backlog = Arc::new(Backlog::default());
                     map_tasks.push(tokio::spawn(map_through_guest(
                         plugin.clone(),
                         watch.kind.clone(),
-                        receiver,
+                        backlog.clone(),
                         queue.clone(),
                     )));
-                    guest_key(sender)
+                    guest_key(backlog)
                 }
             };
             subscriptions.push(subscribe(&watch.kind, &watch.predicates, map));
@@ -210,13 +208,46 @@ fn label_key(label: String) -> Map {
     })
 }
 
-fn guest_key(sender: mpsc::Sender<Arc<CachedObject>>) -> Map {
-    Arc::new(move |object: &CachedObject| {
-        let object = Arc::new(object.clone());
-        if let Err(mpsc::error::TrySendError::Full(object)) = sender.try_send(object) {
-            let sender = sender.clone();
-            tokio::spawn(async move { sender.send(object).await });
+/// Objects waiting for the guest's `map`, one entry per object (a newer change replaces the one
+/// waiting), so the backlog never outgrows the cache and no change is lost.
+#[derive(Default)]
+struct Backlog {
+    waiting: Mutex<Waiting>,
+    ready: Notify,
+}
+
+/// The latest object per key, and the keys in the order they first arrived.
+type Waiting = (HashMap<ObjectKey, Arc<CachedObject>>, VecDeque<ObjectKey>);
+
+impl Backlog {
+    fn push(&self, object: Arc<CachedObject>) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let key = object.key.clone();
+        if waiting.0.insert(key.clone(), object).is_none() {
+            waiting.1.push_back(key);
         }
+        drop(waiting);
+        self.ready.notify_one();
+    }
+
+    async fn pop(&self) -> Arc<CachedObject> {
+        loop {
+            let next = {
+                let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+                let key = waiting.1.pop_front();
+                key.and_then(|key| waiting.0.remove(&key))
+            };
+            match next {
+                Some(object) => return object,
+                None => self.ready.notified().await,
+            }
+        }
+    }
+}
+
+fn guest_key(backlog: Arc<Backlog>) -> Map {
+    Arc::new(move |object: &CachedObject| {
+        backlog.push(Arc::new(object.clone()));
         Vec::new()
     })
 }
@@ -224,13 +255,43 @@ fn guest_key(sender: mpsc::Sender<Arc<CachedObject>>) -> Map {
 async fn map_through_guest(
     plugin: Arc<Plugin>,
     kind: GroupVersionKind,
-    mut objects: mpsc::Receiver<Arc<CachedObject>>,
+    backlog: Arc<Backlog>,
     queue: Arc<Queue<ObjectKey>>,
 ) {
-    while let Some(object) = objects.recv().await {
+    loop {
+        let object = backlog.pop().await;
         match plugin.map(&kind, &object.json, &object.key).await {
             Ok(keys) => keys.into_iter().for_each(|key| queue.add(key)),
             Err(error) => tracing::warn!(plugin = plugin.name(), "map failed: {error}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str, version: &str) -> Arc<CachedObject> {
+        let json = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"namespace":"a","name":"{name}","resourceVersion":"{version}"}}}}"#
+        );
+        let watched: crate::cache::WatchedObject = serde_json::from_str(&json).expect("an object");
+        Arc::new(watched.into())
+    }
+
+    #[tokio::test]
+    async fn the_map_backlog_keeps_one_entry_per_object_with_its_latest_state() {
+        let backlog = Backlog::default();
+        for version in 1..=1000 {
+            backlog.push(object("busy", &version.to_string()));
+        }
+        backlog.push(object("quiet", "7"));
+        let first = backlog.pop().await;
+        assert_eq!(
+            (first.key.name.as_str(), first.resource_version.as_str()),
+            ("busy", "1000")
+        );
+        assert_eq!(backlog.pop().await.key.name, "quiet");
+        assert!(backlog.waiting.lock().unwrap().1.is_empty());
     }
 }

@@ -7,7 +7,8 @@
 //! `max_concurrent_reconciles`: new workers start at once, surplus ones leave after their
 //! current key.
 //!
-//! Results: done → forget; requeue-after → forget and add after the delay; an error, a trap or a
+//! Results: done → forget; requeue-after → forget and add after the delay (or later, when the
+//! plugin's requeue rate says so); an error, a trap or a
 //! timeout → rate-limited retry; a terminal error → forget and report.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,6 +132,7 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
         }
         Ok(Outcome::RequeueAfter { after, priority }) => {
             queue.forget(&key);
+            let after = plugin.requeue_delay(after);
             queue.add_after(key.clone(), after, priority.unwrap_or(0));
             stats.requeue_after.fetch_add(1, Ordering::Relaxed);
             metrics.reconciled(ReconcileResult::RequeueAfter, took, false);

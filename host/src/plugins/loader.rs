@@ -50,7 +50,7 @@ impl Loader {
             Services {
                 cache: Arc::new(plugin.clone()),
                 writer: Arc::new(plugin),
-                events: Arc::new(Events::new(client)),
+                events: Arc::new(Events::new(client, &registration.name)),
             }
         };
         let plugin = self

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::rate::{Rate, TokenBucket};
 
 /// Settings of the rate limiter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,8 +36,7 @@ impl Default for RateLimits {
 pub(crate) struct RateLimiter<K> {
     limits: RateLimits,
     failures: HashMap<K, u32>,
-    tokens: f64,
-    refilled: Instant,
+    bucket: TokenBucket,
 }
 
 impl<K: Eq + Hash> RateLimiter<K> {
@@ -45,8 +44,7 @@ impl<K: Eq + Hash> RateLimiter<K> {
         RateLimiter {
             limits,
             failures: HashMap::new(),
-            tokens: f64::from(limits.burst),
-            refilled: Instant::now(),
+            bucket: TokenBucket::new(Rate::new(limits.qps, limits.burst)),
         }
     }
 
@@ -64,22 +62,7 @@ impl<K: Eq + Hash> RateLimiter<K> {
         } else {
             backoff.min(self.limits.max_delay)
         };
-        backoff.max(self.reserve())
-    }
-
-    /// Takes a token from the bucket, going into debt when it is empty; returns the wait the debt
-    /// implies (as golang.org/x/time/rate's Reserve does).
-    fn reserve(&mut self) -> Duration {
-        let now = Instant::now();
-        let elapsed = now.duration_since(self.refilled).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.limits.qps).min(f64::from(self.limits.burst));
-        self.refilled = now;
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_nanos((-self.tokens / self.limits.qps * 1e9).round() as u64)
-        }
+        backoff.max(self.bucket.reserve())
     }
 
     /// Forgets `key`'s failures after a success.

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -22,6 +22,7 @@ use wasmtime::{
 use crate::runtime::RuntimeError;
 use crate::runtime::bindings::Reconciler;
 use crate::runtime::host::StoreState;
+use crate::runtime::policy::Ceiling;
 
 /// How often the epoch advances: the granularity of timeouts and of yields of busy guests.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
@@ -35,6 +36,8 @@ pub struct RuntimeConfig {
     pub max_instances: u32,
     /// The largest linear memory any plugin may be allowed, in bytes.
     pub max_memory: usize,
+    /// The most any plugin may be granted or ask for.
+    pub ceiling: Ceiling,
 }
 
 impl Default for RuntimeConfig {
@@ -43,6 +46,7 @@ impl Default for RuntimeConfig {
             cache_dir: default_cache_dir(),
             max_instances: 1000,
             max_memory: 1 << 30,
+            ceiling: Ceiling::default(),
         }
     }
 }
@@ -53,6 +57,8 @@ pub struct Runtime {
     pub(crate) linker: Linker<StoreState>,
     pub(crate) config: RuntimeConfig,
     pub(crate) compiler: Compiler,
+    /// Instances promised to loaded plugins, out of `config.max_instances`.
+    reserved: Arc<AtomicU32>,
     _ticker: Ticker,
 }
 
@@ -80,8 +86,33 @@ impl Runtime {
             },
             engine,
             config,
+            reserved: Arc::default(),
             _ticker,
         })
+    }
+
+    /// Promises `instances` of the pool to one plugin version until the reservation is dropped,
+    /// so no plugin can take another's share; `None` when the pool has not that many left.
+    pub(crate) fn reserve(&self, instances: u32) -> Option<Reservation> {
+        let max = self.config.max_instances;
+        self.reserved
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |reserved| {
+                reserved
+                    .checked_add(instances)
+                    .filter(|total| *total <= max)
+            })
+            .ok()?;
+        Some(Reservation {
+            pool: self.reserved.clone(),
+            instances,
+        })
+    }
+
+    /// Instances of the pool not promised to any plugin.
+    pub fn unreserved_instances(&self) -> u32 {
+        self.config
+            .max_instances
+            .saturating_sub(self.reserved.load(Ordering::Acquire))
     }
 
     /// Compiled components found in the on-disk cache so far.
@@ -92,6 +123,19 @@ impl Runtime {
     /// Compiled components that were not in the on-disk cache so far.
     pub fn cache_misses(&self) -> usize {
         self.compiler.compiler_cache.cache_misses()
+    }
+}
+
+/// A plugin version's share of the instance pool, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    pool: Arc<AtomicU32>,
+    instances: u32,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.pool.fetch_sub(self.instances, Ordering::AcqRel);
     }
 }
 
@@ -210,5 +254,23 @@ mod tests {
         runtime.compiler.compile(COMPONENT).unwrap();
         assert_eq!(runtime.compiler.resident_compiles(), 0);
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
+    }
+
+    #[test]
+    fn shares_of_the_instance_pool_never_add_up_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: dir.path().to_owned(),
+            max_instances: 10,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let first = runtime.reserve(6).expect("room for six");
+        assert!(runtime.reserve(5).is_none(), "only four are left");
+        let second = runtime.reserve(4).expect("room for four");
+        assert_eq!(runtime.unreserved_instances(), 0);
+        drop(first);
+        assert_eq!(runtime.unreserved_instances(), 6);
+        drop(second);
     }
 }

@@ -72,6 +72,17 @@ pub enum RuntimeError {
         /// The wasmtime error.
         source: wasmtime::Error,
     },
+    /// The plugin asks for more than the operator's ceiling, or for more instances than the pool
+    /// has left.
+    #[error("plugin {plugin} ({file}) refused: {reason}")]
+    Refused {
+        /// The file.
+        file: PathBuf,
+        /// The plugin's name.
+        plugin: String,
+        /// What it asked for, and the limit.
+        reason: String,
+    },
     /// `describe` trapped, timed out, or returned an invalid registration.
     #[error("plugin {file}: describe() failed: {reason}")]
     Describe {

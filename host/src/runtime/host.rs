@@ -1,22 +1,32 @@
-//! The state of one guest instance's store and the host side of its imports: every call is
-//! checked against the plugin's declared permissions, objects are parsed before they reach the
-//! services, and failures come back as the WIT `error` variant.
+//! The state of one guest instance's store and the host side of its imports. Every call passes
+//! the guest boundary ([`super::boundary`]) first: its strings are validated, the request is built
+//! once from them, the plugin's declared permissions are checked on that request, and exactly that
+//! request goes to the services, within the plugin's budget ([`super::budget`]). Failures come
+//! back as the WIT `error` variant.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::bindings::{cache, client, events, log, plugin, types};
+use crate::runtime::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
+use crate::runtime::budget::{Budget, Refusal};
 use crate::runtime::imports::{
-    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Patch,
-    Propagation, Services, Write,
+    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Propagation,
+    Services, Write,
 };
+use crate::runtime::limits::GuestLimits;
 use crate::runtime::output::{GuestOutput, Stream};
 use crate::runtime::registration::{Registration, Verb};
+use crate::selector::{FieldSelector, LabelSelector};
+
+/// WASI resources (streams, pollables) one instance may hold at once.
+const MAX_WASI_RESOURCES: usize = 1024;
+/// The longest event reason events.k8s.io/v1 accepts.
+const MAX_EVENT_REASON: usize = 128;
 
 /// What every instance of one plugin version shares.
 pub(crate) struct PluginContext {
@@ -26,6 +36,10 @@ pub(crate) struct PluginContext {
     pub grant: Option<Grant>,
     /// The per-instance memory cap in bytes.
     pub memory_limit: usize,
+    /// What the plugin may make the host spend.
+    pub limits: GuestLimits,
+    /// Its rates and refusal counts.
+    pub budget: Budget,
 }
 
 /// A described plugin's registration and the services its imports call.
@@ -53,14 +67,32 @@ impl StoreState {
             .stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
             .stderr(stderr.clone())
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_WASI_RESOURCES);
         StoreState {
             limiter: MemoryLimiter::new(context.memory_limit),
             context,
             deadline: Instant::now(),
             stderr,
             wasi,
-            table: ResourceTable::new(),
+            table,
         }
+    }
+
+    fn limits(&self) -> &GuestLimits {
+        &self.context.limits
+    }
+
+    /// Counts a refusal at the boundary and passes the error on.
+    fn refused<T>(&self, result: Result<T, ApiError>) -> Result<T, ApiError> {
+        if let Err(error) = &result {
+            let why = match error.kind {
+                ApiErrorKind::Forbidden(DeniedBy::DeclaredPermissions) => Refusal::Undeclared,
+                _ => Refusal::Invalid,
+            };
+            self.context.budget.refuse(why);
+        }
+        result
     }
 
     /// The services, if the plugin declared `verb` on `kind` in `namespace`.
@@ -94,50 +126,85 @@ impl StoreState {
         )))
     }
 
-    /// Sends `write` to the writer without holding the (non-`Sync`) store state across the await.
-    fn write(
-        services: &Services,
+    /// Checks `write` on `target` exactly as it will be sent; the returned future waits for the
+    /// plugin's write rate, then sends it.
+    fn send(
+        &self,
         target: ObjectRef,
         write: Write,
-    ) -> impl Future<Output = Result<String, ApiError>> + Send + 'static {
+    ) -> Result<impl Future<Output = Result<String, ApiError>> + Send + 'static, ApiError> {
+        let services =
+            self.refused(self.check(write.verb(), &target.kind, &target.key.namespace))?;
         let writer = services.writer.clone();
-        async move {
+        let delay = self.context.budget.write_delay();
+        Ok(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let stored = writer.write(&target, write).await?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
-        }
+        })
     }
-}
 
-impl StoreState {
-    /// Checks and parses a whole-object write; the returned future performs it.
-    fn write_object(
+    /// Validates a whole object and sends `write` of it.
+    fn send_object(
         &self,
         json: &str,
-        verb: Verb,
-        write: fn(Value) -> Write,
+        create: bool,
+        write: fn(serde_json::Value) -> Write,
     ) -> Result<impl Future<Output = Result<String, ApiError>> + Send + 'static, ApiError> {
-        let (target, value) = parse_object(json)?;
-        let services = self.check(verb, &target.kind, &target.key.namespace)?;
-        Ok(Self::write(services, target, write(value)))
+        let (target, value) =
+            self.refused(boundary::object(json, self.limits().object_bytes, create))?;
+        self.send(target, write(value))
     }
 
-    /// Checks and parses a patch of the object or of its status; the returned future performs it.
-    fn patch_object(
+    /// Validates a patch of an object or of its status and sends it.
+    fn send_patch(
         &self,
-        target: ObjectRef,
+        target: (types::Gvk, String, String),
         body: client::PatchBody,
         status: bool,
     ) -> Result<impl Future<Output = Result<String, ApiError>> + Send + 'static, ApiError> {
-        let verb = if status { Verb::Status } else { Verb::Patch };
-        let services = self.check(verb, &target.kind, &target.key.namespace)?;
-        Ok(Self::write(
-            services,
-            target,
-            Write::Patch {
-                patch: parse_patch(body)?,
-                status,
-            },
-        ))
+        let target = self.target(target)?;
+        let patch = self.refused(boundary::patch(body.into(), self.limits().object_bytes))?;
+        self.send(target, Write::Patch { patch, status })
+    }
+
+    /// A validated reference from a guest's kind, namespace and name.
+    fn target(
+        &self,
+        (kind, namespace, name): (types::Gvk, String, String),
+    ) -> Result<ObjectRef, ApiError> {
+        self.refused(boundary::object_ref(kind.into(), namespace, name))
+    }
+
+    /// A guest's list options, validated and parsed, with at most the allowed requirements.
+    fn list_options(&self, options: cache::ListOptions) -> Result<ListOptions, ApiError> {
+        let max_text = self.limits().object_bytes;
+        let text = |what: &str, selector: &Option<String>| -> Result<String, ApiError> {
+            let selector = selector.clone().unwrap_or_default();
+            boundary::bounded(what, &selector, max_text)?;
+            Ok(selector)
+        };
+        let labels = LabelSelector::parse(&text("label selector", &options.label_selector)?)
+            .map_err(invalid)?;
+        let fields = FieldSelector::parse(&text("field selector", &options.field_selector)?)
+            .map_err(invalid)?;
+        let max = self.limits().selector_requirements;
+        if labels.len() + fields.len() > max {
+            return Err(invalid(format!(
+                "the selectors have {} requirements, over the limit of {max}",
+                labels.len() + fields.len()
+            )));
+        }
+        if let Some(namespace) = &options.namespace {
+            boundary::namespace(namespace).map_err(invalid)?;
+        }
+        Ok(ListOptions {
+            namespace: options.namespace,
+            labels,
+            fields,
+        })
     }
 }
 
@@ -146,10 +213,6 @@ fn denied(message: String) -> ApiError {
         ApiErrorKind::Forbidden(DeniedBy::DeclaredPermissions),
         message,
     )
-}
-
-fn invalid(message: String) -> ApiError {
-    ApiError::new(ApiErrorKind::Invalid, message)
 }
 
 fn kind_name(kind: &GroupVersionKind) -> String {
@@ -162,54 +225,16 @@ fn kind_name(kind: &GroupVersionKind) -> String {
     .to_owned()
 }
 
-/// Parses a guest's object and finds what it is: kind from apiVersion/kind, key from metadata.
-fn parse_object(json: &str) -> Result<(ObjectRef, Value), ApiError> {
-    let value: Value = serde_json::from_str(json)
-        .map_err(|e| invalid(format!("object is not valid JSON: {e}")))?;
-    let text = |pointer: &str| {
-        value
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    let (api_version, kind) = (text("/apiVersion"), text("/kind"));
-    if api_version.is_empty() || kind.is_empty() {
-        return Err(invalid("object has no apiVersion or kind".to_owned()));
-    }
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let target = ObjectRef {
-        kind: GroupVersionKind::gvk(group, version, kind),
-        key: ObjectKey::new(text("/metadata/namespace"), text("/metadata/name")),
-    };
-    Ok((target, value))
-}
-
-fn parse_patch(body: client::PatchBody) -> Result<Patch, ApiError> {
-    let parse = |text: &str, what: &str| {
-        serde_json::from_str::<Value>(text)
-            .map_err(|e| invalid(format!("{what} is not valid JSON: {e}")))
-    };
-    Ok(match body {
-        client::PatchBody::Merge(text) => Patch::Merge(parse(&text, "merge patch")?),
-        client::PatchBody::Json(text) => match parse(&text, "JSON patch")? {
-            ops @ Value::Array(_) => Patch::Json(ops),
-            _ => {
-                return Err(invalid(
-                    "a JSON patch must be an array of operations".to_owned(),
-                ));
-            }
-        },
-        client::PatchBody::Apply(apply) => Patch::Apply {
-            object: parse(&apply.object, "applied object")?,
-            force: apply.force,
-        },
-    })
-}
-
-fn target(kind: types::Gvk, namespace: String, name: String) -> ObjectRef {
-    ObjectRef {
-        kind: kind.into(),
-        key: ObjectKey { namespace, name },
+impl From<client::PatchBody> for PatchText {
+    fn from(body: client::PatchBody) -> Self {
+        match body {
+            client::PatchBody::Merge(text) => PatchText::Merge(text),
+            client::PatchBody::Json(text) => PatchText::Json(text),
+            client::PatchBody::Apply(apply) => PatchText::Apply {
+                object: apply.object,
+                force: apply.force,
+            },
+        }
     }
 }
 
@@ -232,9 +257,10 @@ impl cache::Host for StoreState {
         namespace: String,
         name: String,
     ) -> Result<String, types::Error> {
-        let kind = kind.into();
-        let services = self.check(Verb::Get, &kind, &namespace)?;
-        let json = services.cache.get(&kind, &namespace, &name)?;
+        let target = self.target((kind, namespace, name))?;
+        let (kind, key) = (&target.kind, &target.key);
+        let services = self.refused(self.check(Verb::Get, kind, &key.namespace))?;
+        let json = services.cache.get(kind, &key.namespace, &key.name)?;
         Ok(String::from(&*json))
     }
 
@@ -244,13 +270,10 @@ impl cache::Host for StoreState {
         options: cache::ListOptions,
     ) -> Result<Vec<String>, types::Error> {
         let kind = kind.into();
+        self.refused(boundary::kind(&kind).map_err(invalid))?;
+        let options = self.refused(self.list_options(options))?;
         let namespace = options.namespace.as_deref().unwrap_or_default();
-        let services = self.check(Verb::List, &kind, namespace)?.clone();
-        let options = ListOptions {
-            namespace: options.namespace,
-            label_selector: options.label_selector,
-            field_selector: options.field_selector,
-        };
+        let services = self.refused(self.check(Verb::List, &kind, namespace))?;
         let objects = services.cache.list(&kind, &options)?;
         Ok(objects.iter().map(|json| String::from(&**json)).collect())
     }
@@ -262,7 +285,10 @@ impl cache::Host for StoreState {
         value: String,
     ) -> Result<Vec<String>, types::Error> {
         let kind = kind.into();
-        let services = self.check(Verb::List, &kind, "")?;
+        self.refused(boundary::kind(&kind).map_err(invalid))?;
+        self.refused(boundary::bounded("the index name", &index, MAX_SHORT_TEXT))?;
+        self.refused(boundary::bounded("the index value", &value, MAX_SHORT_TEXT))?;
+        let services = self.refused(self.check(Verb::List, &kind, ""))?;
         let objects = services.cache.list_by_index(&kind, &index, &value)?;
         Ok(objects.iter().map(|json| String::from(&**json)).collect())
     }
@@ -270,15 +296,11 @@ impl cache::Host for StoreState {
 
 impl client::Host for StoreState {
     async fn create(&mut self, obj: String) -> Result<String, types::Error> {
-        Ok(self
-            .write_object(&obj, Verb::Create, Write::Create)?
-            .await?)
+        Ok(self.send_object(&obj, true, Write::Create)?.await?)
     }
 
     async fn update(&mut self, obj: String) -> Result<String, types::Error> {
-        Ok(self
-            .write_object(&obj, Verb::Update, Write::Update)?
-            .await?)
+        Ok(self.send_object(&obj, false, Write::Update)?.await?)
     }
 
     async fn patch(
@@ -289,7 +311,7 @@ impl client::Host for StoreState {
         body: client::PatchBody,
     ) -> Result<String, types::Error> {
         Ok(self
-            .patch_object(target(kind, namespace, name), body, false)?
+            .send_patch((kind, namespace, name), body, false)?
             .await?)
     }
 
@@ -300,14 +322,21 @@ impl client::Host for StoreState {
         name: String,
         options: client::DeleteOptions,
     ) -> Result<(), types::Error> {
-        let target = target(kind, namespace, name);
-        let services = self
-            .check(Verb::Delete, &target.kind, &target.key.namespace)?
-            .clone();
+        let target = self.target((kind, namespace, name))?;
         let preconditions = options.preconditions.unwrap_or(client::Preconditions {
             uid: None,
             resource_version: None,
         });
+        for (what, text) in [
+            ("the uid precondition", &preconditions.uid),
+            (
+                "the resourceVersion precondition",
+                &preconditions.resource_version,
+            ),
+        ] {
+            let text = text.as_deref().unwrap_or_default();
+            self.refused(boundary::bounded(what, text, MAX_SHORT_TEXT))?;
+        }
         let options = DeleteOptions {
             uid: preconditions.uid,
             resource_version: preconditions.resource_version,
@@ -317,14 +346,12 @@ impl client::Host for StoreState {
                 client::Propagation::Orphan => Propagation::Orphan,
             }),
         };
-        Self::write(&services, target, Write::Delete(options)).await?;
+        self.send(target, Write::Delete(options))?.await?;
         Ok(())
     }
 
     async fn update_status(&mut self, obj: String) -> Result<String, types::Error> {
-        Ok(self
-            .write_object(&obj, Verb::Status, Write::UpdateStatus)?
-            .await?)
+        Ok(self.send_object(&obj, false, Write::UpdateStatus)?.await?)
     }
 
     async fn patch_status(
@@ -335,7 +362,7 @@ impl client::Host for StoreState {
         body: client::PatchBody,
     ) -> Result<String, types::Error> {
         Ok(self
-            .patch_object(target(kind, namespace, name), body, true)?
+            .send_patch((kind, namespace, name), body, true)?
             .await?)
     }
 }
@@ -348,33 +375,74 @@ impl events::Host for StoreState {
         reason: String,
         message: String,
     ) {
-        let event = Event {
-            regarding: target(about.kind, about.namespace, about.name),
+        let (context, budget) = (&self.context, &self.context.budget);
+        if !budget.event() {
+            return;
+        }
+        let event = self.event(about, kind, reason, message);
+        match (&context.grant, event) {
+            (Some(grant), Ok(event)) => {
+                if !grant.services.events.record(&context.name, event) {
+                    budget.refuse(Refusal::EventDropped);
+                }
+            }
+            (_, Err(error)) => {
+                budget.refuse(Refusal::EventDropped);
+                tracing::debug!(plugin = %context.name, "event dropped: {error}");
+            }
+            (None, Ok(_)) => {
+                tracing::debug!(plugin = %context.name, "event recorded from describe() dropped")
+            }
+        }
+    }
+}
+
+impl StoreState {
+    /// A guest's event, validated: about an object the plugin may read, a short reason, a bounded
+    /// message.
+    fn event(
+        &self,
+        about: events::Regarding,
+        kind: events::EventType,
+        reason: String,
+        message: String,
+    ) -> Result<Event, ApiError> {
+        let regarding = boundary::object_ref(about.kind.into(), about.namespace, about.name)?;
+        self.check(Verb::Get, &regarding.kind, &regarding.key.namespace)?;
+        boundary::bounded("the uid", &about.uid, MAX_SHORT_TEXT)?;
+        let reason_ok = (1..=MAX_EVENT_REASON).contains(&reason.len())
+            && reason.bytes().all(|b| b.is_ascii_alphanumeric());
+        if !reason_ok {
+            return Err(invalid("an event reason is 1-128 letters and digits"));
+        }
+        Ok(Event {
+            regarding,
             uid: about.uid,
             event_type: match kind {
                 events::EventType::Normal => EventType::Normal,
                 events::EventType::Warning => EventType::Warning,
             },
             reason,
-            message,
-        };
-        match &self.context.grant {
-            Some(grant) => grant.services.events.record(&self.context.name, event),
-            None => {
-                tracing::warn!(plugin = %self.context.name, "event recorded from describe() dropped")
-            }
-        }
+            message: boundary::truncated(message, self.limits().event_bytes),
+        })
     }
 }
 
 impl log::Host for StoreState {
     fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+        if !self.context.budget.log() {
+            return;
+        }
+        let limits = self.limits();
         let plugin = &*self.context.name;
+        let message = boundary::truncated(message, limits.log_bytes);
         let fields = fields
             .iter()
+            .take(limits.log_fields)
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ");
+        let fields = boundary::truncated(fields, limits.log_bytes);
         match level {
             log::Level::Trace => tracing::trace!(plugin, fields, "{message}"),
             log::Level::Debug => tracing::debug!(plugin, fields, "{message}"),
@@ -385,10 +453,13 @@ impl log::Host for StoreState {
     }
 }
 
-/// Caps each linear memory of an instance and records the largest size asked for.
+/// Caps the linear memories of an instance together (a component may have several) and records
+/// the largest total asked for.
 pub(crate) struct MemoryLimiter {
     limit: usize,
-    /// The largest memory size the guest grew to, in bytes.
+    /// Bytes of linear memory the instance holds across its memories.
+    total: usize,
+    /// The largest total the guest grew to, in bytes.
     pub high_water: usize,
 }
 
@@ -396,7 +467,7 @@ pub(crate) struct MemoryLimiter {
 #[derive(Debug, thiserror::Error)]
 #[error("guest asked for {desired} bytes of linear memory, over its limit of {limit} bytes")]
 pub struct MemoryLimitExceeded {
-    /// The size it asked for.
+    /// The total it asked for.
     pub desired: usize,
     /// Its cap.
     pub limit: usize,
@@ -406,6 +477,7 @@ impl MemoryLimiter {
     fn new(limit: usize) -> Self {
         MemoryLimiter {
             limit,
+            total: 0,
             high_water: 0,
         }
     }
@@ -414,18 +486,20 @@ impl MemoryLimiter {
 impl wasmtime::ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
+        let total = self.total.saturating_add(desired.saturating_sub(current));
+        if total > self.limit {
             return Err(MemoryLimitExceeded {
-                desired,
+                desired: total,
                 limit: self.limit,
             }
             .into());
         }
-        self.high_water = self.high_water.max(desired);
+        self.total = total;
+        self.high_water = self.high_water.max(total);
         Ok(true)
     }
 
@@ -441,33 +515,18 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
 
 #[cfg(test)]
 mod tests {
+    use wasmtime::ResourceLimiter;
+
     use super::*;
 
     #[test]
-    fn objects_are_parsed_into_their_kind_and_key() {
-        let json = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"}}"#;
-        let (target, value) = parse_object(json).unwrap();
-        assert_eq!(target.to_string(), "Deployment.apps/v1 shop/web");
-        assert_eq!(value["kind"], "Deployment");
-        let (core, _) =
-            parse_object(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}"#)
-                .unwrap();
-        assert_eq!(core.kind, GroupVersionKind::gvk("", "v1", "Namespace"));
-    }
-
-    #[test]
-    fn malformed_objects_are_invalid_not_fatal() {
-        let truncated =
-            parse_object(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"#).unwrap_err();
-        assert_eq!(truncated.kind, ApiErrorKind::Invalid);
-        assert!(
-            truncated.message.contains("not valid JSON"),
-            "{}",
-            truncated.message
-        );
-        let kindless = parse_object(r#"{"metadata":{}}"#).unwrap_err();
-        assert!(kindless.message.contains("no apiVersion or kind"));
-        let not_ops = parse_patch(client::PatchBody::Json("{}".to_owned())).unwrap_err();
-        assert!(not_ops.message.contains("array of operations"));
+    fn the_memory_cap_holds_across_all_memories_of_an_instance() {
+        let mut limiter = MemoryLimiter::new(100);
+        assert!(limiter.memory_growing(0, 60, None).unwrap());
+        let second = limiter.memory_growing(0, 60, None).unwrap_err();
+        let cause = second.downcast_ref::<MemoryLimitExceeded>().unwrap();
+        assert_eq!((cause.desired, cause.limit), (120, 100));
+        assert!(limiter.memory_growing(0, 40, None).unwrap());
+        assert_eq!(limiter.high_water, 100);
     }
 }

@@ -1,9 +1,9 @@
 //! The host side of the WIT imports, as traits the runtime calls.
 //!
 //! A plugin's guest reads through a [`CacheReader`], writes through an [`ApiWriter`] and records
-//! events through an [`EventRecorder`]. The runtime checks declared permissions and parses the
-//! guest's JSON before any of them is called, so implementations receive only well-formed,
-//! permitted requests. Each plugin gets its own [`Services`], so an implementation may be
+//! events through an [`EventRecorder`]. The runtime validates what the guest passed, checks the
+//! declared permissions on the request exactly as built, and parses the guest's JSON before any of
+//! them is called, so implementations receive only well-formed, permitted, bounded requests. Each plugin gets its own [`Services`], so an implementation may be
 //! specific to one plugin (its field manager, its read-your-writes view).
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::object::{GroupVersionKind, ObjectRef};
+use crate::runtime::registration::Verb;
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// A cached object as JSON text, shared without copying between the cache and its readers.
@@ -87,27 +88,15 @@ impl ApiError {
     }
 }
 
-/// Filters of a cache list, combined with AND.
+/// Filters of a cache list, combined with AND, parsed and bounded at the guest boundary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListOptions {
     /// Only this namespace; all when `None`.
     pub namespace: Option<String>,
-    /// A label selector in Kubernetes syntax.
-    pub label_selector: Option<String>,
-    /// A field selector in Kubernetes syntax.
-    pub field_selector: Option<String>,
-}
-
-impl ListOptions {
-    /// The parsed label and field selectors; a malformed one is an `Invalid` error.
-    pub fn selectors(&self) -> Result<(LabelSelector, FieldSelector), ApiError> {
-        let invalid = |e: String| ApiError::new(ApiErrorKind::Invalid, e);
-        let labels = LabelSelector::parse(self.label_selector.as_deref().unwrap_or_default())
-            .map_err(invalid)?;
-        let fields = FieldSelector::parse(self.field_selector.as_deref().unwrap_or_default())
-            .map_err(invalid)?;
-        Ok((labels, fields))
-    }
+    /// The label selector.
+    pub labels: LabelSelector,
+    /// The field selector.
+    pub fields: FieldSelector,
 }
 
 /// Reads of the informer cache on behalf of one plugin.
@@ -139,6 +128,20 @@ pub enum Patch {
         /// Take ownership of conflicting fields.
         force: bool,
     },
+}
+
+impl Write {
+    /// The verb a permission must grant for this write: the status subresource's writes are
+    /// [`Verb::Status`], whatever their HTTP method.
+    pub fn verb(&self) -> Verb {
+        match self {
+            Write::Create(_) => Verb::Create,
+            Write::Update(_) => Verb::Update,
+            Write::Patch { status: false, .. } => Verb::Patch,
+            Write::Patch { status: true, .. } | Write::UpdateStatus(_) => Verb::Status,
+            Write::Delete(_) => Verb::Delete,
+        }
+    }
 }
 
 /// What a delete propagates to dependents.
@@ -214,10 +217,10 @@ pub struct Event {
     pub message: String,
 }
 
-/// Records events; must not block (queue or spawn the apiserver call).
+/// Records events; must not block, and must bound what it keeps (queue the apiserver call).
 pub trait EventRecorder: Send + Sync + 'static {
-    /// Records one event, best effort.
-    fn record(&self, plugin: &str, event: Event);
+    /// Records one event, best effort; `false` when it was dropped.
+    fn record(&self, plugin: &str, event: Event) -> bool;
 }
 
 /// The host services one plugin's guests call.

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use crate::object::ObjectKey;
@@ -41,6 +42,7 @@ struct Instance {
     store: Store<StoreState>,
     bindings: Reconciler,
     uses: u64,
+    _share: OwnedSemaphorePermit,
 }
 
 /// The instances of one plugin version.
@@ -49,6 +51,8 @@ pub(crate) struct Instances {
     pre: ReconcilerPre<StoreState>,
     context: Arc<PluginContext>,
     mode: InstanceMode,
+    /// One permit per instance this plugin may have at once, busy or idle.
+    share: Arc<Semaphore>,
     idle: Mutex<Vec<Instance>>,
     high_water: AtomicUsize,
     instantiations: AtomicU64,
@@ -61,12 +65,14 @@ impl Instances {
         pre: ReconcilerPre<StoreState>,
         context: Arc<PluginContext>,
         mode: InstanceMode,
+        max_instances: u32,
     ) -> Self {
         Instances {
             engine,
             pre,
             context,
             mode,
+            share: Arc::new(Semaphore::new(max_instances as usize)),
             idle: Mutex::default(),
             high_water: AtomicUsize::new(0),
             instantiations: AtomicU64::new(0),
@@ -135,6 +141,8 @@ impl Instances {
         let mut instance = match reused {
             Some(instance) => instance,
             None => {
+                let share = self.share.clone().acquire_owned().await;
+                let share = share.expect("the instance share is never closed");
                 let mut store = self.new_store(deadline);
                 let started = Instant::now();
                 match self.pre.instantiate_async(&mut store).await {
@@ -146,6 +154,7 @@ impl Instances {
                             store,
                             bindings,
                             uses: 0,
+                            _share: share,
                         }
                     }
                     Err(error) => return Err((error, store)),
@@ -177,6 +186,7 @@ impl Instances {
         state.deadline = deadline;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        store.set_hostcall_fuel(self.context.limits.call_bytes);
         store.epoch_deadline_callback(|store| {
             if Instant::now() >= store.data().deadline {
                 Ok(UpdateDeadline::Interrupt)

@@ -14,6 +14,7 @@ use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
     Services, Write,
 };
+use crate::selector::FieldSelector;
 
 /// One write a guest made, as the host received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -298,7 +299,7 @@ impl CacheReader for MemoryHost {
     }
 
     fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
-        let (selector, fields) = options.selectors()?;
+        let (selector, fields) = (&options.labels, &options.fields);
         let state = self.lock();
         let mut found: Vec<_> = state
             .objects
@@ -325,7 +326,7 @@ impl CacheReader for MemoryHost {
         value: &str,
     ) -> Result<Vec<Json>, ApiError> {
         let options = ListOptions {
-            field_selector: Some(format!("{index}={value}")),
+            fields: FieldSelector::equals(index, value),
             ..ListOptions::default()
         };
         self.list(kind, &options)
@@ -345,14 +346,16 @@ impl ApiWriter for MemoryHost {
 }
 
 impl EventRecorder for MemoryHost {
-    fn record(&self, _plugin: &str, event: Event) {
+    fn record(&self, _plugin: &str, event: Event) -> bool {
         self.lock().events.push(event);
+        true
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::selector::LabelSelector;
 
     fn configmap(name: &str, data: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}, "data": {"k": data}})
@@ -420,12 +423,12 @@ mod tests {
         host.insert(configmap("plain", "1"));
         let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
         let by_label = ListOptions {
-            label_selector: Some("sync=true".into()),
+            labels: LabelSelector::parse("sync=true").unwrap(),
             ..Default::default()
         };
         assert_eq!(host.list(&kind, &by_label).unwrap().len(), 1);
         let by_field = ListOptions {
-            field_selector: Some("metadata.name=plain".into()),
+            fields: FieldSelector::parse("metadata.name=plain").unwrap(),
             ..Default::default()
         };
         assert_eq!(host.list(&kind, &by_field).unwrap().len(), 1);

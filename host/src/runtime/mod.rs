@@ -4,25 +4,34 @@
 //! interruption, compiled-component cache) and a linker with WASI p2 — with nothing granted: no
 //! files, sockets, environment or arguments — and the `wasmop:reconciler` imports. A [`Plugin`]
 //! is one loaded component version; each call runs in a fresh instance (or a warm one from its
-//! pool) under a memory cap and a deadline. Whatever a guest does — trap, loop, exhaust memory,
-//! write what it did not declare, send malformed JSON — ends as a typed error naming the plugin;
-//! the host and other plugins carry on.
+//! pool) under a memory cap and a deadline. Everything a guest hands the host passes one boundary
+//! (validated, bounded per call, checked against its declared permissions as the request will be
+//! sent) and one budget (rates per plugin), under the operator's ceiling. Whatever a guest does —
+//! trap, loop, exhaust memory, write what it did not declare, send malformed JSON — ends as a
+//! typed error naming the plugin; the host and other plugins carry on.
 
 mod bindings;
+mod boundary;
+mod budget;
 mod engine;
 mod error;
 mod host;
 pub mod imports;
 mod instances;
+mod limits;
 pub mod memory;
 mod output;
 mod plugin;
+mod policy;
 pub(crate) mod registration;
 
+pub use budget::Refusal;
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig, default_cache_dir};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;
 pub use imports::Services;
 pub use instances::InstanceMode;
+pub use limits::GuestLimits;
 pub use plugin::{Outcome, Plugin, PluginOptions};
+pub use policy::{Allowance, Asked, Ceiling, KindPattern};
 pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};

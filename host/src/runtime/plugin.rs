@@ -10,10 +10,15 @@ use wasmtime::component::Component;
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::Runtime;
 use crate::runtime::bindings::{ReconcilerPre, WIT_PACKAGE, WIT_VERSION, plugin, types};
-use crate::runtime::error::{DispatchError, RuntimeError};
+use crate::runtime::boundary;
+use crate::runtime::budget::{Budget, Refusal};
+use crate::runtime::engine::Reservation;
+use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
 use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::imports::Services;
 use crate::runtime::instances::{InstanceMode, Instances};
+use crate::runtime::limits::GuestLimits;
+use crate::runtime::policy::Asked;
 use crate::runtime::registration::Registration;
 
 /// The exports every reconciler component must have.
@@ -35,6 +40,11 @@ pub struct PluginOptions {
     pub max_concurrent_reconciles: Option<u32>,
     /// How long `describe` may take.
     pub describe_timeout: Duration,
+    /// What the plugin may make the host spend.
+    pub limits: GuestLimits,
+    /// The most instances the plugin may have at once; its workers, one for `map` and its warm
+    /// pool when unset.
+    pub max_instances: Option<u32>,
 }
 
 impl Default for PluginOptions {
@@ -45,6 +55,8 @@ impl Default for PluginOptions {
             reconcile_timeout: None,
             max_concurrent_reconciles: None,
             describe_timeout: Duration::from_secs(5),
+            limits: GuestLimits::default(),
+            max_instances: None,
         }
     }
 }
@@ -67,9 +79,11 @@ pub enum Outcome {
 pub struct Plugin {
     file: PathBuf,
     registration: Arc<Registration>,
+    context: Arc<PluginContext>,
     instances: Instances,
     timeout: Duration,
     workers: u32,
+    _share: Reservation,
 }
 
 impl Runtime {
@@ -133,12 +147,15 @@ impl Runtime {
             name,
             grant: None,
             memory_limit: options.memory_limit,
+            budget: Budget::new(&options.limits),
+            limits: options.limits.clone(),
         };
         let describing = Instances::new(
             self.engine.clone(),
             pre.clone(),
             Arc::new(anonymous),
             InstanceMode::Fresh,
+            1,
         );
         let registration: Registration = describing
             .dispatch(
@@ -158,32 +175,82 @@ impl Runtime {
                 file: file.clone(),
                 reason,
             })?;
+        let (asked, share) = self.admit(&file, &registration, &options)?;
 
         let registration = Arc::new(registration);
-        let context = PluginContext {
+        let context = Arc::new(PluginContext {
             name: registration.name.as_str().into(),
             grant: Some(Grant {
                 services: services(&registration),
                 registration: registration.clone(),
             }),
             memory_limit: options.memory_limit,
-        };
-        let timeout = options
-            .reconcile_timeout
-            .or(registration.reconcile_timeout)
-            .unwrap_or(DEFAULT_RECONCILE_TIMEOUT);
-        let workers = options
-            .max_concurrent_reconciles
-            .unwrap_or(registration.max_concurrent_reconciles)
-            .max(1);
-        let instances = Instances::new(self.engine.clone(), pre, Arc::new(context), options.mode);
+            budget: Budget::new(&options.limits),
+            limits: options.limits,
+        });
+        let instances = Instances::new(
+            self.engine.clone(),
+            pre,
+            context.clone(),
+            options.mode,
+            asked.instances,
+        );
         Ok(Plugin {
             file,
             registration,
+            context,
             instances,
-            timeout,
-            workers,
+            timeout: asked.timeout,
+            workers: asked.concurrency,
+            _share: share,
         })
+    }
+
+    /// The settings `registration` would run with under `options`, if the operator's ceiling
+    /// admits them and the instance pool has room for its share.
+    fn admit(
+        &self,
+        file: &Path,
+        registration: &Registration,
+        options: &PluginOptions,
+    ) -> Result<(Asked, Reservation), RuntimeError> {
+        let concurrency = options
+            .max_concurrent_reconciles
+            .unwrap_or(registration.max_concurrent_reconciles)
+            .max(1);
+        let pool = match options.mode {
+            InstanceMode::Fresh => 0,
+            InstanceMode::Warm { pool, .. } => u32::try_from(pool).unwrap_or(u32::MAX),
+        };
+        let asked = Asked {
+            concurrency,
+            timeout: options
+                .reconcile_timeout
+                .or(registration.reconcile_timeout)
+                .unwrap_or(DEFAULT_RECONCILE_TIMEOUT),
+            memory: options.memory_limit,
+            instances: options
+                .max_instances
+                .unwrap_or_else(|| concurrency.saturating_add(1).saturating_add(pool)),
+        };
+        let refused = |reason: String| RuntimeError::Refused {
+            file: file.to_owned(),
+            plugin: registration.name.clone(),
+            reason,
+        };
+        self.config
+            .ceiling
+            .admit(registration, asked)
+            .map_err(refused)?;
+        let share = self.reserve(asked.instances).ok_or_else(|| {
+            refused(format!(
+                "asks for {} instances, but the instance pool has {} of {} left",
+                asked.instances,
+                self.unreserved_instances(),
+                self.config.max_instances
+            ))
+        })?;
+        Ok((asked, share))
     }
 
     async fn compile(&self, file: &Path, bytes: Vec<u8>) -> Result<Component, RuntimeError> {
@@ -317,7 +384,8 @@ impl Plugin {
         }
     }
 
-    /// Asks the guest which primary objects a changed object of a watched kind maps to.
+    /// Asks the guest which primary objects a changed object of a watched kind maps to. More
+    /// keys than the plugin's limit, or a key that is not a valid object key, fails the call.
     pub async fn map(
         &self,
         kind: &GroupVersionKind,
@@ -331,7 +399,39 @@ impl Plugin {
                 Box::pin(async move { bindings.call_map(store, &kind, &object).await })
             })
             .await?;
-        Ok(keys.into_iter().map(Into::into).collect())
+        let max = self.context.limits.map_keys;
+        let refused = |message: String| {
+            self.context.budget.refuse(Refusal::Invalid);
+            DispatchError::Trapped {
+                plugin: self.name().to_owned(),
+                key: key.clone(),
+                kind: TrapKind::Trap,
+                message,
+            }
+        };
+        if keys.len() > max {
+            return Err(refused(format!(
+                "map returned {} keys, over the limit of {max}",
+                keys.len()
+            )));
+        }
+        let keys: Vec<ObjectKey> = keys.into_iter().map(Into::into).collect();
+        for mapped in &keys {
+            boundary::namespace(&mapped.namespace)
+                .and_then(|()| boundary::name(&mapped.name))
+                .map_err(|reason| refused(format!("map returned an invalid key: {reason}")))?;
+        }
+        Ok(keys)
+    }
+
+    /// How many of each refusal the plugin has met at its boundary so far.
+    pub fn refusals(&self) -> [(Refusal, u64); Refusal::ALL.len()] {
+        self.context.budget.refusals()
+    }
+
+    /// The delay a requeue the plugin asked for `after` gets under its requeue rate.
+    pub fn requeue_delay(&self, after: Duration) -> Duration {
+        self.context.budget.requeue_delay(after)
     }
 }
 

@@ -4,6 +4,10 @@
 use std::time::Duration;
 
 use crate::object::GroupVersionKind;
+use crate::runtime::boundary::{self, MAX_SHORT_TEXT};
+
+/// The longest plugin version string.
+const MAX_VERSION: usize = 64;
 
 /// A plugin's registration: its kinds, mappings, permissions and limits.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,8 +127,8 @@ impl Registration {
                 self.name
             ));
         }
-        if self.version.is_empty() {
-            return Err("version is empty".to_owned());
+        if self.version.is_empty() || self.version.len() > MAX_VERSION {
+            return Err(format!("version must be 1-{MAX_VERSION} characters"));
         }
         let kinds = std::iter::once(&self.primary)
             .chain(&self.owns)
@@ -132,8 +136,26 @@ impl Registration {
             .chain(self.permissions.iter().map(|p| &p.kind))
             .chain(self.indexes.iter().map(|i| &i.kind));
         for kind in kinds {
-            if kind.kind.is_empty() || kind.version.is_empty() {
-                return Err(format!("kind {kind:?} needs a version and a kind"));
+            boundary::kind(kind)?;
+        }
+        let namespaces = self.permissions.iter().flat_map(|p| &p.namespaces);
+        for namespace in namespaces {
+            if namespace.is_empty() {
+                return Err("a permission names an empty namespace".to_owned());
+            }
+            boundary::namespace(namespace)?;
+        }
+        let texts = self.indexes.iter().flat_map(|i| [&i.name, &i.field]).chain(
+            self.watches.iter().filter_map(|w| match &w.mapping {
+                Mapping::Label(label) => Some(label),
+                _ => None,
+            }),
+        );
+        for text in texts {
+            if text.len() > MAX_SHORT_TEXT {
+                return Err(format!(
+                    "an index or label name is over {MAX_SHORT_TEXT} bytes"
+                ));
             }
         }
         if self.max_concurrent_reconciles == 0 {
@@ -243,7 +265,7 @@ pub(crate) mod tests {
             kindless
                 .validate()
                 .unwrap_err()
-                .contains("needs a version and a kind")
+                .contains("kind \"\" must be")
         );
     }
 }

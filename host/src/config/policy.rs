@@ -1,0 +1,182 @@
+//! The `--policy` file: the operator's ceiling over every plugin, in YAML.
+//!
+//! ```yaml
+//! max-concurrent-reconciles: 16   # the most any plugin may run at once
+//! max-reconcile-timeout: 5m
+//! max-memory-limit: 256Mi
+//! max-instances: 32
+//! allow:                          # the grants plugins may hold; anything when absent
+//!   - kinds: [core/ConfigMap, apps/Deployment, example.wasmop.dev/v1alpha1/WebApp]
+//!     verbs: [get, list, watch, create, patch, update, delete, status]
+//!     namespaces: [team-a]        # all (and cluster-scoped kinds) when absent
+//! ```
+//!
+//! Unknown keys are errors, as in the config file.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::{ConfigError, bytes, duration, positive};
+use crate::runtime::{Allowance, Ceiling, KindPattern, Verb};
+
+/// Reads the ceiling from the YAML file at `path`.
+pub(super) fn read(path: &Path) -> Result<Ceiling, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: path.to_owned(),
+        source,
+    })?;
+    parse(&text).map_err(|message| ConfigError::File {
+        file: path.to_owned(),
+        message,
+    })
+}
+
+fn parse(text: &str) -> Result<Ceiling, String> {
+    let document: Value = match text.trim() {
+        "" => Value::Object(Map::new()),
+        _ => serde_saphyr::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?,
+    };
+    let Value::Object(settings) = document else {
+        return Err("expected a mapping of policy settings".into());
+    };
+    let mut ceiling = Ceiling::default();
+    for (key, value) in &settings {
+        let at = |message: String| format!("`{key}`: {message}");
+        let text = || scalar(value).ok_or_else(|| at(format!("expected a value, found {value}")));
+        match key.as_str() {
+            "max-concurrent-reconciles" => {
+                ceiling.max_concurrent_reconciles = positive(&text()?).map_err(at)?
+            }
+            "max-reconcile-timeout" => {
+                ceiling.max_reconcile_timeout = duration(&text()?).map_err(at)?
+            }
+            "max-memory-limit" => ceiling.max_memory = bytes(&text()?).map_err(at)?,
+            "max-instances" => ceiling.max_instances = positive(&text()?).map_err(at)?,
+            "allow" => ceiling.allow = Some(allowances(value)?),
+            _ => {
+                return Err(format!(
+                    "unknown setting `{key}`; known: max-concurrent-reconciles, \
+                     max-reconcile-timeout, max-memory-limit, max-instances, allow"
+                ));
+            }
+        }
+    }
+    Ok(ceiling)
+}
+
+fn allowances(value: &Value) -> Result<Vec<Allowance>, String> {
+    let Value::Array(entries) = value else {
+        return Err("`allow`: expected a list of {kinds, verbs, namespaces}".into());
+    };
+    entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| allowance(entry).map_err(|e| format!("`allow[{index}]`: {e}")))
+        .collect()
+}
+
+fn allowance(entry: &Value) -> Result<Allowance, String> {
+    let Value::Object(fields) = entry else {
+        return Err("expected a mapping of kinds, verbs and namespaces".into());
+    };
+    let mut allowance = Allowance {
+        kinds: Vec::new(),
+        verbs: Vec::new(),
+        namespaces: Vec::new(),
+    };
+    for (key, value) in fields {
+        let items = list(value).ok_or_else(|| format!("`{key}`: expected a list of values"))?;
+        match key.as_str() {
+            "kinds" => {
+                allowance.kinds = items
+                    .iter()
+                    .map(|k| KindPattern::parse(k))
+                    .collect::<Result<_, _>>()?
+            }
+            "verbs" => allowance.verbs = items.iter().map(|v| verb(v)).collect::<Result<_, _>>()?,
+            "namespaces" => allowance.namespaces = items,
+            _ => {
+                return Err(format!(
+                    "unknown key `{key}`; known: kinds, verbs, namespaces"
+                ));
+            }
+        }
+    }
+    if allowance.kinds.is_empty() || allowance.verbs.is_empty() {
+        return Err("needs kinds and verbs".into());
+    }
+    Ok(allowance)
+}
+
+fn verb(text: &str) -> Result<Verb, String> {
+    Ok(match text {
+        "get" => Verb::Get,
+        "list" => Verb::List,
+        "watch" => Verb::Watch,
+        "create" => Verb::Create,
+        "update" => Verb::Update,
+        "patch" => Verb::Patch,
+        "delete" => Verb::Delete,
+        "status" => Verb::Status,
+        other => {
+            return Err(format!(
+                "unknown verb `{other}`; known: get, list, watch, create, update, patch, delete, status"
+            ));
+        }
+    })
+}
+
+fn list(value: &Value) -> Option<Vec<String>> {
+    match value {
+        Value::Array(items) => items.iter().map(scalar).collect(),
+        single => scalar(single).map(|s| vec![s]),
+    }
+}
+
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_policy_sets_maxima_and_allowances() {
+        let ceiling = parse(
+            "max-concurrent-reconciles: 4\nmax-reconcile-timeout: 30s\nmax-memory-limit: 128Mi\n\
+             max-instances: 8\nallow:\n  - kinds: [core/ConfigMap, apps/Deployment]\n    \
+             verbs: [get, list, watch, patch]\n    namespaces: [team-a]\n",
+        )
+        .unwrap();
+        assert_eq!(ceiling.max_concurrent_reconciles, 4);
+        assert_eq!(ceiling.max_reconcile_timeout, Duration::from_secs(30));
+        assert_eq!((ceiling.max_memory, ceiling.max_instances), (128 << 20, 8));
+        let allow = ceiling.allow.unwrap();
+        assert_eq!(allow[0].kinds.len(), 2);
+        assert_eq!(
+            allow[0].verbs,
+            [Verb::Get, Verb::List, Verb::Watch, Verb::Patch]
+        );
+        assert_eq!(allow[0].namespaces, ["team-a"]);
+        assert_eq!(parse("").unwrap(), Ceiling::default());
+    }
+
+    #[test]
+    fn mistakes_name_the_setting() {
+        let error = |yaml: &str| parse(yaml).unwrap_err();
+        assert!(error("max-instance: 3\n").contains("unknown setting `max-instance`"));
+        assert!(error("max-instances: 0\n").contains("`max-instances`"));
+        assert!(
+            error("allow: [{kinds: [ConfigMap], verbs: [own]}]\n").contains("unknown verb `own`")
+        );
+        assert!(error("allow: [{verbs: [get]}]\n").contains("`allow[0]`: needs kinds and verbs"));
+    }
+}

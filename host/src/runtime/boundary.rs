@@ -1,0 +1,315 @@
+//! The one boundary for what a guest hands the host. Every kind, namespace, name, object body,
+//! patch and selector a guest passes is checked here, where it enters, before the permission check
+//! and before anything is sent: names follow Kubernetes' own rules (DNS labels and subdomains for
+//! namespaces and groups, path-segment names without `/`, `%`, `?` or `#` for objects), so no
+//! string a guest chooses can change the path of the request the host sends. Anything else is
+//! `invalid`, and nothing is sent.
+
+use serde_json::Value;
+
+use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
+use crate::runtime::imports::{ApiError, ApiErrorKind, Patch};
+
+/// The longest object name Kubernetes accepts.
+const MAX_NAME: usize = 253;
+/// The longest DNS label (namespaces, versions).
+const MAX_LABEL: usize = 63;
+/// The longest short text a guest hands the host: UIDs, resourceVersions, index names and values.
+pub(crate) const MAX_SHORT_TEXT: usize = 1024;
+
+/// An `invalid` error for a guest's request.
+pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(ApiErrorKind::Invalid, message)
+}
+
+/// Checks a kind: group a DNS subdomain (or empty for the core group), version a DNS label,
+/// kind an alphanumeric word starting with a letter.
+pub(crate) fn kind(kind: &GroupVersionKind) -> Result<(), String> {
+    if !kind.group.is_empty() && !dns_subdomain(&kind.group) {
+        return Err(format!(
+            "group {:?} is not a DNS subdomain",
+            cut(&kind.group)
+        ));
+    }
+    if !dns_label(&kind.version) {
+        return Err(format!(
+            "version {:?} is not a DNS label",
+            cut(&kind.version)
+        ));
+    }
+    let word = kind.kind.len() <= MAX_LABEL
+        && kind.kind.starts_with(|c: char| c.is_ascii_alphabetic())
+        && kind.kind.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !word {
+        return Err(format!(
+            "kind {:?} must be 1-63 letters and digits starting with a letter",
+            cut(&kind.kind)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a namespace: empty (cluster-scoped, or all namespaces) or a DNS label.
+pub(crate) fn namespace(namespace: &str) -> Result<(), String> {
+    if namespace.is_empty() || dns_label(namespace) {
+        return Ok(());
+    }
+    Err(format!(
+        "namespace {:?} is not a DNS label (1-63 lowercase letters, digits or dashes)",
+        cut(namespace)
+    ))
+}
+
+/// Checks an object name: 1-253 printable ASCII characters, not `.` or `..`, without `/`, `%`,
+/// `?`, `#` or `\` (Kubernetes' path-segment rule, plus what would end a path).
+pub(crate) fn name(name: &str) -> Result<(), String> {
+    let segment = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !b"/%?#\\".contains(&b));
+    if segment {
+        return Ok(());
+    }
+    Err(format!(
+        "name {:?} is not a valid object name (1-253 printable characters, no / % ? # \\, not . or ..)",
+        cut(name)
+    ))
+}
+
+/// Checks a kind, namespace and name and makes them a reference.
+pub(crate) fn object_ref(
+    kind: GroupVersionKind,
+    namespace: String,
+    name: String,
+) -> Result<ObjectRef, ApiError> {
+    self::kind(&kind).map_err(invalid)?;
+    self::namespace(&namespace).map_err(invalid)?;
+    self::name(&name).map_err(invalid)?;
+    Ok(ObjectRef {
+        kind,
+        key: ObjectKey { namespace, name },
+    })
+}
+
+/// Checks that `text` is at most `max` bytes.
+pub(crate) fn bounded(what: &str, text: &str, max: usize) -> Result<(), ApiError> {
+    if text.len() <= max {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "{what} is {} bytes, over the limit of {max}",
+        text.len()
+    )))
+}
+
+/// Parses a guest's whole object (at most `max_bytes`) and finds what it is: the kind from
+/// apiVersion and kind, the key from metadata. A create may leave the name to `generateName`.
+pub(crate) fn object(
+    json: &str,
+    max_bytes: usize,
+    create: bool,
+) -> Result<(ObjectRef, Value), ApiError> {
+    bounded("the object", json, max_bytes)?;
+    let value: Value = serde_json::from_str(json)
+        .map_err(|e| invalid(format!("object is not valid JSON: {e}")))?;
+    let text = |pointer: &str| match value.pointer(pointer) {
+        None => Ok(""),
+        Some(Value::String(text)) => Ok(text.as_str()),
+        Some(_) => Err(invalid(format!("{pointer} is not a string"))),
+    };
+    let (api_version, kind) = (text("/apiVersion")?, text("/kind")?);
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(invalid("object has no apiVersion or kind"));
+    }
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = GroupVersionKind::gvk(group, version, kind);
+    self::kind(&kind).map_err(invalid)?;
+    let (namespace, name) = (text("/metadata/namespace")?, text("/metadata/name")?);
+    self::namespace(namespace).map_err(invalid)?;
+    let generated = create && name.is_empty() && !text("/metadata/generateName")?.is_empty();
+    if !generated {
+        self::name(name).map_err(invalid)?;
+    }
+    let target = ObjectRef {
+        kind,
+        key: ObjectKey::new(namespace, name),
+    };
+    Ok((target, value))
+}
+
+/// A patch body as the guest sent it.
+pub(crate) enum PatchText {
+    /// JSON merge patch.
+    Merge(String),
+    /// JSON patch operations.
+    Json(String),
+    /// Server-side apply of a partial object.
+    Apply {
+        /// The applied object.
+        object: String,
+        /// Take over conflicting fields.
+        force: bool,
+    },
+}
+
+/// Parses a guest's patch body of at most `max_bytes`.
+pub(crate) fn patch(body: PatchText, max_bytes: usize) -> Result<Patch, ApiError> {
+    let parse = |text: &str, what: &str| {
+        bounded(what, text, max_bytes)?;
+        serde_json::from_str::<Value>(text)
+            .map_err(|e| invalid(format!("{what} is not valid JSON: {e}")))
+    };
+    Ok(match body {
+        PatchText::Merge(text) => match parse(&text, "merge patch")? {
+            object @ Value::Object(_) => Patch::Merge(object),
+            _ => return Err(invalid("a merge patch must be a JSON object")),
+        },
+        PatchText::Json(text) => match parse(&text, "JSON patch")? {
+            ops @ Value::Array(_) => Patch::Json(ops),
+            _ => return Err(invalid("a JSON patch must be an array of operations")),
+        },
+        PatchText::Apply { object, force } => Patch::Apply {
+            object: parse(&object, "applied object")?,
+            force,
+        },
+    })
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, saying how much was cut.
+pub(crate) fn truncated(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let cut_at = (0..=max)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let dropped = text.len() - cut_at;
+    text.truncate(cut_at);
+    text.push_str(&format!("…[{dropped} more bytes]"));
+    text
+}
+
+/// The start of a rejected string, for an error message that cannot itself be huge.
+fn cut(text: &str) -> &str {
+    let end = (0..=text.len().min(64))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    &text[..end]
+}
+
+fn dns_label(text: &str) -> bool {
+    (1..=MAX_LABEL).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+fn dns_subdomain(text: &str) -> bool {
+    text.len() <= MAX_NAME && text.split('.').all(dns_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_would_change_the_request_path_are_refused() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../secrets/token",
+            "a/b",
+            "%2e%2e",
+            "x?dryRun=All",
+            "x#frag",
+            "a b",
+            "a\\b",
+            "naïve",
+            &"a".repeat(254),
+        ] {
+            assert!(name(bad).is_err(), "{bad:?} passed");
+        }
+        for good in [
+            "web",
+            "web-1.example",
+            "system:controller:x",
+            &"a".repeat(253),
+        ] {
+            assert!(name(good).is_ok(), "{good:?} refused");
+        }
+    }
+
+    #[test]
+    fn namespaces_and_kinds_follow_kubernetes_rules() {
+        assert!(namespace("").is_ok() && namespace("team-a").is_ok());
+        for bad in ["Team", "a/secrets/x?", "..", "-a", &"a".repeat(64)] {
+            assert!(namespace(bad).is_err(), "{bad:?} passed");
+        }
+        assert!(kind(&GroupVersionKind::gvk("", "v1", "ConfigMap")).is_ok());
+        assert!(kind(&GroupVersionKind::gvk("apps", "v1", "Deployment")).is_ok());
+        for (group, version, name) in [
+            ("", "v1/namespaces/a/secrets/b#", "ConfigMap"),
+            ("apps/v1", "v1", "Deployment"),
+            ("", "v1", "Config/Map"),
+            ("", "v1", ""),
+            ("", "", "ConfigMap"),
+            ("Apps", "v1", "Deployment"),
+        ] {
+            let gvk = GroupVersionKind::gvk(group, version, name);
+            assert!(kind(&gvk).is_err(), "{gvk:?} passed");
+        }
+    }
+
+    #[test]
+    fn objects_are_parsed_into_their_kind_and_key() {
+        let json = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"}}"#;
+        let (target, value) = object(json, 1 << 20, false).unwrap();
+        assert_eq!(target.to_string(), "Deployment.apps/v1 shop/web");
+        assert_eq!(value["kind"], "Deployment");
+        let generated = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","generateName":"x-"}}"#;
+        assert!(object(generated, 1 << 20, true).is_ok());
+        assert!(
+            object(generated, 1 << 20, false).is_err(),
+            "an update needs a name"
+        );
+    }
+
+    #[test]
+    fn malformed_or_oversized_objects_are_invalid() {
+        let message = |json: &str| object(json, 256, false).unwrap_err().message;
+        assert!(
+            message(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"#)
+                .contains("not valid JSON")
+        );
+        assert!(message(r#"{"metadata":{}}"#).contains("no apiVersion or kind"));
+        assert!(
+            message(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":7}}"#)
+                .contains("not a string")
+        );
+        let smuggled = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a/secrets/b?x=","name":"y"}}"#;
+        assert!(message(smuggled).contains("not a DNS label"));
+        let big = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","data":{{"a":"{}"}}}}"#,
+            "x".repeat(300)
+        );
+        assert!(message(&big).contains("over the limit of 256"));
+        let not_ops = patch(PatchText::Json("{}".to_owned()), 256).unwrap_err();
+        assert!(not_ops.message.contains("array of operations"));
+        let not_object = patch(PatchText::Merge("[]".to_owned()), 256).unwrap_err();
+        assert!(not_object.message.contains("JSON object"));
+    }
+
+    #[test]
+    fn long_text_is_cut_at_a_character_boundary() {
+        assert_eq!(truncated("héllo".to_owned(), 2), "h…[5 more bytes]");
+        assert_eq!(truncated("short".to_owned(), 10), "short");
+    }
+}

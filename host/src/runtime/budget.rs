@@ -1,0 +1,166 @@
+//! One plugin version's budget: the token buckets that bound how fast it may write, record events,
+//! log and requeue, and the count of everything refused or dropped at its boundary, which the
+//! metrics report per plugin. Shared by every instance of the version.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::rate::TokenBucket;
+use crate::runtime::limits::GuestLimits;
+
+/// Why the host refused or dropped something a guest handed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A malformed or oversized request: a bad name, kind, body, selector.
+    Invalid,
+    /// A call the plugin did not declare.
+    Undeclared,
+    /// A write that had to wait for the plugin's write rate.
+    WriteThrottled,
+    /// An event over the plugin's event rate, or malformed.
+    EventDropped,
+    /// A log line over the plugin's log rate.
+    LogDropped,
+    /// A requeue delayed by the plugin's requeue rate.
+    RequeueThrottled,
+}
+
+impl Refusal {
+    /// Every refusal, in the order [`Budget::refusals`] reports them.
+    pub const ALL: [Refusal; 6] = [
+        Refusal::Invalid,
+        Refusal::Undeclared,
+        Refusal::WriteThrottled,
+        Refusal::EventDropped,
+        Refusal::LogDropped,
+        Refusal::RequeueThrottled,
+    ];
+
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::Invalid => "invalid",
+            Refusal::Undeclared => "undeclared",
+            Refusal::WriteThrottled => "write_throttled",
+            Refusal::EventDropped => "event_dropped",
+            Refusal::LogDropped => "log_dropped",
+            Refusal::RequeueThrottled => "requeue_throttled",
+        }
+    }
+}
+
+/// Rates and refusal counts of one plugin version.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    writes: Mutex<TokenBucket>,
+    events: Mutex<TokenBucket>,
+    logs: Mutex<TokenBucket>,
+    requeues: Mutex<TokenBucket>,
+    refused: [AtomicU64; Refusal::ALL.len()],
+}
+
+impl Budget {
+    /// A full budget under `limits`.
+    pub(crate) fn new(limits: &GuestLimits) -> Self {
+        Budget {
+            writes: Mutex::new(TokenBucket::new(limits.writes)),
+            events: Mutex::new(TokenBucket::new(limits.events)),
+            logs: Mutex::new(TokenBucket::new(limits.logs)),
+            requeues: Mutex::new(TokenBucket::new(limits.requeues)),
+            refused: Default::default(),
+        }
+    }
+
+    /// Counts one refusal.
+    pub(crate) fn refuse(&self, why: Refusal) {
+        self.refused[why as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many of each refusal so far, in [`Refusal::ALL`] order.
+    pub(crate) fn refusals(&self) -> [(Refusal, u64); Refusal::ALL.len()] {
+        Refusal::ALL.map(|why| (why, self.refused[why as usize].load(Ordering::Relaxed)))
+    }
+
+    /// How long the next write must wait for the write rate (counted when it must).
+    pub(crate) fn write_delay(&self) -> Duration {
+        let delay = lock(&self.writes).reserve();
+        if !delay.is_zero() {
+            self.refuse(Refusal::WriteThrottled);
+        }
+        delay
+    }
+
+    /// Whether an event may be recorded now; a refusal is counted.
+    pub(crate) fn event(&self) -> bool {
+        self.take(&self.events, Refusal::EventDropped)
+    }
+
+    /// Whether a log line may be written now; a refusal is counted.
+    pub(crate) fn log(&self) -> bool {
+        self.take(&self.logs, Refusal::LogDropped)
+    }
+
+    /// The delay a requeue asked for `after` gets under the requeue rate.
+    pub(crate) fn requeue_delay(&self, after: Duration) -> Duration {
+        let turn = lock(&self.requeues).reserve();
+        if turn > after {
+            self.refuse(Refusal::RequeueThrottled);
+        }
+        after.max(turn)
+    }
+
+    fn take(&self, bucket: &Mutex<TokenBucket>, why: Refusal) -> bool {
+        let taken = lock(bucket).try_take();
+        if !taken {
+            self.refuse(why);
+        }
+        taken
+    }
+}
+
+fn lock(bucket: &Mutex<TokenBucket>) -> std::sync::MutexGuard<'_, TokenBucket> {
+    bucket.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rate::Rate;
+
+    #[tokio::test(start_paused = true)]
+    async fn rates_hold_per_kind_of_spending_and_refusals_are_counted() {
+        let budget = Budget::new(&GuestLimits {
+            events: Rate::new(1.0, 2),
+            requeues: Rate::new(10.0, 1),
+            ..GuestLimits::default()
+        });
+        assert_eq!(
+            (0..5).filter(|_| budget.event()).count(),
+            2,
+            "the burst only"
+        );
+        assert!(budget.log(), "logs have their own bucket");
+        let ms = Duration::from_millis;
+        assert_eq!(budget.requeue_delay(ms(0)), ms(0));
+        assert_eq!(
+            budget.requeue_delay(ms(0)),
+            ms(100),
+            "a hot loop slows to the rate"
+        );
+        assert_eq!(
+            budget.requeue_delay(ms(500)),
+            ms(500),
+            "a longer delay stands"
+        );
+        let counts = budget.refusals();
+        assert_eq!(
+            counts[Refusal::EventDropped as usize],
+            (Refusal::EventDropped, 3)
+        );
+        assert_eq!(
+            counts[Refusal::RequeueThrottled as usize],
+            (Refusal::RequeueThrottled, 1)
+        );
+    }
+}

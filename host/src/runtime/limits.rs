@@ -1,0 +1,51 @@
+//! What the operator lets one plugin make the host spend: bytes per call, the sizes of what the
+//! host forwards or keeps for it, and rates per plugin. Every figure here is enforced where the
+//! guest's data enters the host ([`super::boundary`], [`super::budget`]).
+
+use crate::rate::Rate;
+
+/// Per-plugin bounds on what a guest can make the host copy, keep, send and log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestLimits {
+    /// Bytes a guest may hand the host in one call, strings and list entries together (wasmtime's
+    /// hostcall fuel); a call over it traps before anything is copied past the limit.
+    pub call_bytes: usize,
+    /// Bytes of one object or patch body (the apiserver's own request limit is 3 MiB).
+    pub object_bytes: usize,
+    /// Requirements in one label or field selector.
+    pub selector_requirements: usize,
+    /// Bytes of one log line's message; longer ones are cut.
+    pub log_bytes: usize,
+    /// Fields of one log line; further ones are dropped.
+    pub log_fields: usize,
+    /// Bytes of an event's message (events.k8s.io/v1 caps a note at 1 KiB); longer ones are cut.
+    pub event_bytes: usize,
+    /// Keys one `map` call may return.
+    pub map_keys: usize,
+    /// Apiserver writes per second; a write over the rate waits for its turn.
+    pub writes: Rate,
+    /// Events per second; events over the rate are dropped and counted.
+    pub events: Rate,
+    /// Log lines per second; lines over the rate are dropped and counted.
+    pub logs: Rate,
+    /// Requeues per second; a requeue over the rate is delayed until its turn.
+    pub requeues: Rate,
+}
+
+impl Default for GuestLimits {
+    fn default() -> Self {
+        GuestLimits {
+            call_bytes: 8 << 20,
+            object_bytes: 3 << 20,
+            selector_requirements: 32,
+            log_bytes: 16 << 10,
+            log_fields: 32,
+            event_bytes: 1 << 10,
+            map_keys: 10_000,
+            writes: Rate::new(500.0, 1000),
+            events: Rate::new(10.0, 50),
+            logs: Rate::new(100.0, 500),
+            requeues: Rate::new(100.0, 1000),
+        }
+    }
+}

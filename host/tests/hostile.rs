@@ -1,0 +1,471 @@
+//! The sandbox attacked as a malicious plugin author would, on the real control plane. Each test
+//! loads a purpose-built hostile guest (`tests/guests/hostile`, `greedy`, `describe-flood`) with
+//! the production client and event recorder, makes it attack one promise of `SECURITY.md`, and
+//! checks what a user would: the apiserver's own request counters show that nothing was sent for
+//! the attempt, the target is untouched, the host's memory stayed bounded, the refusal is typed and
+//! names the plugin, and a well-behaved plugin beside it kept its throughput.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::{Value, json};
+use wasmop::cache::Cache;
+use wasmop::client::PluginClient;
+use wasmop::events::Events;
+use wasmop::object::{GroupVersionKind, ObjectKey};
+use wasmop::rate::Rate;
+use wasmop::runtime::{
+    DispatchError, GuestLimits, Plugin, PluginOptions, Refusal, Runtime, RuntimeError, Services,
+};
+use wasmop_envtest::{ControlPlane, shared, within};
+
+const LIMIT: Duration = Duration::from_secs(240);
+/// The hostile guests need room to build their floods.
+const GUEST_MEMORY: usize = 256 << 20;
+/// How far the test process's memory may grow beyond the guest's own cap during an attack.
+const HOST_SLACK: u64 = 256 << 20;
+
+/// One attack at a time: the apiserver's request counters are process-wide, so a test counting
+/// them must not share the apiserver with another test of this file.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A namespace with a shared cache of its ConfigMaps, and a runtime to load plugins into.
+struct Arena {
+    plane: &'static ControlPlane,
+    kube: kube::Client,
+    cache: Arc<Cache>,
+    _configmaps: Arc<wasmop::cache::Informer>,
+    runtime: Runtime,
+    namespace: String,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Arena {
+    async fn new(prefix: &str) -> anyhow::Result<Self> {
+        let serial = SERIAL.lock().await;
+        let plane = shared().await?;
+        let namespace = plane.create_namespace(prefix).await?;
+        let kube = plane.client().await?;
+        let cache = Arc::new(Cache::new(kube.clone()));
+        let informer = cache
+            .informer(&GroupVersionKind::gvk("", "v1", "ConfigMap"))
+            .await?;
+        informer.wait_synced().await;
+        Ok(Arena {
+            plane,
+            kube,
+            cache,
+            _configmaps: informer,
+            runtime: common::runtime(),
+            namespace,
+            _serial: serial,
+        })
+    }
+
+    /// Loads component `name` with the production client and event recorder.
+    async fn load(&self, name: &str, options: PluginOptions) -> Result<Plugin, RuntimeError> {
+        let (kube, cache) = (self.kube.clone(), self.cache.clone());
+        let services = move |registration: &wasmop::runtime::Registration| {
+            let client = PluginClient::new(kube.clone(), cache, &registration.name);
+            Services {
+                cache: Arc::new(client.clone()),
+                writer: Arc::new(client),
+                events: Arc::new(Events::new(kube, &registration.name)),
+            }
+        };
+        self.runtime
+            .load(&common::component(name), options, services)
+            .await
+    }
+
+    async fn hostile(&self, limits: GuestLimits) -> anyhow::Result<Plugin> {
+        let options = PluginOptions {
+            memory_limit: GUEST_MEMORY,
+            reconcile_timeout: Some(Duration::from_secs(20)),
+            limits,
+            ..PluginOptions::default()
+        };
+        Ok(self.load("guest-hostile", options).await?)
+    }
+
+    fn key(&self, name: &str) -> ObjectKey {
+        ObjectKey::new(&self.namespace, name)
+    }
+
+    fn configmaps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.kube.clone(), &self.namespace)
+    }
+
+    /// Creates ConfigMap `name` and waits until the cache holds it.
+    async fn configmap(&self, name: &str) -> anyhow::Result<()> {
+        let object = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+        self.configmaps()
+            .create(&PostParams::default(), &object)
+            .await?;
+        let informer = self
+            .cache
+            .running(&GroupVersionKind::gvk("", "v1", "ConfigMap"))
+            .expect("the ConfigMap informer runs");
+        while informer.get(&self.key(name)).is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
+    /// Requests the apiserver has answered for `resource` with one of `verbs`, from its own
+    /// metrics (`apiserver_request_total`).
+    async fn served(&self, resource: &str, verbs: &[&str]) -> anyhow::Result<f64> {
+        let request = http::Request::get("/metrics").body(Vec::new())?;
+        let text = self.kube.request_text(request).await?;
+        let samples = common::scrape::parse(&text);
+        let counted = samples.get("apiserver_request_total").map(|all| {
+            all.iter()
+                .filter(|(labels, _)| {
+                    labels.get("resource").map(String::as_str) == Some(resource)
+                        && labels
+                            .get("verb")
+                            .is_some_and(|v| verbs.contains(&v.as_str()))
+                })
+                .map(|(_, value)| value)
+                .sum()
+        });
+        Ok(counted.unwrap_or(0.0))
+    }
+}
+
+const WRITES: &[&str] = &[
+    "POST",
+    "PUT",
+    "PATCH",
+    "APPLY",
+    "DELETE",
+    "DELETECOLLECTION",
+];
+
+/// The attempts a guest reported in its terminal error: `[{"call": .., "result": ..}]`.
+fn attempts(result: Result<wasmop::runtime::Outcome, DispatchError>) -> Vec<(String, String)> {
+    let Err(DispatchError::Failed { message, .. }) = result else {
+        panic!("expected the guest's report as a terminal error, got {result:?}");
+    };
+    let report: Vec<Value> = serde_json::from_str(&message).expect("the guest reports JSON");
+    report
+        .iter()
+        .map(|a| {
+            (
+                a["call"].as_str().unwrap().to_owned(),
+                a["result"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The test process's resident memory, in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("procfs");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .expect("VmRSS");
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// Fails when the process grew by `allowance` bytes or more since it had `baseline`.
+fn assert_grew_less_than(baseline: u64, allowance: u64) {
+    let grown = rss().saturating_sub(baseline);
+    assert!(grown < allowance, "the host grew by {} MiB", grown >> 20);
+}
+
+fn refused(plugin: &Plugin, why: Refusal) -> u64 {
+    plugin.refusals()[why as usize].1
+}
+
+#[tokio::test]
+async fn crafted_names_and_namespaces_cannot_reach_a_secret() -> anyhow::Result<()> {
+    within(LIMIT, "the path attack", async {
+        let arena = Arena::new("hostile-path").await?;
+        let secrets: Api<Secret> = Api::namespaced(arena.kube.clone(), &arena.namespace);
+        let secret = serde_json::from_value(json!({
+            "metadata": {"name": "token"}, "stringData": {"token": "s3cret"},
+        }))?;
+        secrets.create(&PostParams::default(), &secret).await?;
+        let hostile = arena.hostile(GuestLimits::default()).await?;
+        let (secret_writes, configmap_writes) = (
+            arena.served("secrets", WRITES).await?,
+            arena.served("configmaps", WRITES).await?,
+        );
+
+        let report = attempts(hostile.reconcile(&arena.key("path-token")).await);
+        assert_eq!(report.len(), 10, "{report:?}");
+        for (call, result) in &report {
+            assert!(
+                result == "invalid" || result == "forbidden",
+                "attempt {call} was not refused: {result}"
+            );
+        }
+
+        assert_eq!(arena.served("secrets", WRITES).await?, secret_writes);
+        assert_eq!(
+            arena.served("configmaps", WRITES).await?,
+            configmap_writes,
+            "a crafted request reached the apiserver"
+        );
+        let untouched = secrets.get("token").await?;
+        assert!(
+            untouched.metadata.labels.is_none(),
+            "{:?}",
+            untouched.metadata
+        );
+        assert!(refused(&hostile, Refusal::Invalid) + refused(&hostile, Refusal::Undeclared) >= 9);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn oversized_selectors_names_and_objects_are_invalid_and_unsent() -> anyhow::Result<()> {
+    within(LIMIT, "the size attacks", async {
+        let arena = Arena::new("hostile-size").await?;
+        let hostile = arena.hostile(GuestLimits::default()).await?;
+        let before = arena.served("configmaps", WRITES).await?;
+        let selector = attempts(hostile.reconcile(&arena.key("selector")).await);
+        let big = attempts(hostile.reconcile(&arena.key("big-object")).await);
+        for (call, result) in selector.iter().chain(&big) {
+            assert_eq!(result, "invalid", "{call}");
+        }
+        assert_eq!(arena.served("configmaps", WRITES).await?, before);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_event_flood_is_dropped_at_the_rate_and_memory_stays_bounded() -> anyhow::Result<()> {
+    within(LIMIT, "the event flood", async {
+        let arena = Arena::new("hostile-events").await?;
+        arena.configmap("events-2000").await?;
+        let hostile = arena.hostile(GuestLimits::default()).await?;
+        let before = arena.served("events", WRITES).await?;
+        let baseline = rss();
+        let started = Instant::now();
+        hostile.reconcile(&arena.key("events-2000")).await?;
+        let took = started.elapsed();
+        assert_grew_less_than(baseline, GUEST_MEMORY as u64 + HOST_SLACK);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+
+        let published = arena.served("events", WRITES).await? - before;
+        let rate = GuestLimits::default().events;
+        let allowed = f64::from(rate.burst) + rate.per_second * took.as_secs_f64();
+        assert!(
+            published <= allowed + 1.0,
+            "{published} event writes, {allowed} allowed"
+        );
+        assert!(
+            refused(&hostile, Refusal::EventDropped) as f64 >= 2000.0 - allowed,
+            "dropped events are counted"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn aliased_log_fields_trap_before_the_host_copies_them() -> anyhow::Result<()> {
+    within(LIMIT, "the log flood", async {
+        let arena = Arena::new("hostile-logs").await?;
+        let hostile = arena.hostile(GuestLimits::default()).await?;
+        let baseline = rss();
+        let error = hostile.reconcile(&arena.key("logs")).await.unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("guest-hostile"), "{message}");
+        assert!(message.contains("too much data"), "{message}");
+        assert_grew_less_than(baseline, GUEST_MEMORY as u64 + HOST_SLACK);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn aliased_map_output_and_describe_lists_are_refused() -> anyhow::Result<()> {
+    within(LIMIT, "the map and describe floods", async {
+        let arena = Arena::new("hostile-map").await?;
+        let hostile = arena.hostile(GuestLimits::default()).await?;
+        let baseline = rss();
+        let namespace = GroupVersionKind::gvk("", "v1", "Namespace");
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}});
+        let mapped = hostile
+            .map(&namespace, &object.to_string(), &ObjectKey::new("", "x"))
+            .await;
+        let message = mapped.unwrap_err().to_string();
+        assert!(
+            message.contains("guest-hostile") && message.contains("too much data"),
+            "{message}"
+        );
+
+        let options = PluginOptions {
+            memory_limit: GUEST_MEMORY,
+            ..PluginOptions::default()
+        };
+        let flood = arena.load("guest-describe-flood", options).await;
+        let Err(error @ RuntimeError::Describe { .. }) = flood else {
+            panic!("a flooding describe() loaded: {:?}", flood.err());
+        };
+        assert!(error.to_string().contains("too much data"), "{error}");
+        assert_grew_less_than(baseline, 2 * GUEST_MEMORY as u64 + HOST_SLACK);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_greedy_registration_is_refused_by_the_ceiling() -> anyhow::Result<()> {
+    within(LIMIT, "the greedy plugin", async {
+        let arena = Arena::new("hostile-greedy").await?;
+        let greedy = arena.load("guest-greedy", PluginOptions::default()).await;
+        let Err(error @ RuntimeError::Refused { .. }) = greedy else {
+            panic!("a greedy plugin loaded: {:?}", greedy.err());
+        };
+        let message = error.to_string();
+        assert!(message.contains("guest-greedy"), "{message}");
+        assert!(
+            message.contains("max-concurrent-reconciles 4294967295"),
+            "{message}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_write_flood_is_held_to_its_rate_and_a_neighbour_keeps_its_throughput()
+-> anyhow::Result<()> {
+    within(LIMIT, "the write flood", async {
+        let arena = Arena::new("hostile-writes").await?;
+        let rate = Rate::new(20.0, 20);
+        let hostile = Arc::new(
+            arena
+                .hostile(GuestLimits {
+                    writes: rate,
+                    ..GuestLimits::default()
+                })
+                .await?,
+        );
+        let good = arena.load("guest-good", PluginOptions::default()).await?;
+        arena.configmap("writes-100000").await?;
+
+        let (mut alone, mut beside) = (Vec::new(), Vec::new());
+        let (mut patched, mut good_patches) = (0.0, 0.0);
+        let first = Instant::now();
+        for round in 0..ROUNDS {
+            alone.push(throughput(&arena, &good, &format!("alone-{round}")).await?);
+            let before = arena.served("configmaps", &["PATCH"]).await?;
+            let flood = {
+                let (hostile, key) = (hostile.clone(), arena.key("writes-100000"));
+                tokio::spawn(async move { hostile.reconcile(&key).await })
+            };
+            beside.push(throughput(&arena, &good, &format!("beside-{round}")).await?);
+            flood.abort();
+            let _ = flood.await;
+            patched += arena.served("configmaps", &["PATCH"]).await? - before;
+            good_patches += f64::from(PER_ROUND);
+        }
+
+        // The bucket refills between floods too: the bound is the burst plus the rate over the
+        // whole time since the first flood began.
+        let elapsed = first.elapsed();
+        let allowed = f64::from(rate.burst) + rate.per_second * elapsed.as_secs_f64();
+        let hostile_patches = patched - good_patches;
+        assert!(
+            hostile_patches <= allowed + f64::from(ROUNDS),
+            "{hostile_patches} hostile patches in {elapsed:?}, {allowed} allowed"
+        );
+        assert!(refused(&hostile, Refusal::WriteThrottled) > 0);
+        let (alone, beside) = (median(alone), median(beside));
+        eprintln!("guest-good: median {alone:.1} reconciles/s alone, {beside:.1} beside the flood");
+        assert!(
+            beside >= 0.9 * alone,
+            "{beside:.1}/s beside the flood, {alone:.1}/s alone"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// Measurements alone and beside the flood, alternating.
+const ROUNDS: u32 = 5;
+/// ConfigMaps guest-good reconciles in one measurement, one after another.
+const PER_ROUND: u32 = 100;
+
+/// guest-good's reconciles per second over a round of fresh ConfigMaps named after `label`.
+async fn throughput(arena: &Arena, good: &Plugin, label: &str) -> anyhow::Result<f64> {
+    let names: Vec<String> = (0..PER_ROUND).map(|i| format!("{label}-{i}")).collect();
+    for name in &names {
+        arena.configmap(name).await?;
+    }
+    let started = Instant::now();
+    for name in &names {
+        good.reconcile(&arena.key(name)).await?;
+    }
+    Ok(f64::from(PER_ROUND) / started.elapsed().as_secs_f64())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[tokio::test]
+async fn requeue_after_zero_is_held_to_the_requeue_rate() -> anyhow::Result<()> {
+    within(LIMIT, "the requeue loop", async {
+        let arena = Arena::new("hostile-requeue").await?;
+        let (metrics, probes) = (
+            common::scrape::free_address(),
+            common::scrape::free_address(),
+        );
+        let _host = common::host(arena.plane)
+            .arg("--plugin")
+            .arg(common::component("guest-hostile"))
+            .args(["--namespaces", &arena.namespace, "--memory-limit", "256Mi"])
+            .args(["--requeue-rate", "10:10"])
+            .args(["--metrics-bind-address", &metrics])
+            .args(["--health-probe-bind-address", &probes])
+            .spawn()?;
+        arena.configmap("requeue").await?;
+        let reconciles = |text: &str| {
+            let samples = common::scrape::parse(text);
+            let labels = [("controller", "guest-hostile"), ("result", "requeue_after")];
+            common::scrape::value(&samples, "controller_runtime_reconcile_total", &labels)
+                .unwrap_or(0.0)
+        };
+        let first = loop {
+            if let Ok((200, text)) = common::scrape::get(&metrics, "/metrics").await
+                && reconciles(&text) > 0.0
+            {
+                break Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (_, text) = common::scrape::get(&metrics, "/metrics").await?;
+        let counted = reconciles(&text);
+        let allowed = 10.0 + 10.0 * first.elapsed().as_secs_f64() + 2.0;
+        assert!(
+            counted <= allowed,
+            "{counted} requeued reconciles, {allowed} allowed"
+        );
+        let samples = common::scrape::parse(&text);
+        let throttled = [("plugin", "guest-hostile"), ("reason", "requeue_throttled")];
+        let throttled = common::scrape::value(&samples, "wasmop_plugin_refusals_total", &throttled);
+        assert!(
+            throttled.is_some_and(|n| n > 0.0),
+            "requeue throttling is counted"
+        );
+        Ok(())
+    })
+    .await
+}

@@ -228,7 +228,7 @@ impl Families {
             plugin_refusals: counter(
                 r,
                 "wasmop_plugin_refusals_total",
-                "What the host refused or dropped at a plugin's boundary, by reason (invalid, undeclared, write_throttled, event_dropped, log_dropped, requeue_throttled)",
+                "What the host refused, dropped or slowed at a plugin's boundary, by reason (invalid, undeclared, write_throttled, event_throttled, event_dropped, log_throttled, requeue_throttled)",
                 &["plugin", "reason"],
             ),
             plugin_load_failures: counter(

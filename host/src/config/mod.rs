@@ -248,10 +248,10 @@ pub struct GuestArgs {
     /// over the rate waits for its turn.
     #[arg(long, env = "WASMOP_WRITE_RATE", default_value = "500:1000", value_parser = rate)]
     pub write_rate: Rate,
-    /// Events per second per plugin, and their burst; events over it are dropped and counted.
+    /// Events per second per plugin, and their burst; an event over it waits for its turn.
     #[arg(long, env = "WASMOP_EVENT_RATE", default_value = "10:50", value_parser = rate)]
     pub event_rate: Rate,
-    /// Log lines per second per plugin, and their burst; lines over it are dropped and counted.
+    /// Log lines per second per plugin, and their burst; a line over it waits for its turn.
     #[arg(long, env = "WASMOP_LOG_RATE", default_value = "100:500", value_parser = rate)]
     pub log_rate: Rate,
     /// Requeues per second per plugin, and their burst; a requeue over it waits for its turn.

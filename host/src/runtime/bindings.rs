@@ -11,7 +11,11 @@ mod generated {
     wasmtime::component::bindgen!({
         world: "reconciler",
         path: "../wit",
-        imports: { "wasmop:reconciler/client": async },
+        imports: {
+            "wasmop:reconciler/client": async,
+            "wasmop:reconciler/events": async,
+            "wasmop:reconciler/log": async,
+        },
         exports: { default: async },
     });
 }

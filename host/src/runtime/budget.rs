@@ -1,6 +1,10 @@
 //! One plugin version's budget: the token buckets that bound how fast it may write, record events,
-//! log and requeue, and the count of everything refused or dropped at its boundary, which the
-//! metrics report per plugin. Shared by every instance of the version.
+//! log and requeue, and the count of everything refused, dropped or throttled at its boundary,
+//! which the metrics report per plugin. Shared by every instance of the version.
+//!
+//! Over its rate a guest waits for its turn rather than being refused: a flood then costs the
+//! host a sleeping task, not a spinning one, and a reconcile that waits past its deadline times
+//! out as any other.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,22 +22,25 @@ pub enum Refusal {
     Undeclared,
     /// A write that had to wait for the plugin's write rate.
     WriteThrottled,
-    /// An event over the plugin's event rate, or malformed.
+    /// An event that had to wait for the plugin's event rate.
+    EventThrottled,
+    /// An event dropped: malformed, about an object the plugin may not read, or its queue full.
     EventDropped,
-    /// A log line over the plugin's log rate.
-    LogDropped,
+    /// A log line that had to wait for the plugin's log rate.
+    LogThrottled,
     /// A requeue delayed by the plugin's requeue rate.
     RequeueThrottled,
 }
 
 impl Refusal {
     /// Every refusal, in the order [`Budget::refusals`] reports them.
-    pub const ALL: [Refusal; 6] = [
+    pub const ALL: [Refusal; 7] = [
         Refusal::Invalid,
         Refusal::Undeclared,
         Refusal::WriteThrottled,
+        Refusal::EventThrottled,
         Refusal::EventDropped,
-        Refusal::LogDropped,
+        Refusal::LogThrottled,
         Refusal::RequeueThrottled,
     ];
 
@@ -43,8 +50,9 @@ impl Refusal {
             Refusal::Invalid => "invalid",
             Refusal::Undeclared => "undeclared",
             Refusal::WriteThrottled => "write_throttled",
+            Refusal::EventThrottled => "event_throttled",
             Refusal::EventDropped => "event_dropped",
-            Refusal::LogDropped => "log_dropped",
+            Refusal::LogThrottled => "log_throttled",
             Refusal::RequeueThrottled => "requeue_throttled",
         }
     }
@@ -84,21 +92,17 @@ impl Budget {
 
     /// How long the next write must wait for the write rate (counted when it must).
     pub(crate) fn write_delay(&self) -> Duration {
-        let delay = lock(&self.writes).reserve();
-        if !delay.is_zero() {
-            self.refuse(Refusal::WriteThrottled);
-        }
-        delay
+        Self::delay(&self.writes, || self.refuse(Refusal::WriteThrottled))
     }
 
-    /// Whether an event may be recorded now; a refusal is counted.
-    pub(crate) fn event(&self) -> bool {
-        self.take(&self.events, Refusal::EventDropped)
+    /// How long the next event must wait for the event rate (counted when it must).
+    pub(crate) fn event_delay(&self) -> Duration {
+        Self::delay(&self.events, || self.refuse(Refusal::EventThrottled))
     }
 
-    /// Whether a log line may be written now; a refusal is counted.
-    pub(crate) fn log(&self) -> bool {
-        self.take(&self.logs, Refusal::LogDropped)
+    /// How long the next log line must wait for the log rate (counted when it must).
+    pub(crate) fn log_delay(&self) -> Duration {
+        Self::delay(&self.logs, || self.refuse(Refusal::LogThrottled))
     }
 
     /// The delay a requeue asked for `after` gets under the requeue rate.
@@ -110,12 +114,12 @@ impl Budget {
         after.max(turn)
     }
 
-    fn take(&self, bucket: &Mutex<TokenBucket>, why: Refusal) -> bool {
-        let taken = lock(bucket).try_take();
-        if !taken {
-            self.refuse(why);
+    fn delay(bucket: &Mutex<TokenBucket>, throttled: impl FnOnce()) -> Duration {
+        let delay = lock(bucket).reserve();
+        if !delay.is_zero() {
+            throttled();
         }
-        taken
+        delay
     }
 }
 
@@ -129,18 +133,16 @@ mod tests {
     use crate::rate::Rate;
 
     #[tokio::test(start_paused = true)]
-    async fn rates_hold_per_kind_of_spending_and_refusals_are_counted() {
+    async fn rates_hold_per_kind_of_spending_and_waits_are_counted() {
         let budget = Budget::new(&GuestLimits {
             events: Rate::new(1.0, 2),
             requeues: Rate::new(10.0, 1),
             ..GuestLimits::default()
         });
-        assert_eq!(
-            (0..5).filter(|_| budget.event()).count(),
-            2,
-            "the burst only"
-        );
-        assert!(budget.log(), "logs have their own bucket");
+        let waits: Vec<Duration> = (0..4).map(|_| budget.event_delay()).collect();
+        let s = Duration::from_secs;
+        assert_eq!(waits, [s(0), s(0), s(1), s(2)], "the burst, then the rate");
+        assert_eq!(budget.log_delay(), s(0), "logs have their own bucket");
         let ms = Duration::from_millis;
         assert_eq!(budget.requeue_delay(ms(0)), ms(0));
         assert_eq!(
@@ -155,8 +157,8 @@ mod tests {
         );
         let counts = budget.refusals();
         assert_eq!(
-            counts[Refusal::EventDropped as usize],
-            (Refusal::EventDropped, 3)
+            counts[Refusal::EventThrottled as usize],
+            (Refusal::EventThrottled, 2)
         );
         assert_eq!(
             counts[Refusal::RequeueThrottled as usize],

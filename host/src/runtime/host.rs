@@ -138,9 +138,7 @@ impl StoreState {
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
         Ok(async move {
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
+            wait(delay).await;
             let stored = writer.write(&target, write).await?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
@@ -368,32 +366,38 @@ impl client::Host for StoreState {
 }
 
 impl events::Host for StoreState {
-    fn record(
+    async fn record(
         &mut self,
         about: events::Regarding,
         kind: events::EventType,
         reason: String,
         message: String,
     ) {
-        let (context, budget) = (&self.context, &self.context.budget);
-        if !budget.event() {
-            return;
-        }
+        wait(self.context.budget.event_delay()).await;
         let event = self.event(about, kind, reason, message);
-        match (&context.grant, event) {
-            (Some(grant), Ok(event)) => {
-                if !grant.services.events.record(&context.name, event) {
-                    budget.refuse(Refusal::EventDropped);
-                }
-            }
+        let (context, budget) = (&self.context, &self.context.budget);
+        let (grant, event) = match (&context.grant, event) {
+            (Some(grant), Ok(event)) => (grant, event),
             (_, Err(error)) => {
                 budget.refuse(Refusal::EventDropped);
                 tracing::debug!(plugin = %context.name, "event dropped: {error}");
+                return;
             }
             (None, Ok(_)) => {
-                tracing::debug!(plugin = %context.name, "event recorded from describe() dropped")
+                tracing::debug!(plugin = %context.name, "event recorded from describe() dropped");
+                return;
             }
+        };
+        if !grant.services.events.record(&context.name, event) {
+            budget.refuse(Refusal::EventDropped);
         }
+    }
+}
+
+/// Waits out a rate's delay (none when it is zero).
+async fn wait(delay: std::time::Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
 }
 
@@ -429,10 +433,8 @@ impl StoreState {
 }
 
 impl log::Host for StoreState {
-    fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
-        if !self.context.budget.log() {
-            return;
-        }
+    async fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+        wait(self.context.budget.log_delay()).await;
         let limits = self.limits();
         let plugin = &*self.context.name;
         let message = boundary::truncated(message, limits.log_bytes);

@@ -24,9 +24,9 @@ pub struct GuestLimits {
     pub map_keys: usize,
     /// Apiserver writes per second; a write over the rate waits for its turn.
     pub writes: Rate,
-    /// Events per second; events over the rate are dropped and counted.
+    /// Events per second; an event over the rate waits for its turn.
     pub events: Rate,
-    /// Log lines per second; lines over the rate are dropped and counted.
+    /// Log lines per second; a line over the rate waits for its turn.
     pub logs: Rate,
     /// Requeues per second; a requeue over the rate is delayed until its turn.
     pub requeues: Rate,

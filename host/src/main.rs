@@ -7,7 +7,8 @@ use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 use tokio::signal::unix::{SignalKind, signal};
-use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RunArgs};
+use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RbacArgs, RunArgs};
+use wasmop::identity::Identities;
 use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::plugins::crd::WasmReconcilers;
@@ -45,7 +46,55 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(run(args, options))
         }
         Command::Plugins(args) => runtime.block_on(list_plugins(args)),
+        Command::Rbac(args) => runtime.block_on(print_rbac(args)),
     }
+}
+
+/// Prints the RBAC of the plugin in `args.plugin`'s own identity, as YAML documents.
+async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
+    let runtime = wasmop::runtime::Runtime::new(RuntimeConfig::default())?;
+    let host = wasmop::runtime::memory::MemoryHost::new();
+    let options = wasmop::runtime::PluginOptions::default();
+    let plugin = runtime
+        .load(&args.plugin, options, |_| host.services())
+        .await?;
+    let registration = plugin.registration();
+    let kinds = registration
+        .cached_kinds()
+        .chain(registration.permissions.iter().map(|p| &p.kind));
+    let mut plurals = std::collections::HashMap::new();
+    let client = match &args.kubeconfig {
+        Some(path) => Some(connect(Some(path)).await?.1),
+        None => None,
+    };
+    for kind in kinds {
+        let plural = match &client {
+            Some(client) => {
+                kube::discovery::pinned_kind(client, kind)
+                    .await
+                    .with_context(|| format!("looking up {} {}", kind.api_version(), kind.kind))?
+                    .0
+                    .plural
+            }
+            None => kube::core::ApiResource::from_gvk(kind).plural,
+        };
+        plurals.insert(kind.clone(), plural);
+    }
+    let placement = wasmop::rbac::Placement {
+        operator_namespace: args
+            .operator_namespace
+            .unwrap_or_else(|| args.namespace.clone()),
+        namespace: args.namespace,
+        operator: args.operator,
+    };
+    let manifests = wasmop::rbac::manifests(registration, &placement, |kind| plurals[kind].clone());
+    if client.is_none() {
+        println!("# Resource names guessed from kind names; --kubeconfig looks them up.");
+    }
+    for manifest in manifests {
+        println!("---\n{}", serde_saphyr::to_string(&manifest)?.trim_end());
+    }
+    Ok(())
 }
 
 /// Prints the plugins of the host at `args.address`.
@@ -66,8 +115,12 @@ async fn list_plugins(args: PluginsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(args: RunArgs, options: ManagerOptions) -> anyhow::Result<()> {
-    let client = connect(&args).await?;
+async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
+    let (config, client) = connect(args.kubeconfig.as_deref()).await?;
+    if let Some(namespace) = &args.plugin_identity_namespace {
+        tracing::info!(namespace, "plugins write as their own service accounts");
+        options.identities = Some(Identities::new(config, namespace.clone()));
+    }
     tracing::info!(namespaces = %options.namespaces, "watching");
     let mut manager = Manager::new(client.clone(), options)?;
     manager.serve().await?;
@@ -126,12 +179,14 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         probe_address: args.health_probe_bind_address.0,
         leader: leader_config(&args.leader),
         grace_period: args.graceful_shutdown_timeout,
+        identities: None,
+        metrics_secure: args.secure_serving(),
     }
 }
 
 /// The kubeconfig given, else in-cluster configuration or the default kubeconfig.
-async fn connect(args: &RunArgs) -> anyhow::Result<kube::Client> {
-    let config = match &args.kubeconfig {
+async fn connect(kubeconfig: Option<&Path>) -> anyhow::Result<(kube::Config, kube::Client)> {
+    let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -141,7 +196,8 @@ async fn connect(args: &RunArgs) -> anyhow::Result<kube::Client> {
             .await
             .context("no kubeconfig given and none found")?,
     };
-    Ok(kube::Client::try_from(config)?)
+    let client = kube::Client::try_from(config.clone())?;
+    Ok((config, client))
 }
 
 /// The Lease to hold when leader election is on: in the pod's namespace, named for the pod.

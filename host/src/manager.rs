@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use crate::cache::{Cache, Namespaces};
 use crate::controller::Controller;
 use crate::http::{self, Endpoints};
+use crate::identity::Identities;
 use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
 use crate::plugins::{self, Command, Context, Loader, PluginError, PluginHandle, Registry};
@@ -45,6 +46,9 @@ pub enum ManagerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The secure metrics listener's certificate could not be read or made.
+    #[error(transparent)]
+    Tls(#[from] http::TlsError),
     /// Leader election was misconfigured.
     #[error(transparent)]
     Leader(#[from] LeaderError),
@@ -71,6 +75,10 @@ pub struct ManagerOptions {
     pub leader: Option<LeaderConfig>,
     /// How long in-flight reconciles may take to finish when stopping.
     pub grace_period: Duration,
+    /// Each plugin's own identity to write as; the operator's when `None`.
+    pub identities: Option<Identities>,
+    /// Serve `/metrics` and `/plugins` over HTTPS to authorized callers only (probes stay open).
+    pub metrics_secure: Option<http::SecureServing>,
 }
 
 impl Default for ManagerOptions {
@@ -82,6 +90,8 @@ impl Default for ManagerOptions {
             probe_address: None,
             leader: None,
             grace_period: Duration::from_secs(30),
+            identities: None,
+            metrics_secure: None,
         }
     }
 }
@@ -108,7 +118,8 @@ impl Manager {
         let metrics = Arc::new(Metrics::new());
         metrics.watch_cache(&cache);
         let runtime = Arc::new(Runtime::new(options.runtime.clone())?);
-        let loader = Loader::new(runtime, client.clone(), cache.clone());
+        let identities = options.identities.clone();
+        let loader = Loader::new(runtime, client.clone(), cache.clone(), identities);
         let (handle, commands) = plugins::channel(loader.clone());
         Ok(Manager {
             endpoints: Endpoints::new(metrics.clone(), handle.clone()),
@@ -126,22 +137,44 @@ impl Manager {
     }
 
     /// Serves `/metrics`, `/healthz`, `/readyz` and `/plugins` on the configured addresses (once
-    /// if they are the same); `/readyz` fails until [`Manager::run`].
+    /// if they are the same); `/readyz` fails until [`Manager::run`]. With `metrics_secure` the
+    /// metrics listener speaks HTTPS and guards `/metrics` and `/plugins`, and a separate probe
+    /// listener serves the probes alone.
     pub async fn serve(&mut self) -> Result<(), ManagerError> {
-        let mut addresses: Vec<SocketAddr> =
-            [self.options.metrics_address, self.options.probe_address]
-                .into_iter()
-                .flatten()
-                .collect();
-        addresses.dedup();
-        for address in addresses {
+        let (metrics, probes) = (self.options.metrics_address, self.options.probe_address);
+        let secure = match (&self.options.metrics_secure, metrics) {
+            (Some(serving), Some(_)) => {
+                Some(http::Access::secure(serving, self.client.clone()).await?)
+            }
+            _ => None,
+        };
+        // Secure or off, the metrics stay off the plain probe listener.
+        let probe_access = match self.options.metrics_secure {
+            Some(_) => http::Access::Probes,
+            None => http::Access::Open,
+        };
+        if secure.is_some() && probes.is_some() && probes == metrics {
+            tracing::warn!(
+                "the probes share the secure metrics listener: /healthz and /readyz answer there \
+                 without a token, over HTTPS (kubelet probes need `scheme: HTTPS`)"
+            );
+        }
+        let listeners = [
+            metrics.map(|address| (address, secure.unwrap_or(http::Access::Open))),
+            probes
+                .filter(|address| Some(*address) != metrics)
+                .map(|address| (address, probe_access)),
+        ];
+        for (address, access) in listeners.into_iter().flatten() {
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .map_err(|source| ManagerError::Listen { address, source })?;
-            tracing::info!(%address, "serving /metrics, /healthz, /readyz and /plugins");
+            tracing::info!(%address, "{}", access.describe());
             let endpoints = self.endpoints.clone();
-            self.servers
-                .push(tokio::spawn(http::serve(listener, endpoints)));
+            let limits = http::ConnectionLimits::default();
+            self.servers.push(tokio::spawn(http::serve(
+                listener, endpoints, access, limits,
+            )));
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! The manifests under `deploy/` against the real apiserver: the kustomization is accepted by a
-//! server-side dry run, the RBAC it grants is what the example plugins need and no more, and
-//! the settings file it ships is one the binary accepts, and its policy admits the example
-//! plugins and refuses a greedy one.
+//! server-side dry run, the RBAC it grants is what the example plugins and secure metrics need
+//! and no more, its metrics-reader role lets a scraper get `/metrics` and `/plugins` only, the
+//! settings file it ships is one the binary accepts (metrics over HTTPS on 8443), and its policy
+//! admits the example plugins and refuses a greedy one.
 
 mod common;
 
@@ -78,6 +79,15 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
         deployment.contains(&format!("terminationGracePeriodSeconds: {}", grace + 5)),
         "the pod's grace period must outlast wasmop's ({grace} s)"
     );
+    // Metrics over HTTPS on 8443, where the Deployment's `metrics` port and the Service point.
+    assert_eq!(
+        run.secure_serving(),
+        Some(wasmop::http::SecureServing::default())
+    );
+    assert_eq!(run.metrics_bind_address.0.map(|a| a.port()), Some(8443));
+    assert!(deployment.contains("containerPort: 8443"), "{deployment}");
+    let service = std::fs::read_to_string(deploy().join("manager/service.yaml"))?;
+    assert!(service.contains("port: 8443"), "{service}");
     Ok(())
 }
 
@@ -95,6 +105,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             "deployment.apps/wasmop",
             "serviceaccount/wasmop",
             "clusterrole.rbac.authorization.k8s.io/wasmop",
+            "clusterrole.rbac.authorization.k8s.io/wasmop-metrics-reader",
             "role.rbac.authorization.k8s.io/wasmop-leader-election",
             "service/wasmop-metrics",
             "configmap/wasmop-config-",
@@ -125,6 +136,8 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             ("update", "leases.coordination.k8s.io", "wasmop-system"),
             ("watch", "wasmreconcilers.wasmop.dev", "default"),
             ("patch", "wasmreconcilers.wasmop.dev/status", "default"),
+            ("create", "tokenreviews", "default"),
+            ("create", "subjectaccessreviews", "default"),
         ] {
             assert!(
                 can_i(plane, verb, resource, namespace).await?,
@@ -137,11 +150,35 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             ("delete", "namespaces", "default"),
             ("create", "pods", "shop"),
             ("update", "wasmreconcilers.wasmop.dev", "default"),
+            ("delete", "tokenreviews", "default"),
         ] {
             assert!(
                 !can_i(plane, verb, resource, namespace).await?,
                 "may {verb} {resource} in {namespace}"
             );
+        }
+
+        // wasmop-metrics-reader lets whoever it is bound to get /metrics and /plugins, no more;
+        // the operator itself is not a reader.
+        let bind = [
+            "create",
+            "clusterrolebinding",
+            "wasmop-metrics-scraper",
+            "--clusterrole=wasmop-metrics-reader",
+            "--user=metrics-scraper",
+        ];
+        let (ok, printed) = kubectl(plane, &bind).await?;
+        assert!(ok, "{printed}");
+        for (who, verb, url, allowed) in [
+            ("metrics-scraper", "get", "/metrics", true),
+            ("metrics-scraper", "get", "/plugins", true),
+            ("metrics-scraper", "post", "/metrics", false),
+            ("metrics-scraper", "get", "/debug/pprof", false),
+            (ACCOUNT, "get", "/metrics", false),
+        ] {
+            let (_, printed) = kubectl(plane, &["auth", "can-i", verb, url, "--as", who]).await?;
+            let answer = printed.lines().next().unwrap_or_default().trim();
+            assert_eq!(answer == "yes", allowed, "{who} {verb} {url}: {printed}");
         }
         Ok(())
     })
@@ -189,4 +226,46 @@ async fn the_shipped_policy_admits_the_examples_and_refuses_more() -> anyhow::Re
         .expect("guest-greedy is refused");
     assert!(refused.to_string().contains("ceiling of 16"), "{refused}");
     Ok(())
+}
+
+#[tokio::test]
+async fn the_identities_overlay_applies_and_matches_wasmop_rbac() -> anyhow::Result<()> {
+    within(LIMIT, "deploy/identities on the real apiserver", async {
+        let plane = shared().await?;
+        let overlay = deploy().join("identities");
+        for plugin in ["webapp", "configmap-sync"] {
+            let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+                .arg("rbac")
+                .arg(common::component(plugin))
+                .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+                .env_remove("WASMOP_KUBECONFIG")
+                .output()
+                .await?;
+            assert!(output.status.success(), "wasmop rbac {plugin}");
+            let without_comments = |text: &str| -> Vec<String> {
+                let lines = text.lines().filter(|line| !line.starts_with('#'));
+                lines.map(str::to_owned).collect()
+            };
+            let shipped = std::fs::read_to_string(overlay.join(format!("{plugin}.yaml")))?;
+            assert_eq!(
+                without_comments(&shipped),
+                without_comments(&String::from_utf8(output.stdout)?),
+                "deploy/identities/{plugin}.yaml is not `wasmop rbac` of the plugin any more"
+            );
+        }
+        let _ = kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
+        let overlay = overlay.to_str().expect("a UTF-8 path");
+        let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", overlay]).await?;
+        assert!(ok, "{printed}");
+        for object in [
+            "serviceaccount/wasmop-plugin-webapp",
+            "clusterrole.rbac.authorization.k8s.io/wasmop-plugin-configmap-sync:wasmop-system",
+            "rolebinding.rbac.authorization.k8s.io/wasmop-plugin-webapp-impersonator",
+            "deployment.apps/wasmop",
+        ] {
+            assert!(printed.contains(object), "{object} missing from\n{printed}");
+        }
+        Ok(())
+    })
+    .await
 }

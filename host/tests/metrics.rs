@@ -8,7 +8,6 @@ use common::scrape::{free_address, get, parse, value};
 
 use std::time::Duration;
 
-use anyhow::Context;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::json;
 use wasmop_envtest::{shared, within};
@@ -22,19 +21,14 @@ async fn metrics_and_probes_of_a_running_host() -> anyhow::Result<()> {
         common::install_webapp_crd(plane).await?;
         let namespace = plane.create_namespace("metrics").await?;
         let (metrics, probes) = (free_address(), free_address());
-        let mut host = common::host(plane)
+        let host = common::host(plane)
             .arg("--plugin")
             .arg(common::component("webapp"))
             .args(["--metrics-bind-address", &metrics])
             .args(["--health-probe-bind-address", &probes])
             .spawn()?;
 
-        loop {
-            if let Ok((200, _)) = get(&probes, "/readyz").await {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        common::scrape::wait_ready(&probes).await;
         assert_eq!(get(&probes, "/healthz").await?.0, 200);
 
         let webapps = common::webapps(plane.client().await?, &namespace);
@@ -100,13 +94,7 @@ async fn metrics_and_probes_of_a_running_host() -> anyhow::Result<()> {
             );
         }
 
-        let pid = host.id().context("running")?;
-        std::process::Command::new("kill")
-            .arg(pid.to_string())
-            .status()?;
-        let exit = host.wait().await?;
-        assert!(exit.success(), "SIGTERM ended wasmop with {exit}");
-        Ok(())
+        common::terminate(host).await
     })
     .await
 }

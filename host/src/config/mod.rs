@@ -17,6 +17,7 @@ use std::time::Duration;
 use clap::{FromArgMatches, Parser, Subcommand};
 
 use crate::cache::Namespaces;
+use crate::http::SecureServing;
 use crate::rate::Rate;
 use crate::runtime::{Ceiling, GuestLimits, InstanceMode, PluginOptions};
 
@@ -79,6 +80,27 @@ pub enum Command {
     Run(RunArgs),
     /// List the plugins of a running host: version, digest, state, queue depth, last error.
     Plugins(PluginsArgs),
+    /// Print the ServiceAccount, roles and bindings a plugin's own identity needs (YAML).
+    Rbac(RbacArgs),
+}
+
+/// Options of `wasmop rbac`.
+#[derive(Debug, clap::Args)]
+pub struct RbacArgs {
+    /// The plugin component.
+    pub plugin: PathBuf,
+    /// The namespace of the plugin's ServiceAccount (the host's `--plugin-identity-namespace`).
+    #[arg(long, default_value = "wasmop-system", value_parser = namespace)]
+    pub namespace: String,
+    /// The operator's ServiceAccount, allowed to impersonate the plugin's.
+    #[arg(long, default_value = "wasmop")]
+    pub operator: String,
+    /// The operator ServiceAccount's namespace; `--namespace` when absent.
+    #[arg(long, value_parser = namespace)]
+    pub operator_namespace: Option<String>,
+    /// A cluster to look up the kinds' resource names in; guessed from the kind names without one.
+    #[arg(long, env = "WASMOP_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// Options of `wasmop plugins`.
@@ -158,6 +180,10 @@ pub struct RunArgs {
     /// Namespaces to watch, comma-separated; all when absent.
     #[arg(long, env = "WASMOP_NAMESPACES", value_delimiter = ',', value_parser = namespace)]
     pub namespaces: Vec<String>,
+    /// Send each plugin's writes, events and access reviews as its own ServiceAccount,
+    /// `wasmop-plugin-<name>` in this namespace (impersonation; `wasmop rbac` prints its RBAC).
+    #[arg(long, env = "WASMOP_PLUGIN_IDENTITY_NAMESPACE", value_parser = namespace)]
+    pub plugin_identity_namespace: Option<String>,
     /// Where compiled components are cached across restarts.
     #[arg(long, env = "WASMOP_COMPILE_CACHE", default_value_os_t = crate::runtime::default_cache_dir())]
     pub compile_cache: PathBuf,
@@ -175,6 +201,14 @@ pub struct RunArgs {
         default_value = "0.0.0.0:8081"
     )]
     pub health_probe_bind_address: BindAddress,
+    /// Serve `/metrics` and `/plugins` over HTTPS, only to callers the apiserver authenticates
+    /// (TokenReview) and authorizes (SubjectAccessReview); the probe listener keeps the probes.
+    #[arg(long, env = "WASMOP_METRICS_SECURE")]
+    pub metrics_secure: bool,
+    /// A directory with `tls.crt` and `tls.key` for `--metrics-secure`, reloaded when they
+    /// change; a self-signed certificate is generated at start when absent.
+    #[arg(long, env = "WASMOP_METRICS_CERT_DIR")]
+    pub metrics_cert_dir: Option<PathBuf>,
     /// How long in-flight reconciles may take to finish after SIGTERM.
     #[arg(long, env = "WASMOP_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = duration)]
     pub graceful_shutdown_timeout: Duration,
@@ -317,6 +351,13 @@ impl RunArgs {
         }
     }
 
+    /// How the metrics listener serves HTTPS, with `--metrics-secure`.
+    pub fn secure_serving(&self) -> Option<SecureServing> {
+        self.metrics_secure.then(|| SecureServing {
+            cert_dir: self.metrics_cert_dir.clone(),
+        })
+    }
+
     /// Checks what each setting's parser cannot: the settings together.
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |setting, message: String| Err(ConfigError::Invalid { setting, message });
@@ -326,6 +367,12 @@ impl RunArgs {
                 "no plugin to run: give --plugin, --plugin-dir, --wasm-reconcilers, or `plugins` \
                  in the --config file"
                     .into(),
+            );
+        }
+        if self.metrics_cert_dir.is_some() && !self.metrics_secure {
+            return invalid(
+                "metrics-cert-dir",
+                "a certificate serves only with --metrics-secure".into(),
             );
         }
         let leader = &self.leader;
@@ -640,6 +687,22 @@ mod tests {
             "2",
         ]);
         assert!(bad.unwrap_err().to_string().contains("needs a unit"));
+    }
+
+    #[test]
+    fn metrics_secure_is_off_by_default_and_the_file_turns_it_on() {
+        assert_eq!(load(&["--plugin=a.wasm"]).unwrap().secure_serving(), None);
+        let run = load(&["--plugin=a.wasm", "--metrics-secure"]).unwrap();
+        assert_eq!(run.secure_serving(), Some(SecureServing::default()));
+        let error = load(&["--plugin=a.wasm", "--metrics-cert-dir=/certs"]).unwrap_err();
+        assert!(error.to_string().contains("`metrics-cert-dir`"), "{error}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("wasmop.yaml");
+        std::fs::write(&file, "metrics-secure: true\nmetrics-cert-dir: /certs\n").unwrap();
+        let run = load(&["--plugin=a.wasm", &format!("--config={}", file.display())]).unwrap();
+        let cert_dir = Some(PathBuf::from("/certs"));
+        assert_eq!(run.secure_serving(), Some(SecureServing { cert_dir }));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::{PluginError, access};
 use crate::cache::Cache;
 use crate::client::PluginClient;
 use crate::events::Events;
+use crate::identity::Identities;
 use crate::runtime::{Plugin, PluginOptions, Registration, Runtime, RuntimeError, Services};
 
 /// Turns modules into plugins wired to the manager's cache and client.
@@ -19,15 +20,23 @@ pub struct Loader {
     runtime: Arc<Runtime>,
     client: kube::Client,
     cache: Arc<Cache>,
+    identities: Option<Identities>,
 }
 
 impl Loader {
-    /// A loader on `runtime` whose plugins use `client` and `cache`.
-    pub fn new(runtime: Arc<Runtime>, client: kube::Client, cache: Arc<Cache>) -> Self {
+    /// A loader on `runtime` whose plugins read `cache` and write through `client`, or as their
+    /// own identities when `identities` is set.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        client: kube::Client,
+        cache: Arc<Cache>,
+        identities: Option<Identities>,
+    ) -> Self {
         Loader {
             runtime,
             client,
             cache,
+            identities,
         }
     }
 
@@ -36,17 +45,20 @@ impl Loader {
         &self.runtime
     }
 
-    /// Loads the module `bytes`; `file` names it in errors. A plugin declaring what the
-    /// operator may not do is refused ([`super::access`]).
+    /// Loads the module `bytes`; `file` names it in errors. A plugin declaring what its
+    /// identity (the operator's, or its own) may not do is refused ([`super::access`]).
     pub async fn load(
         &self,
         file: &Path,
         bytes: Vec<u8>,
         options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
-        let (client, cache) = (self.client.clone(), self.cache.clone());
-        let services = move |registration: &Registration| {
-            let plugin = PluginClient::new(client.clone(), cache, &registration.name);
+        let identity = std::sync::OnceLock::new();
+        let services = |registration: &Registration| {
+            let client = identity.get_or_init(|| self.client_for(&registration.name));
+            // A plugin whose identity cannot be built is refused below, before it ever runs.
+            let client = client.as_ref().unwrap_or(&self.client).clone();
+            let plugin = PluginClient::new(client.clone(), self.cache.clone(), &registration.name);
             Services {
                 cache: Arc::new(plugin.clone()),
                 writer: Arc::new(plugin),
@@ -57,8 +69,26 @@ impl Loader {
             .runtime
             .load_bytes(file, bytes, options, services)
             .await?;
-        access::check(&self.client, self.cache.namespaces(), plugin.registration()).await?;
+        let client = match identity.into_inner() {
+            Some(client) => client?,
+            None => self.client_for(plugin.name())?,
+        };
+        access::check(&client, self.cache.namespaces(), plugin.registration()).await?;
         Ok(Arc::new(plugin))
+    }
+
+    /// The client plugin `name` writes through: its own identity's, or the operator's.
+    fn client_for(&self, name: &str) -> Result<kube::Client, PluginError> {
+        let Some(identities) = &self.identities else {
+            return Ok(self.client.clone());
+        };
+        identities
+            .client(name)
+            .map_err(|source| PluginError::Identity {
+                plugin: name.to_owned(),
+                user: identities.user(name),
+                source: Box::new(source),
+            })
     }
 
     /// Reads and loads the module in `file`.

@@ -35,9 +35,9 @@ pub enum PluginError {
     /// The module did not load.
     #[error(transparent)]
     Load(#[from] RuntimeError),
-    /// The operator's identity may not do what the plugin declares.
+    /// The identity the plugin writes as (the operator's, or its own) may not do what it declares.
     #[error(
-        "plugin {plugin} {version} declares what the operator is not allowed to do: {denied}; grant it to the operator's service account (RBAC) or drop it from describe()"
+        "plugin {plugin} {version} declares what its identity is not allowed to do: {denied}; grant it to the operator's service account, or with --plugin-identity-namespace to the plugin's own (wasmop rbac prints it), or drop it from describe()"
     )]
     Forbidden {
         /// The plugin.
@@ -46,6 +46,16 @@ pub enum PluginError {
         version: String,
         /// What the apiserver denied.
         denied: String,
+    },
+    /// The client speaking as the plugin's own identity could not be built.
+    #[error("plugin {plugin}: cannot speak as {user}: {source}")]
+    Identity {
+        /// The plugin.
+        plugin: String,
+        /// The user it would impersonate.
+        user: String,
+        /// Why.
+        source: Box<kube::Error>,
     },
     /// The apiserver could not say what the operator may do.
     #[error("plugin {plugin}: asking the apiserver what the operator may do: {source}")]

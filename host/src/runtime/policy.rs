@@ -150,16 +150,7 @@ impl Ceiling {
         let Some(allow) = &self.allow else {
             return Ok(());
         };
-        let all: &[String] = &[];
-        let reads = registration
-            .cached_kinds()
-            .flat_map(|kind| [Verb::Get, Verb::List, Verb::Watch].map(|verb| (kind, verb, all)));
-        let declared = registration.permissions.iter().flat_map(|p| {
-            p.verbs
-                .iter()
-                .map(move |verb| (&p.kind, *verb, p.namespaces.as_slice()))
-        });
-        for (kind, verb, namespaces) in reads.chain(declared) {
+        for (kind, verb, namespaces) in registration.grants() {
             let covered = allow.iter().any(|a| {
                 a.kinds.iter().any(|k| k.matches(kind))
                     && a.verbs.contains(&verb)

@@ -188,6 +188,21 @@ impl Registration {
         })
     }
 
+    /// Every (kind, verb, namespaces) the plugin declares, with the implied reads of its cached
+    /// kinds first; empty namespaces mean all of them.
+    pub fn grants(&self) -> impl Iterator<Item = (&GroupVersionKind, Verb, &[String])> {
+        let all: &[String] = &[];
+        let reads = self.cached_kinds().flat_map(move |kind| {
+            [Verb::Get, Verb::List, Verb::Watch].map(|verb| (kind, verb, all))
+        });
+        let declared = self.permissions.iter().flat_map(|p| {
+            p.verbs
+                .iter()
+                .map(move |verb| (&p.kind, *verb, p.namespaces.as_slice()))
+        });
+        reads.chain(declared)
+    }
+
     /// The kinds whose informers this plugin needs: primary, owned and watched.
     pub fn cached_kinds(&self) -> impl Iterator<Item = &GroupVersionKind> {
         std::iter::once(&self.primary)

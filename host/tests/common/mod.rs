@@ -118,6 +118,19 @@ pub fn host_as(
     command
 }
 
+/// Sends SIGTERM to `host` and checks that it exits cleanly.
+pub async fn terminate(mut host: tokio::process::Child) -> anyhow::Result<()> {
+    let pid = host
+        .id()
+        .ok_or_else(|| anyhow::anyhow!("the host is not running"))?;
+    std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status()?;
+    let exit = host.wait().await?;
+    anyhow::ensure!(exit.success(), "SIGTERM ended wasmop with {exit}");
+    Ok(())
+}
+
 /// Creates ConfigMap `name` and waits until guest-good has annotated it.
 pub async fn seen_by_good(
     configmaps: &kube::Api<k8s_openapi::api::core::v1::ConfigMap>,

@@ -21,6 +21,16 @@ pub async fn get(address: &str, path: &str) -> anyhow::Result<(u16, String)> {
     Ok((status, body.to_owned()))
 }
 
+/// Waits until the host at `probes` answers `/readyz` with 200.
+pub async fn wait_ready(probes: &str) {
+    loop {
+        if let Ok((200, _)) = get(probes, "/readyz").await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// A loopback address nothing listens on right now.
 pub fn free_address() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");

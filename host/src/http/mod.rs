@@ -1,24 +1,36 @@
 //! The host's HTTP endpoints, on hyper: `/metrics` in Prometheus text format, `/healthz` (the
 //! process answers), `/readyz` (every plugin loaded, which implies its informers synced) and
 //! `/plugins` (every plugin source's status as JSON, for `wasmop plugins`).
-//! The same routes are served on every listener, so the metrics and probe addresses may differ
-//! or coincide.
+//!
+//! Without `--metrics-secure` every listener serves every route, so the metrics and probe
+//! addresses may differ or coincide. With it ([`Access::Secure`]) the metrics listener speaks
+//! HTTPS ([`tls`]) and answers `/metrics` and `/plugins` only to callers the apiserver
+//! authenticates and authorizes ([`auth`]), while `/healthz` and `/readyz` stay open there
+//! (kubelet probes carry no token); a separate probe listener then serves the probes alone
+//! ([`Access::Probes`]). Every listener bounds its connections ([`ConnectionLimits`]): a
+//! header-read timeout (the TLS handshake's too) and a cap on connections served at once, beyond
+//! which new ones wait to be accepted. Connections belong to their listener's task and close
+//! with it.
 
-use std::convert::Infallible;
+pub mod auth;
+mod serve;
+pub mod tls;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::header::CONTENT_TYPE;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
 use crate::plugins::PluginHandle;
+
+pub use auth::{AuthError, Authorizer, Decision};
+pub use serve::{Access, ConnectionLimits, serve};
+pub use tls::{SecureServing, Tls, TlsError};
 
 /// The Prometheus text exposition format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -145,30 +157,6 @@ pub async fn fetch(address: &str, path: &str) -> Result<(StatusCode, String), Fe
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
-/// Serves the endpoints on `listener` until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, endpoints: Arc<Endpoints>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!("accepting an HTTP connection failed: {error}");
-                continue;
-            }
-        };
-        let endpoints = endpoints.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let endpoints = endpoints.clone();
-                async move { Ok::<_, Infallible>(endpoints.respond(request.uri().path()).await) }
-            });
-            let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-            if let Err(error) = connection.await {
-                tracing::debug!(%peer, "HTTP connection ended: {error}");
-            }
-        });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +169,7 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let runtime = Arc::new(Runtime::new(RuntimeConfig::default()).unwrap());
-        let loader = Loader::new(runtime, client.clone(), Arc::new(Cache::new(client)));
+        let loader = Loader::new(runtime, client.clone(), Arc::new(Cache::new(client)), None);
         let (handle, _) = channel(loader);
         Endpoints::new(Arc::new(Metrics::new()), handle)
     }

@@ -1,0 +1,296 @@
+//! The secure metrics listener's TLS (rustls, ring): the certificate in a directory's `tls.crt`
+//! and `tls.key`, as cert-manager mounts a Secret, or a self-signed one generated at start.
+//!
+//! A certificate from a directory is re-read every [`RELOAD_INTERVAL`] and swapped in when the
+//! files changed, so a renewal reaches new connections without a restart; a directory that no
+//! longer holds a valid pair is reported and the current certificate kept.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
+use tokio_rustls::rustls::sign::CertifiedKey;
+use tokio_rustls::rustls::{self, ServerConfig};
+
+/// The certificate chain's file in a certificate directory.
+pub const CERT_FILE: &str = "tls.crt";
+
+/// The private key's file in a certificate directory.
+pub const KEY_FILE: &str = "tls.key";
+
+/// How often a certificate directory is read again.
+pub const RELOAD_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How the metrics listener serves HTTPS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecureServing {
+    /// A directory with `tls.crt` and `tls.key`; a self-signed certificate when `None`.
+    pub cert_dir: Option<PathBuf>,
+}
+
+/// The serving certificate could not be read or made.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file of the certificate directory could not be read.
+    #[error("cannot read {file}: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file holds no usable PEM.
+    #[error("{file}: {message}")]
+    Pem {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The key does not fit the certificate, or rustls does not support it.
+    #[error("the key in {dir} does not serve its certificate: {source}")]
+    Key {
+        /// The certificate directory.
+        dir: PathBuf,
+        /// Why.
+        source: rustls::Error,
+    },
+    /// The self-signed certificate could not be generated.
+    #[error("generating a self-signed certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls refused the server configuration.
+    #[error("configuring TLS: {0}")]
+    Config(#[source] rustls::Error),
+}
+
+/// The TLS side of a secure listener: an acceptor whose certificate may be swapped while it runs.
+#[derive(Clone)]
+pub struct Tls {
+    acceptor: TlsAcceptor,
+    resolver: Arc<Resolver>,
+    provider: Arc<CryptoProvider>,
+    dir: Option<PathBuf>,
+    /// The bytes of `tls.crt` and `tls.key` last loaded from `dir`.
+    loaded: Arc<Mutex<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl Tls {
+    /// TLS serving the certificate `serving` names, or a fresh self-signed one.
+    pub async fn load(serving: &SecureServing) -> Result<Tls, TlsError> {
+        let provider = Arc::new(ring::default_provider());
+        let (key, files) = match &serving.cert_dir {
+            Some(dir) => {
+                let files = read(dir).await?;
+                (certified(dir, &files, &provider)?, files)
+            }
+            None => (self_signed(&provider)?, Default::default()),
+        };
+        let resolver = Arc::new(Resolver(RwLock::new(Arc::new(key))));
+        let mut config = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(TlsError::Config)?
+            .with_no_client_auth()
+            .with_cert_resolver(resolver.clone());
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tls = Tls {
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+            resolver,
+            provider,
+            dir: serving.cert_dir.clone(),
+            loaded: Arc::new(Mutex::new(files)),
+        };
+        let fingerprint = tls.fingerprint();
+        match &tls.dir {
+            Some(dir) => {
+                tracing::info!(dir = %dir.display(), %fingerprint, "serving the metrics certificate")
+            }
+            None => tracing::info!(
+                %fingerprint,
+                "no --metrics-cert-dir: serving a self-signed certificate generated at start"
+            ),
+        }
+        Ok(tls)
+    }
+
+    /// The acceptor for new connections.
+    pub(super) fn acceptor(&self) -> &TlsAcceptor {
+        &self.acceptor
+    }
+
+    /// The leaf certificate served now.
+    pub fn certificate(&self) -> CertificateDer<'static> {
+        let current = self.resolver.0.read().expect("certificate lock poisoned");
+        current.cert[0].clone()
+    }
+
+    /// The SHA-256 of the leaf certificate served now, in hex.
+    pub fn fingerprint(&self) -> String {
+        Sha256::digest(self.certificate())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
+    /// Reads the certificate directory again and serves its pair if it changed; whether it did.
+    pub async fn reload(&self) -> Result<bool, TlsError> {
+        let Some(dir) = &self.dir else {
+            return Ok(false);
+        };
+        let files = read(dir).await?;
+        if *self.loaded.lock().expect("loaded files lock poisoned") == files {
+            return Ok(false);
+        }
+        let key = certified(dir, &files, &self.provider)?;
+        *self.resolver.0.write().expect("certificate lock poisoned") = Arc::new(key);
+        *self.loaded.lock().expect("loaded files lock poisoned") = files;
+        Ok(true)
+    }
+
+    /// Reloads the certificate directory every [`RELOAD_INTERVAL`], forever (at once pending
+    /// without a directory).
+    pub(super) async fn watch(&self) {
+        if self.dir.is_none() {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(RELOAD_INTERVAL).await;
+            match self.reload().await {
+                Ok(true) => {
+                    tracing::info!(fingerprint = %self.fingerprint(), "metrics certificate reloaded")
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!("keeping the current metrics certificate: {error}")
+                }
+            }
+        }
+    }
+}
+
+/// Hands every handshake the current certificate.
+#[derive(Debug)]
+struct Resolver(RwLock<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for Resolver {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.read().expect("certificate lock poisoned").clone())
+    }
+}
+
+/// The bytes of `dir`'s `tls.crt` and `tls.key`.
+async fn read(dir: &Path) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
+    let read = |name| async move {
+        let file = dir.join(name);
+        tokio::fs::read(&file)
+            .await
+            .map_err(|source| TlsError::Read { file, source })
+    };
+    Ok((read(CERT_FILE).await?, read(KEY_FILE).await?))
+}
+
+/// The pair in `files` (PEM of `tls.crt`, `tls.key`), checked to belong together.
+fn certified(
+    dir: &Path,
+    (cert, key): &(Vec<u8>, Vec<u8>),
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, TlsError> {
+    let pem = |name: &str, message: String| TlsError::Pem {
+        file: dir.join(name),
+        message,
+    };
+    let chain = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| pem(CERT_FILE, e.to_string()))?;
+    if chain.is_empty() {
+        return Err(pem(CERT_FILE, "no CERTIFICATE block".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| pem(KEY_FILE, e.to_string()))?;
+    CertifiedKey::from_der(chain, key, provider).map_err(|source| TlsError::Key {
+        dir: dir.to_owned(),
+        source,
+    })
+}
+
+/// A self-signed certificate for `localhost`, the loopback addresses and the pod's hostname.
+fn self_signed(provider: &CryptoProvider) -> Result<CertifiedKey, TlsError> {
+    let mut names = vec!["localhost".to_owned(), "127.0.0.1".into(), "::1".into()];
+    let hostname = std::env::var("HOSTNAME").unwrap_or_default();
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
+    if !hostname.is_empty() && hostname.chars().all(valid) {
+        names.push(hostname);
+    }
+    let generated = rcgen::generate_simple_self_signed(names)?;
+    let key = PrivateKeyDer::Pkcs8(generated.signing_key.serialize_der().into());
+    let chain = vec![generated.cert.der().clone()];
+    CertifiedKey::from_der(chain, key, provider).map_err(TlsError::Config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes a fresh self-signed pair into `dir`; returns the certificate.
+    fn write_pair(dir: &Path) -> CertificateDer<'static> {
+        let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        std::fs::write(dir.join(CERT_FILE), generated.cert.pem()).unwrap();
+        std::fs::write(dir.join(KEY_FILE), generated.signing_key.serialize_pem()).unwrap();
+        generated.cert.der().clone()
+    }
+
+    #[tokio::test]
+    async fn a_directory_pair_is_served_and_reloaded_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = write_pair(dir.path());
+        let serving = SecureServing {
+            cert_dir: Some(dir.path().to_owned()),
+        };
+        let tls = Tls::load(&serving).await.unwrap();
+        assert_eq!(tls.certificate(), first);
+        assert!(
+            !tls.reload().await.unwrap(),
+            "unchanged files are not reloaded"
+        );
+
+        let second = write_pair(dir.path());
+        assert!(tls.reload().await.unwrap());
+        assert_eq!(tls.certificate(), second);
+
+        std::fs::write(dir.path().join(KEY_FILE), "not a key").unwrap();
+        let error = tls.reload().await.unwrap_err().to_string();
+        assert!(error.contains(KEY_FILE), "{error}");
+        assert_eq!(
+            tls.certificate(),
+            second,
+            "a bad pair keeps the current one"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_or_mismatched_pair_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let serving = SecureServing {
+            cert_dir: Some(dir.path().to_owned()),
+        };
+        let error = Tls::load(&serving).await.err().unwrap().to_string();
+        assert!(error.contains(CERT_FILE), "{error}");
+
+        write_pair(dir.path());
+        let other = rcgen::KeyPair::generate().unwrap();
+        std::fs::write(dir.path().join(KEY_FILE), other.serialize_pem()).unwrap();
+        let error = Tls::load(&serving).await.err().unwrap().to_string();
+        assert!(error.contains("does not serve its certificate"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn without_a_directory_a_self_signed_certificate_is_made() {
+        let tls = Tls::load(&SecureServing::default()).await.unwrap();
+        assert_eq!(tls.fingerprint().len(), 64);
+        assert!(!tls.reload().await.unwrap());
+    }
+}

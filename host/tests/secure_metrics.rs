@@ -1,0 +1,190 @@
+//! `--metrics-secure` on the real control plane: the `wasmop` binary, running as the operator's
+//! ServiceAccount with `deploy/`'s RBAC, serves `/metrics` and `/plugins` over HTTPS (with the
+//! certificate in `--metrics-cert-dir`) only to callers the apiserver authenticates and RBAC
+//! lets get them (`deploy/`'s `wasmop-metrics-reader`), while the plain probe listener answers
+//! probes without a token and nothing else. Decisions are cached: a burst of scrapes costs the
+//! apiserver one TokenReview, not one each.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::account;
+use common::scrape::{free_address, get, parse, value};
+use http_body_util::BodyExt;
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use wasmop_envtest::{ControlPlane, shared, within};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// Writes `tls.crt` and `tls.key` for `localhost` and `127.0.0.1` into `dir`, signed by a fresh
+/// CA; returns the CA's certificate.
+fn write_certificates(dir: &Path) -> anyhow::Result<CertificateDer<'static>> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key)?;
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = KeyPair::generate()?;
+    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+    let cert = CertificateParams::new(names)?.signed_by(&key, &issuer)?;
+    std::fs::write(dir.join("tls.crt"), cert.pem())?;
+    std::fs::write(dir.join("tls.key"), key.serialize_pem())?;
+    Ok(ca_cert.der().clone())
+}
+
+/// A TLS client trusting only `ca`.
+fn connector(ca: CertificateDer<'static>) -> anyhow::Result<TlsConnector> {
+    let mut roots = RootCertStore::empty();
+    roots.add(ca)?;
+    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+/// `GET path` over HTTPS at `address`, with `token` as a bearer token: the status and body.
+async fn get_tls(
+    connector: &TlsConnector,
+    address: &str,
+    path: &str,
+    token: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
+    let address: SocketAddr = address.parse()?;
+    let stream = tokio::net::TcpStream::connect(address).await?;
+    let name = ServerName::from(address.ip());
+    let stream = connector.connect(name, stream).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let mut request = http::Request::get(path).header(http::header::HOST, address.to_string());
+    if let Some(token) = token {
+        request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let response = sender
+        .send_request(request.body(http_body_util::Empty::<Bytes>::new())?)
+        .await?;
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// TokenReviews the apiserver has answered since it started, from its own `/metrics`.
+async fn token_reviews(plane: &ControlPlane) -> anyhow::Result<f64> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = plane.client().await?.request_text(request).await?;
+    let count = text
+        .lines()
+        .filter(|line| line.starts_with("apiserver_request_total{"))
+        .filter(|line| line.contains(r#"resource="tokenreviews""#))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    Ok(count)
+}
+
+/// A token for ServiceAccount `account` in `namespace`.
+async fn token(plane: &ControlPlane, namespace: &str, account: &str) -> anyhow::Result<String> {
+    let args = [
+        "create",
+        "token",
+        account,
+        "-n",
+        namespace,
+        "--duration",
+        "1h",
+    ];
+    Ok(plane.run_kubectl(&args, None).await?.trim().to_owned())
+}
+
+#[tokio::test]
+async fn metrics_answer_only_callers_rbac_lets_read_them() -> anyhow::Result<()> {
+    within(LIMIT, "scraping a secure wasmop", async {
+        let plane = shared().await?;
+        common::install_webapp_crd(plane).await?;
+        // deploy/'s RBAC: the operator's account and the wasmop-metrics-reader ClusterRole.
+        let operator = account::kubeconfig(plane).await?;
+        let namespace = plane.create_namespace("secure-metrics").await?;
+        for name in ["reader", "stranger"] {
+            let create = ["create", "serviceaccount", name, "-n", &namespace];
+            plane.run_kubectl(&create, None).await?;
+        }
+        let binding = format!("{namespace}-reader");
+        let reader_account = format!("--serviceaccount={namespace}:reader");
+        let bind = [
+            "create",
+            "clusterrolebinding",
+            &binding,
+            "--clusterrole=wasmop-metrics-reader",
+            &reader_account,
+        ];
+        plane.run_kubectl(&bind, None).await?;
+        let reader = token(plane, &namespace, "reader").await?;
+        let stranger = token(plane, &namespace, "stranger").await?;
+
+        let certs = tempfile::tempdir()?;
+        let tls = connector(write_certificates(certs.path())?)?;
+        let (metrics, probes) = (free_address(), free_address());
+        let host = common::host_as(plane, &operator)
+            .arg("--plugin")
+            .arg(common::component("webapp"))
+            .args(["--metrics-bind-address", &metrics])
+            .args(["--health-probe-bind-address", &probes])
+            .arg("--metrics-secure")
+            .arg("--metrics-cert-dir")
+            .arg(certs.path())
+            .spawn()?;
+
+        // The probes stay plain and open; the probe listener serves nothing else.
+        common::scrape::wait_ready(&probes).await;
+        assert_eq!(get(&probes, "/healthz").await?.0, 200);
+        assert_eq!(get(&probes, "/metrics").await?.0, 404);
+        assert_eq!(get(&probes, "/plugins").await?.0, 404);
+
+        // The metrics listener speaks only HTTPS.
+        let plain = get(&metrics, "/metrics").await;
+        assert!(plain.is_err(), "plain HTTP was answered: {plain:?}");
+
+        for path in ["/metrics", "/plugins"] {
+            let (status, body) = get_tls(&tls, &metrics, path, None).await?;
+            assert_eq!(status, 401, "{path} without a token: {body}");
+            let (status, body) = get_tls(&tls, &metrics, path, Some("not-a-token")).await?;
+            assert_eq!(status, 401, "{path} with a bad token: {body}");
+            let (status, body) = get_tls(&tls, &metrics, path, Some(&stranger)).await?;
+            assert_eq!(status, 403, "{path} as an unbound account: {body}");
+            assert!(body.contains(&format!("{namespace}:stranger")), "{body}");
+        }
+        let (status, text) = get_tls(&tls, &metrics, "/metrics", Some(&reader)).await?;
+        assert_eq!(status, 200, "{text}");
+        let info = value(&parse(&text), "wasmop_plugin_info", &[("plugin", "webapp")]);
+        assert_eq!(info, Some(1.0), "{text}");
+        let (status, plugins) = get_tls(&tls, &metrics, "/plugins", Some(&reader)).await?;
+        assert_eq!(status, 200, "{plugins}");
+        let plugins: serde_json::Value = serde_json::from_str(&plugins)?;
+        assert!(plugins.to_string().contains("webapp"), "{plugins}");
+
+        // Within the decision TTL, further scrapes are answered without asking the apiserver
+        // again: uncached, 10 scrapes would cost 10 TokenReviews. Allowed: one should the TTL
+        // end meanwhile, one should the apiserver count the last review above late.
+        let before = token_reviews(plane).await?;
+        assert!(before >= 1.0, "the apiserver counted no review above");
+        for _ in 0..10 {
+            let (status, _) = get_tls(&tls, &metrics, "/metrics", Some(&reader)).await?;
+            assert_eq!(status, 200);
+        }
+        let reviews = token_reviews(plane).await? - before;
+        assert!(reviews <= 2.0, "10 scrapes cost {reviews} TokenReviews");
+
+        common::terminate(host).await
+    })
+    .await
+}

@@ -1,6 +1,6 @@
 //! Fetching a `WasmReconciler`'s module on the real control plane and from a local HTTP server:
-//! from a ConfigMap's binaryData, from a URL with its sha256, and refusing a digest that does not
-//! match or a key that is not there.
+//! from a ConfigMap's binaryData or a URL, each pinned by its sha256, and refusing a module with no
+//! pin, a digest that does not match, or a key that is not there.
 
 mod common;
 
@@ -67,18 +67,26 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             key: key.into(),
         };
 
-        let from_configmap = ModuleRef {
+        let unpinned = ModuleRef {
             config_map: Some(key("module.wasm")),
             ..ModuleRef::default()
         };
-        assert_eq!(from_configmap.fetch(&client).await?, bytes);
+        let error = unpinned.fetch(&client).await.unwrap_err();
+        assert!(matches!(error, ModuleError::Invalid(_)), "{error}");
         let pinned = ModuleRef {
             sha256: Some(hex(&bytes)),
-            ..from_configmap.clone()
+            ..unpinned.clone()
         };
         assert_eq!(pinned.fetch(&client).await?, bytes);
+        let swapped = ModuleRef {
+            sha256: Some(hex(b"the module that was reviewed")),
+            ..unpinned
+        };
+        let error = swapped.fetch(&client).await.unwrap_err();
+        assert!(matches!(error, ModuleError::Digest { .. }), "{error}");
         let missing = ModuleRef {
             config_map: Some(key("other.wasm")),
+            sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
         let error = missing.fetch(&client).await.unwrap_err();
@@ -148,7 +156,10 @@ async fn the_apiserver_refuses_a_wasm_reconciler_without_exactly_one_pinned_sour
         )
         .await?;
         let message = format!("{:?}", unpinned.unwrap_err());
-        assert!(message.contains("a url needs its sha256"), "{message}");
+        assert!(
+            message.contains("pin the module with its sha256"),
+            "{message}"
+        );
         let both = serde_json::json!({
             "url": "https://example.com/a.wasm", "sha256": "0".repeat(64),
             "configMap": {"namespace": "a", "name": "b", "key": "c"},

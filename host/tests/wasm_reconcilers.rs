@@ -86,7 +86,11 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             .spawn()?;
 
         let api = reconcilers(client.clone());
-        let module = |component: &str| json!({"configMap": {"namespace": modules, "name": component, "key": "module.wasm"}});
+        let pin = |component: &str| -> anyhow::Result<String> {
+            let bytes = std::fs::read(common::component(component))?;
+            Ok(digest(&bytes).trim_start_matches("sha256:").to_owned())
+        };
+        let module = |component: &str| json!({"configMap": {"namespace": modules, "name": component, "key": "module.wasm"}, "sha256": pin(component).unwrap()});
         let object: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
             "metadata": {"name": "good"}, "spec": {"module": module("guest-good")},
@@ -124,6 +128,18 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         println!("digest mismatch: {status}");
         assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
         assert_eq!(condition(&status, "Loaded")["status"], "False");
+
+        // Whoever can write a module's ConfigMap cannot swap the code: the pin names the bytes.
+        let mut swapped = module("guest-wit2");
+        swapped["sha256"] = json!(pin("guest-good")?);
+        let swapped: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "metadata": {"name": "swapped"}, "spec": {"module": swapped},
+        }))?;
+        api.create(&PostParams::default(), &swapped).await?;
+        let status = status_until(&api, "swapped", |s| condition(s, "Degraded")["status"] == "True").await?;
+        assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
+        api.delete("swapped", &Default::default()).await?;
 
         let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&overridden)).await?;

@@ -7,10 +7,13 @@
 //! the installed one, so a file still being written is not loaded; to publish atomically, write
 //! elsewhere (or to a dot-file, which is ignored) and rename. A file that fails to load leaves the
 //! previous version running and is tried again when it changes. A removed file unloads its
-//! plugin.
+//! plugin. A file that resolves (through symlinks) to a place outside the directory is ignored,
+//! with a warning the first time it is seen: whoever can plant a symlink there must not make the
+//! host load code from elsewhere.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use super::{PluginHandle, digest};
@@ -32,6 +35,8 @@ struct Seen {
 pub struct PluginDir {
     dir: PathBuf,
     known: HashMap<PathBuf, Seen>,
+    /// Files already reported as leading out of the directory.
+    outside: Mutex<HashSet<PathBuf>>,
 }
 
 impl PluginDir {
@@ -40,12 +45,14 @@ impl PluginDir {
         PluginDir {
             dir,
             known: HashMap::new(),
+            outside: Mutex::default(),
         }
     }
 
     /// The `*.wasm` files in the directory now, in name order, with their stamps.
     pub async fn files(&self) -> std::io::Result<Vec<(PathBuf, Stamp)>> {
         let mut entries = tokio::fs::read_dir(&self.dir).await?;
+        let home = tokio::fs::canonicalize(&self.dir).await?;
         let mut files = Vec::new();
         while let Some(entry) = entries.next_entry().await? {
             let path = entry.path();
@@ -54,7 +61,14 @@ impl PluginDir {
             if name.starts_with('.') || path.extension().is_none_or(|e| e != "wasm") {
                 continue;
             }
-            let Ok(metadata) = tokio::fs::metadata(&path).await else {
+            let Ok(resolved) = tokio::fs::canonicalize(&path).await else {
+                continue;
+            };
+            if !resolved.starts_with(&home) {
+                self.report_outside(&path, &resolved);
+                continue;
+            }
+            let Ok(metadata) = tokio::fs::metadata(&resolved).await else {
                 continue;
             };
             if metadata.is_file() {
@@ -63,6 +77,17 @@ impl PluginDir {
         }
         files.sort();
         Ok(files)
+    }
+
+    fn report_outside(&self, path: &Path, resolved: &Path) {
+        let mut outside = self.outside.lock().unwrap_or_else(|e| e.into_inner());
+        if outside.insert(path.to_owned()) {
+            tracing::warn!(
+                file = %path.display(),
+                target = %resolved.display(),
+                "ignoring a plugin file that leads out of the plugin directory"
+            );
+        }
     }
 
     /// Records that `file`, as read with `bytes` at `stamp`, was loaded before watching began.
@@ -182,5 +207,27 @@ mod tests {
             !dir.settled(Path::new("/plugins/b.wasm"), first),
             "loaded at start"
         );
+    }
+
+    #[tokio::test]
+    async fn files_that_lead_out_of_the_directory_are_ignored() {
+        let root = tempfile::tempdir().unwrap();
+        let (plugins, elsewhere) = (root.path().join("plugins"), root.path().join("elsewhere"));
+        std::fs::create_dir_all(plugins.join("..data")).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("evil.wasm"), b"x").unwrap();
+        std::fs::write(plugins.join("..data/good.wasm"), b"x").unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("evil.wasm"), plugins.join("evil.wasm")).unwrap();
+        // A ConfigMap volume's own layout: a symlink into its `..data` directory stays inside.
+        std::os::unix::fs::symlink("..data/good.wasm", plugins.join("good.wasm")).unwrap();
+        let dir = PluginDir::new(plugins.clone());
+        let files: Vec<PathBuf> = dir
+            .files()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(f, _)| f)
+            .collect();
+        assert_eq!(files, [plugins.join("good.wasm")]);
     }
 }

@@ -170,18 +170,60 @@ impl Compiler {
 }
 
 fn open_cache(dir: &Path) -> Result<Cache, RuntimeError> {
+    private_dir(dir)?;
     let mut config = CacheConfig::new();
     config.with_directory(dir);
     Cache::new(config).map_err(RuntimeError::Engine)
 }
 
-/// `$XDG_CACHE_HOME/wasmop/compiled`, else `~/.cache/wasmop/compiled`, else under the temp dir.
+/// Makes `dir` (mode 0700 when it is new) and refuses it when another user owns it or anyone but
+/// its owner may write it: compiled code found there runs without being checked again, so only
+/// this user may put it there.
+fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let unsafe_cache = |reason: String| RuntimeError::CompileCache {
+        dir: dir.to_owned(),
+        reason,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| unsafe_cache(format!("cannot create it: {e}")))?;
+    let owner = std::fs::metadata(dir).map_err(|e| unsafe_cache(e.to_string()))?;
+    let me = std::fs::metadata("/proc/self").map_err(|e| unsafe_cache(e.to_string()))?;
+    if owner.uid() != me.uid() {
+        return Err(unsafe_cache(format!(
+            "it belongs to uid {}, not to this process's uid {}",
+            owner.uid(),
+            me.uid()
+        )));
+    }
+    if owner.mode() & 0o022 != 0 {
+        return Err(unsafe_cache(format!(
+            "its mode {:o} lets other users write compiled code into it",
+            owner.mode() & 0o777
+        )));
+    }
+    Ok(())
+}
+
+/// `$XDG_CACHE_HOME/wasmop/compiled`, else `~/.cache/wasmop/compiled`, else a directory of this
+/// user's own under the temp dir (refused if someone else made it first).
 pub fn default_cache_dir() -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("wasmop").join("compiled")
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
+    match base {
+        Some(base) => base.join("wasmop").join("compiled"),
+        None => {
+            use std::os::unix::fs::MetadataExt;
+            let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+            std::env::temp_dir()
+                .join(format!("wasmop-{uid}"))
+                .join("compiled")
+        }
+    }
 }
 
 /// Everything that decides the compiled code; both engines must agree on it.
@@ -254,6 +296,24 @@ mod tests {
         runtime.compiler.compile(COMPONENT).unwrap();
         assert_eq!(runtime.compiler.resident_compiles(), 0);
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
+    }
+
+    #[test]
+    fn a_compile_cache_others_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("compiled");
+        private_dir(&cache).expect("a new cache is made private");
+        let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let refused = Runtime::new(RuntimeConfig {
+            cache_dir: cache,
+            ..RuntimeConfig::default()
+        })
+        .err()
+        .expect("a world-writable cache is refused");
+        assert!(refused.to_string().contains("mode 777"), "{refused}");
     }
 
     #[test]

@@ -12,6 +12,16 @@ pub enum RuntimeError {
     /// The wasmtime engine or linker could not be set up.
     #[error("setting up the WebAssembly engine: {0:#}")]
     Engine(wasmtime::Error),
+    /// The compile cache is not this user's alone.
+    #[error(
+        "compile cache {dir}: {reason}; give --compile-cache a directory only this user can write"
+    )]
+    CompileCache {
+        /// The directory.
+        dir: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
     /// The plugin file could not be read.
     #[error("reading plugin {file}: {source}")]
     Read {

@@ -91,6 +91,21 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             Ok(digest(&bytes).trim_start_matches("sha256:").to_owned())
         };
         let module = |component: &str| json!({"configMap": {"namespace": modules, "name": component, "key": "module.wasm"}, "sha256": pin(component).unwrap()});
+        // A server that accepts and never answers: its module's download hangs until its timeout,
+        // and must not hold up another WasmReconciler.
+        let stalled_server = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let stalled_url = format!("http://{}/module.wasm", stalled_server.local_addr()?);
+        let _held = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((connection, _)) = stalled_server.accept().await {
+                held.push(connection);
+            }
+        });
+        let stalled: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "metadata": {"name": "stalled"}, "spec": {"module": {"url": stalled_url, "sha256": pin("guest-good")?}},
+        }))?;
+        api.create(&PostParams::default(), &stalled).await?;
         let object: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
             "metadata": {"name": "good"}, "spec": {"module": module("guest-good")},
@@ -98,6 +113,9 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         api.create(&PostParams::default(), &object).await?;
         let status = status_until(&api, "good", |s| condition(s, "Ready")["status"] == "True").await?;
         println!("loaded: {status}");
+        let stalled = api.get("stalled").await?;
+        assert!(stalled.data["status"].is_null(), "good waited for the stalled download: {:?}", stalled.data["status"]);
+        api.delete("stalled", &Default::default()).await?;
         assert_eq!(status["name"], "guest-good");
         assert_eq!(status["version"], "0.1.0");
         assert_eq!(status["observedGeneration"], 1);

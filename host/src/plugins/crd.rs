@@ -9,10 +9,17 @@
 //! and `observedGeneration`. A failed generation is retried every [`RETRY_PERIOD`] while the
 //! running version stays. `paused: true` unloads the plugin until unpaused. Deleting the object
 //! unloads the plugin.
+//!
+//! Fetching and compiling a module take seconds, so each object's install runs as a task of its
+//! own: a slow download or compile never delays another object. One object has at most one
+//! install in flight; what arrives for it meanwhile (a newer generation, its deletion) waits and
+//! is applied when that install ends.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use tokio::task::JoinSet;
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -65,10 +72,21 @@ struct Tracked {
 /// Watches WasmReconcilers and keeps the manager's plugins in step with them.
 pub struct WasmReconcilers {
     api: Api<DynamicObject>,
+    installer: Installer,
+    plugins: PluginHandle,
+    tracked: HashMap<String, Tracked>,
+    /// Installs in flight, one per object at most.
+    installing: JoinSet<(String, DynamicObject, Outcome)>,
+    /// What arrived for an object while its install ran: its latest state, or `None` once deleted.
+    waiting: HashMap<String, Option<DynamicObject>>,
+}
+
+/// What an install task needs: it fetches, compiles and installs one object's module.
+#[derive(Clone)]
+struct Installer {
     client: kube::Client,
     plugins: PluginHandle,
     limits: PluginLimits,
-    tracked: HashMap<String, Tracked>,
 }
 
 impl WasmReconcilers {
@@ -78,10 +96,15 @@ impl WasmReconcilers {
         let resource = ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
         WasmReconcilers {
             api: Api::all_with(client.clone(), &resource),
-            client,
+            installer: Installer {
+                client,
+                plugins: plugins.clone(),
+                limits,
+            },
             plugins,
-            limits,
             tracked: HashMap::new(),
+            installing: JoinSet::new(),
+            waiting: HashMap::new(),
         }
     }
 
@@ -106,15 +129,26 @@ impl WasmReconcilers {
                     Some(Err(error)) => tracing::warn!("watching WasmReconcilers failed, retrying: {error}"),
                     None => return,
                 },
+                Some(done) = self.installing.join_next(), if !self.installing.is_empty() => {
+                    match done {
+                        Ok((name, object, outcome)) => self.installed(name, object, outcome).await,
+                        Err(error) => tracing::error!("a WasmReconciler install failed: {error}"),
+                    }
+                }
                 _ = retry.tick() => self.retry().await,
             }
         }
     }
 
     /// Acts on a new generation of `object`; the same generation again (a status write, a
-    /// relist) only refreshes what is remembered of it, unless `retry` is set.
+    /// relist) only refreshes what is remembered of it, unless `retry` is set. While the object's
+    /// previous install runs, the object waits for it.
     async fn apply(&mut self, object: DynamicObject, retry: bool) {
         let name = object.metadata.name.clone().unwrap_or_default();
+        if let Some(waiting) = self.waiting.get_mut(&name) {
+            *waiting = Some(object);
+            return;
+        }
         if let Some(tracked) = self.tracked.get_mut(&name)
             && tracked.object.metadata.generation == object.metadata.generation
             && !retry
@@ -122,7 +156,22 @@ impl WasmReconcilers {
             tracked.object = object;
             return;
         }
-        let outcome = self.install(&name, &object).await;
+        self.waiting.insert(name.clone(), Some(object.clone()));
+        let installer = self.installer.clone();
+        self.installing.spawn(async move {
+            let outcome = installer.install(&name, &object).await;
+            (name, object, outcome)
+        });
+    }
+
+    /// Records how `name`'s install went, then applies what arrived for it meanwhile.
+    async fn installed(&mut self, name: String, object: DynamicObject, outcome: Outcome) {
+        let waiting = self.waiting.remove(&name).flatten();
+        let Some(latest) = waiting else {
+            // Deleted while installing: unload what the install may have loaded.
+            let _ = self.plugins.remove(&source(&name)).await;
+            return;
+        };
         let tracked = Tracked {
             object,
             outcome,
@@ -130,8 +179,11 @@ impl WasmReconcilers {
         };
         self.tracked.insert(name.clone(), tracked);
         self.report(&name).await;
+        self.apply(latest, false).await;
     }
+}
 
+impl Installer {
     async fn install(&self, name: &str, object: &DynamicObject) -> Outcome {
         let spec: Spec = match serde_json::from_value(object.data["spec"].clone()) {
             Ok(spec) => spec,
@@ -180,9 +232,15 @@ impl WasmReconcilers {
         limits.warm_instances = spec.warm_instances.unwrap_or(limits.warm_instances);
         Ok(limits)
     }
+}
 
+impl WasmReconcilers {
     async fn delete(&mut self, name: &str) {
         self.tracked.remove(name);
+        if let Some(waiting) = self.waiting.get_mut(name) {
+            *waiting = None;
+            return;
+        }
         let _ = self.plugins.remove(&source(name)).await;
     }
 

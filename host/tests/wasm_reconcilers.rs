@@ -159,6 +159,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
         api.delete("swapped", &Default::default()).await?;
 
+
         let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&overridden)).await?;
         let status = status_until(&api, "good", |s| s["observedGeneration"] == 3 && condition(s, "Ready")["status"] == "True").await?;
@@ -200,6 +201,23 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        // An object's own policy narrows the operator's: guest-good patches ConfigMaps, which
+        // this one does not allow.
+        let narrowed: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "metadata": {"name": "narrowed"},
+            "spec": {"module": module("guest-good"), "policy": {
+                "max-concurrent-reconciles": 4,
+                "allow": [{"kinds": ["core/ConfigMap"], "verbs": ["get", "list", "watch"]}],
+            }},
+        }))?;
+        api.create(&PostParams::default(), &narrowed).await?;
+        let status = status_until(&api, "narrowed", |s| condition(s, "Degraded")["status"] == "True").await?;
+        let degraded = condition(&status, "Degraded");
+        assert_eq!(degraded["reason"], "LoadFailed");
+        let message = degraded["message"].as_str().unwrap_or_default();
+        assert!(message.contains("Patch on v1 ConfigMap") && message.contains("WasmReconciler's policy"), "{message}");
+        api.delete("narrowed", &Default::default()).await?;
         api.delete("pinned", &Default::default()).await?;
         Ok(())
     })

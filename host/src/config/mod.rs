@@ -22,6 +22,7 @@ use crate::rate::Rate;
 use crate::runtime::{Ceiling, GuestLimits, InstanceMode, PluginOptions};
 
 pub use file::PluginOverrides;
+pub use policy::ceiling;
 
 /// The configuration could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,8 @@
 //!     namespaces: [team-a]        # all (and cluster-scoped kinds) when absent
 //! ```
 //!
-//! Unknown keys are errors, as in the config file.
+//! Unknown keys are errors, as in the config file. A `WasmReconciler`'s `spec.policy` has the
+//! same form and narrows this one for its plugin.
 
 use std::path::Path;
 
@@ -37,11 +38,17 @@ fn parse(text: &str) -> Result<Ceiling, String> {
         "" => Value::Object(Map::new()),
         _ => serde_saphyr::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?,
     };
+    ceiling(&document)
+}
+
+/// A ceiling from a policy document already parsed (a `WasmReconciler`'s `spec.policy`, or the
+/// `--policy` file).
+pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
     let Value::Object(settings) = document else {
         return Err("expected a mapping of policy settings".into());
     };
     let mut ceiling = Ceiling::default();
-    for (key, value) in &settings {
+    for (key, value) in settings {
         let at = |message: String| format!("`{key}`: {message}");
         let text = || scalar(value).ok_or_else(|| at(format!("expected a value, found {value}")));
         match key.as_str() {

@@ -1,6 +1,6 @@
 //! The `WasmReconciler` source (`wasmop.dev/v1alpha1`, cluster-scoped): each object names a
-//! module ([`ModuleRef`]) and per-plugin overrides; its plugin's source is
-//! `wasmreconciler/<name>`.
+//! module ([`ModuleRef`]), per-plugin overrides and a policy narrowing the operator's ceiling for
+//! its plugin; its plugin's source is `wasmreconciler/<name>`.
 //!
 //! Every replica watches the objects and loads their modules, so followers stay warm; only the
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
@@ -50,6 +50,8 @@ struct Spec {
     warm_instances: Option<usize>,
     #[serde(default)]
     paused: bool,
+    /// A ceiling of this plugin's own, narrowing the operator's `--policy`.
+    policy: Option<Value>,
 }
 
 /// How the last attempt at an object's generation went.
@@ -205,12 +207,15 @@ impl Installer {
             }
             Err(error) => return failed("FetchFailed", error.to_string()),
         };
+        let mut options = limits.options();
+        if let Some(policy) = &spec.policy {
+            match crate::config::ceiling(policy) {
+                Ok(ceiling) => options.ceiling = Some(ceiling),
+                Err(message) => return failed("InvalidSpec", format!("spec.policy: {message}")),
+            }
+        }
         let file = PathBuf::from(format!("{source}.wasm"));
-        match self
-            .plugins
-            .install(&source, &file, bytes, limits.options())
-            .await
-        {
+        match self.plugins.install(&source, &file, bytes, options).await {
             Ok(_) => Outcome::Installed,
             Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
             Err(error) => failed("LoadFailed", error.to_string()),

@@ -18,7 +18,7 @@ use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::imports::Services;
 use crate::runtime::instances::{InstanceMode, Instances};
 use crate::runtime::limits::GuestLimits;
-use crate::runtime::policy::Asked;
+use crate::runtime::policy::{Asked, Ceiling};
 use crate::runtime::registration::Registration;
 
 /// The exports every reconciler component must have.
@@ -45,6 +45,9 @@ pub struct PluginOptions {
     /// The most instances the plugin may have at once; its workers, one for `map` and its warm
     /// pool when unset.
     pub max_instances: Option<u32>,
+    /// A ceiling of this plugin's own (its `WasmReconciler`'s policy); it must fit this one as
+    /// well as the runtime's.
+    pub ceiling: Option<Ceiling>,
 }
 
 impl Default for PluginOptions {
@@ -57,6 +60,7 @@ impl Default for PluginOptions {
             describe_timeout: Duration::from_secs(5),
             limits: GuestLimits::default(),
             max_instances: None,
+            ceiling: None,
         }
     }
 }
@@ -242,6 +246,10 @@ impl Runtime {
             .ceiling
             .admit(registration, asked)
             .map_err(refused)?;
+        if let Some(own) = &options.ceiling {
+            let own = own.admit(registration, asked);
+            own.map_err(|reason| refused(format!("{reason} (its WasmReconciler's policy)")))?;
+        }
         let share = self.reserve(asked.instances).ok_or_else(|| {
             refused(format!(
                 "asks for {} instances, but the instance pool has {} of {} left",

@@ -179,6 +179,11 @@ fn rss() -> u64 {
 /// Fails when the process grew by `allowance` bytes or more since it had `baseline`.
 fn assert_grew_less_than(baseline: u64, allowance: u64) {
     let grown = rss().saturating_sub(baseline);
+    eprintln!(
+        "the host grew by {} MiB (bound {} MiB)",
+        grown >> 20,
+        allowance >> 20
+    );
     assert!(grown < allowance, "the host grew by {} MiB", grown >> 20);
 }
 
@@ -272,6 +277,7 @@ async fn an_event_flood_waits_for_its_rate_and_memory_stays_bounded() -> anyhow:
         let published = arena.served("events", WRITES).await? - before;
         let rate = GuestLimits::default().events;
         let allowed = f64::from(rate.burst) + rate.per_second * took.as_secs_f64();
+        eprintln!("event flood: {published} event writes in {took:?}, {allowed:.0} allowed");
         assert!(
             published <= allowed + 1.0,
             "{published} event writes, {allowed} allowed"
@@ -366,6 +372,7 @@ async fn floods_are_held_to_their_rates_and_a_neighbour_keeps_its_throughput() -
             arena
                 .hostile(GuestLimits {
                     writes: rate,
+                    events: Rate::new(2.0, 2),
                     ..GuestLimits::default()
                 })
                 .await?,
@@ -381,8 +388,12 @@ async fn floods_are_held_to_their_rates_and_a_neighbour_keeps_its_throughput() -
         let (mut alone, mut beside) = (Vec::new(), Vec::new());
         let before = arena.served("configmaps", &["PATCH"]).await?;
         let first = Instant::now();
-        for _ in 0..ROUNDS {
-            alone.push(throughput(&arena, &good, &names).await?);
+        for round in 0..ROUNDS {
+            // Alternate which comes first, so a machine that slows or speeds up during a round
+            // weighs on both sides alike.
+            if round % 2 == 0 {
+                alone.push(throughput(&arena, &good, &names).await?);
+            }
             let floods = ["writes-100000", "events-100000"].map(|name| {
                 let (hostile, key) = (hostile.clone(), arena.key(name));
                 tokio::spawn(async move { hostile.reconcile(&key).await })
@@ -392,6 +403,9 @@ async fn floods_are_held_to_their_rates_and_a_neighbour_keeps_its_throughput() -
                 flood.abort();
                 let _ = flood.await;
             }
+            if round % 2 == 1 {
+                alone.push(throughput(&arena, &good, &names).await?);
+            }
         }
 
         // guest-good's ConfigMaps are converged, so every PATCH is the flood's. The bucket
@@ -399,6 +413,7 @@ async fn floods_are_held_to_their_rates_and_a_neighbour_keeps_its_throughput() -
         let patched = arena.served("configmaps", &["PATCH"]).await? - before;
         let elapsed = first.elapsed();
         let allowed = f64::from(rate.burst) + rate.per_second * elapsed.as_secs_f64();
+        eprintln!("write flood: {patched} patches in {elapsed:?}, {allowed:.0} allowed");
         assert!(
             patched <= allowed + 1.0,
             "{patched} patches in {elapsed:?}, {allowed} allowed"
@@ -406,21 +421,23 @@ async fn floods_are_held_to_their_rates_and_a_neighbour_keeps_its_throughput() -
         assert!(refused(&hostile, Refusal::WriteThrottled) > 0);
         assert!(refused(&hostile, Refusal::EventDropped) > 0);
         eprintln!("guest-good rounds: alone {alone:.0?}, beside {beside:.0?}");
-        let (alone, beside) = (median(alone), median(beside));
+        let ratios = alone.iter().zip(&beside).map(|(a, b)| b / a).collect();
+        let (ratio, alone, beside) = (median(ratios), median(alone), median(beside));
         eprintln!(
-            "guest-good: median {alone:.0} reconciles/s alone, {beside:.0} beside the floods"
+            "guest-good: median {alone:.0} reconciles/s alone, {beside:.0} beside the floods, \
+             median ratio {ratio:.2}"
         );
         assert!(
-            beside >= 0.9 * alone,
-            "{beside:.0}/s beside the floods, {alone:.0}/s alone"
+            ratio >= 0.9,
+            "guest-good kept {ratio:.2} of its throughput beside the floods"
         );
         Ok(())
     })
     .await
 }
 
-/// Measurements alone and beside the floods, alternating.
-const ROUNDS: u32 = 7;
+/// Pairs of measurements alone and beside the floods.
+const ROUNDS: u32 = 9;
 /// The ConfigMaps guest-good reconciles, converged before it is measured.
 const CONFIGMAPS: u32 = 50;
 /// Passes over them in one measurement.
@@ -476,7 +493,10 @@ async fn requeue_after_zero_is_held_to_the_requeue_rate() -> anyhow::Result<()> 
         tokio::time::sleep(Duration::from_secs(3)).await;
         let (_, text) = common::scrape::get(&metrics, "/metrics").await?;
         let counted = reconciles(&text);
-        let allowed = 10.0 + 10.0 * first.elapsed().as_secs_f64() + 2.0;
+        // The burst, the rate since the first reconcile was seen, and a second's worth for the
+        // time it took to see it; a hot loop would be thousands.
+        let allowed = 10.0 + 10.0 * (first.elapsed().as_secs_f64() + 1.0);
+        eprintln!("requeue loop: {counted} reconciles, {allowed:.0} allowed");
         assert!(
             counted <= allowed,
             "{counted} requeued reconciles, {allowed} allowed"

@@ -25,6 +25,10 @@ use crate::selector::{FieldSelector, LabelSelector};
 
 /// WASI resources (streams, pollables) one instance may hold at once.
 const MAX_WASI_RESOURCES: usize = 1024;
+/// The longest selector requirement: a qualified label key (317 bytes), an operator and a value
+/// (63), with room for spaces and set syntax; a selector is refused before it is parsed when it is
+/// longer than its allowed requirements could be.
+const MAX_REQUIREMENT_BYTES: usize = 512;
 /// The longest event reason events.k8s.io/v1 accepts.
 const MAX_EVENT_REASON: usize = 128;
 
@@ -178,17 +182,16 @@ impl StoreState {
 
     /// A guest's list options, validated and parsed, with at most the allowed requirements.
     fn list_options(&self, options: cache::ListOptions) -> Result<ListOptions, ApiError> {
-        let max_text = self.limits().object_bytes;
+        let max = self.limits().selector_requirements;
         let text = |what: &str, selector: &Option<String>| -> Result<String, ApiError> {
             let selector = selector.clone().unwrap_or_default();
-            boundary::bounded(what, &selector, max_text)?;
+            boundary::bounded(what, &selector, max * MAX_REQUIREMENT_BYTES)?;
             Ok(selector)
         };
         let labels = LabelSelector::parse(&text("label selector", &options.label_selector)?)
             .map_err(invalid)?;
         let fields = FieldSelector::parse(&text("field selector", &options.field_selector)?)
             .map_err(invalid)?;
-        let max = self.limits().selector_requirements;
         if labels.len() + fields.len() > max {
             return Err(invalid(format!(
                 "the selectors have {} requirements, over the limit of {max}",

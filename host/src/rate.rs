@@ -3,8 +3,7 @@
 //!
 //! A bucket holds up to `burst` tokens and refills at `per_second`. [`TokenBucket::reserve`]
 //! always takes a token, going into debt, and says how long the caller must wait (as
-//! golang.org/x/time/rate's `Reserve` does); [`TokenBucket::try_take`] takes one only if it is
-//! there. Time is tokio's, so tests can run on a paused clock.
+//! golang.org/x/time/rate's `Reserve` does). Time is tokio's, so tests can run on a paused clock.
 
 use std::time::Duration;
 
@@ -61,16 +60,6 @@ impl TokenBucket {
         }
         Duration::from_nanos((-self.tokens / self.rate.per_second * 1e9).round() as u64)
     }
-
-    /// Takes a token if one is there now.
-    pub fn try_take(&mut self) -> bool {
-        self.refill();
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            return true;
-        }
-        false
-    }
 }
 
 #[cfg(test)]
@@ -80,11 +69,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_burst_then_the_rate() {
         let mut bucket = TokenBucket::new(Rate::new(10.0, 3));
-        assert!((0..3).all(|_| bucket.try_take()));
-        assert!(!bucket.try_take(), "the burst is spent");
+        assert!((0..3).all(|_| bucket.reserve().is_zero()), "the burst");
         assert_eq!(bucket.reserve(), Duration::from_millis(100));
         assert_eq!(bucket.reserve(), Duration::from_millis(200));
         tokio::time::advance(Duration::from_secs(1)).await;
-        assert!(bucket.try_take(), "a second repays the debt and refills");
+        assert!(
+            bucket.reserve().is_zero(),
+            "a second repays the debt and refills"
+        );
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::identity;
 use crate::object::GroupVersionKind;
-use crate::runtime::{Registration, Verb};
+use crate::runtime::Registration;
 
 /// Where the identities live and who may impersonate them.
 #[derive(Debug, Clone)]
@@ -43,8 +43,12 @@ pub fn manifests(
         .or_default()
         .extend(["create", "patch"]);
     for (kind, verb, namespaces) in registration.grants() {
-        let (subresource, verbs) = spelled(verb);
-        let key = (kind.group.clone(), format!("{}{subresource}", plural(kind)));
+        let (verbs, subresource) = verb.rbac();
+        let resource = match subresource {
+            Some(subresource) => format!("{}/{subresource}", plural(kind)),
+            None => plural(kind),
+        };
+        let key = (kind.group.clone(), resource);
         if namespaces.is_empty() {
             cluster.entry(key).or_default().extend(verbs);
             continue;
@@ -117,20 +121,6 @@ pub fn manifests(
     out
 }
 
-/// The subresource suffix and RBAC verbs of `verb`.
-fn spelled(verb: Verb) -> (&'static str, &'static [&'static str]) {
-    match verb {
-        Verb::Get => ("", &["get"]),
-        Verb::List => ("", &["list"]),
-        Verb::Watch => ("", &["watch"]),
-        Verb::Create => ("", &["create"]),
-        Verb::Update => ("", &["update"]),
-        Verb::Patch => ("", &["patch"]),
-        Verb::Delete => ("", &["delete"]),
-        Verb::Status => ("/status", &["update", "patch"]),
-    }
-}
-
 fn rules(rules: &Rules) -> Value {
     let rules: Vec<Value> = rules
         .iter()
@@ -176,8 +166,8 @@ fn metadata(name: &str, namespace: Option<&str>, labels: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Permission;
     use crate::runtime::registration::tests::minimal;
+    use crate::runtime::{Permission, Verb};
 
     fn placement() -> Placement {
         Placement {

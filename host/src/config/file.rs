@@ -157,7 +157,7 @@ fn arguments(long: &str, value: &Value, is_switch: bool) -> Result<Vec<OsString>
 }
 
 /// The text of a scalar; the value itself as the error otherwise.
-fn scalar(value: &Value) -> Result<String, &Value> {
+pub(super) fn scalar(value: &Value) -> Result<String, &Value> {
     match value {
         Value::String(text) => Ok(text.clone()),
         Value::Number(number) => Ok(number.to_string()),

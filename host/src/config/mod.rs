@@ -523,14 +523,7 @@ fn positive(value: &str) -> Result<u32, String> {
 
 /// A namespace name: a DNS-1123 label.
 fn namespace(value: &str) -> Result<String, String> {
-    let valid = !value.is_empty()
-        && value.len() <= 63
-        && value
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    match valid {
+    match crate::runtime::boundary::dns_label(value) {
         true => Ok(value.to_owned()),
         false => Err(format!(
             "`{value}` is not a namespace name (lowercase letters, digits and '-', at most 63)"

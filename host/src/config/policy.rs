@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::file::scalar;
 use super::{ConfigError, bytes, duration, positive};
 use crate::runtime::{Allowance, Ceiling, KindPattern, Verb};
 
@@ -50,7 +51,7 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
     let mut ceiling = Ceiling::default();
     for (key, value) in settings {
         let at = |message: String| format!("`{key}`: {message}");
-        let text = || scalar(value).ok_or_else(|| at(format!("expected a value, found {value}")));
+        let text = || scalar(value).map_err(|found| at(format!("expected a value, found {found}")));
         match key.as_str() {
             "max-concurrent-reconciles" => {
                 ceiling.max_concurrent_reconciles = positive(&text()?).map_err(at)?
@@ -136,16 +137,8 @@ fn verb(text: &str) -> Result<Verb, String> {
 
 fn list(value: &Value) -> Option<Vec<String>> {
     match value {
-        Value::Array(items) => items.iter().map(scalar).collect(),
-        single => scalar(single).map(|s| vec![s]),
-    }
-}
-
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(text) => Some(text.clone()),
-        Value::Number(number) => Some(number.to_string()),
-        _ => None,
+        Value::Array(items) => items.iter().map(|item| scalar(item).ok()).collect(),
+        single => scalar(single).ok().map(|s| vec![s]),
     }
 }
 

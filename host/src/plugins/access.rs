@@ -93,7 +93,7 @@ fn needs(registration: &Registration, namespaces: &Namespaces) -> Vec<Need> {
     };
     let mut needs = Vec::new();
     let mut add = |kind: &GroupVersionKind, verb: Verb, places: &[String]| {
-        let (verbs, subresource) = spelled(verb);
+        let (verbs, subresource) = verb.rbac();
         for namespace in places {
             let need = Need {
                 kind: kind.clone(),
@@ -120,20 +120,6 @@ fn needs(registration: &Registration, namespaces: &Namespaces) -> Vec<Need> {
         }
     }
     needs
-}
-
-/// The RBAC verbs (any of which will do) and subresource for `verb`.
-fn spelled(verb: Verb) -> (&'static [&'static str], Option<&'static str>) {
-    match verb {
-        Verb::Get => (&["get"], None),
-        Verb::List => (&["list"], None),
-        Verb::Watch => (&["watch"], None),
-        Verb::Create => (&["create"], None),
-        Verb::Update => (&["update"], None),
-        Verb::Patch => (&["patch"], None),
-        Verb::Delete => (&["delete"], None),
-        Verb::Status => (&["update", "patch"], Some("status")),
-    }
 }
 
 /// The needs whose kinds the apiserver serves, with their resource and whether it is namespaced.

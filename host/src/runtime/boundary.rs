@@ -202,7 +202,9 @@ fn cut(text: &str) -> &str {
     &text[..end]
 }
 
-fn dns_label(text: &str) -> bool {
+/// Whether `text` is a DNS-1123 label: 1-63 lowercase letters, digits or dashes, no dash at
+/// either end.
+pub(crate) fn dns_label(text: &str) -> bool {
     (1..=MAX_LABEL).contains(&text.len())
         && text
             .bytes()

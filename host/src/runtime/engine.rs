@@ -191,12 +191,11 @@ fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
         .create(dir)
         .map_err(|e| unsafe_cache(format!("cannot create it: {e}")))?;
     let owner = std::fs::metadata(dir).map_err(|e| unsafe_cache(e.to_string()))?;
-    let me = std::fs::metadata("/proc/self").map_err(|e| unsafe_cache(e.to_string()))?;
-    if owner.uid() != me.uid() {
+    let me = current_uid().map_err(|e| unsafe_cache(e.to_string()))?;
+    if owner.uid() != me {
         return Err(unsafe_cache(format!(
-            "it belongs to uid {}, not to this process's uid {}",
-            owner.uid(),
-            me.uid()
+            "it belongs to uid {}, not to this process's uid {me}",
+            owner.uid()
         )));
     }
     if owner.mode() & 0o022 != 0 {
@@ -208,6 +207,12 @@ fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
     Ok(())
 }
 
+/// The uid this process runs as (the owner of its `/proc/self`).
+fn current_uid() -> std::io::Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata("/proc/self")?.uid())
+}
+
 /// `$XDG_CACHE_HOME/wasmop/compiled`, else `~/.cache/wasmop/compiled`, else a directory of this
 /// user's own under the temp dir (refused if someone else made it first).
 pub fn default_cache_dir() -> PathBuf {
@@ -217,8 +222,7 @@ pub fn default_cache_dir() -> PathBuf {
     match base {
         Some(base) => base.join("wasmop").join("compiled"),
         None => {
-            use std::os::unix::fs::MetadataExt;
-            let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+            let uid = current_uid().unwrap_or(0);
             std::env::temp_dir()
                 .join(format!("wasmop-{uid}"))
                 .join("compiled")

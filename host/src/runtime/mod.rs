@@ -11,7 +11,7 @@
 //! typed error naming the plugin; the host and other plugins carry on.
 
 mod bindings;
-mod boundary;
+pub(crate) mod boundary;
 mod budget;
 mod engine;
 mod error;

@@ -88,6 +88,23 @@ pub enum Verb {
     Status,
 }
 
+impl Verb {
+    /// The RBAC verbs that grant it (any one will do for a check; all for a role) and the
+    /// subresource they apply to: the status verb is `update` and `patch` of `status`.
+    pub fn rbac(self) -> (&'static [&'static str], Option<&'static str>) {
+        match self {
+            Verb::Get => (&["get"], None),
+            Verb::List => (&["list"], None),
+            Verb::Watch => (&["watch"], None),
+            Verb::Create => (&["create"], None),
+            Verb::Update => (&["update"], None),
+            Verb::Patch => (&["patch"], None),
+            Verb::Delete => (&["delete"], None),
+            Verb::Status => (&["update", "patch"], Some("status")),
+        }
+    }
+}
+
 /// A declared permission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Permission {
@@ -113,15 +130,7 @@ pub struct FieldIndex {
 impl Registration {
     /// Checks what `describe` returned; the message says which field is wrong.
     pub fn validate(&self) -> Result<(), String> {
-        let valid_name = !self.name.is_empty()
-            && self.name.len() <= 63
-            && self
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !self.name.starts_with('-')
-            && !self.name.ends_with('-');
-        if !valid_name {
+        if !boundary::dns_label(&self.name) {
             return Err(format!(
                 "name {:?} must be 1-63 lowercase letters, digits or dashes",
                 self.name

@@ -129,12 +129,13 @@ async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
     }
     if args.wasm_reconcilers {
         let source = WasmReconcilers::new(client, manager.handle(), args.limits.clone());
-        tokio::spawn(source.run());
+        manager.add_runnable("WasmReconcilers", source.run());
     }
     if let Some(dir) = args.plugin_dir.clone() {
         let watcher = load_dir(&mut manager, &args, &dir).await?;
         let options = move |file: &Path| args.plugin_options(file);
-        tokio::spawn(watcher.watch(manager.handle(), options, dir::POLL_INTERVAL));
+        let watch = watcher.watch(manager.handle(), options, dir::POLL_INTERVAL);
+        manager.add_runnable(&format!("plugin directory {}", dir.display()), watch);
     }
     manager.run(shutdown_signal()).await?;
     Ok(())
@@ -179,6 +180,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         probe_address: args.health_probe_bind_address.0,
         leader: leader_config(&args.leader),
         grace_period: args.graceful_shutdown_timeout,
+        sync_timeout: args.cache_sync_timeout,
         identities: None,
         metrics_secure: args.secure_serving(),
     }

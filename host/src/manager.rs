@@ -2,31 +2,40 @@
 //! client, the metrics and probe endpoints, the leader elector — and one controller per plugin.
 //!
 //! Start order: endpoints ([`Manager::serve`]: alive, not ready) → plugins loaded
-//! ([`Manager::load_plugin`]) → [`Manager::run`]: ready (followers too) → the Lease acquired when
-//! electing → each controller once its informers have synced. Stop order is the reverse: not
-//! ready → every controller stops taking work → in-flight reconciles finish within the grace
+//! ([`Manager::load_plugin`]) → [`Manager::run`]: ready (followers too), the plugin sources
+//! ([`Manager::add_runnable`]) started → the Lease acquired when electing → each controller once
+//! its informers have synced. Stop order is the reverse: not ready → the plugin sources
+//! stopped → every controller stops taking work → in-flight reconciles finish within the grace
 //! period (the rest are abandoned, and their keys listed again by the next leader) → the Lease
 //! released, only once no reconcile of ours can still write → endpoints closed. Losing the Lease
 //! stops the controllers at once and ends `run` with an error, so the process exits as
-//! controller-runtime's does and restarts as a follower.
+//! controller-runtime's does and restarts as a follower; so does a plugin source that ends.
+//!
+//! The loop does O(1) work per event and never awaits the cluster: a version's informers sync
+//! in a task of the manager's (within the cache sync timeout) and the loop only swaps the
+//! prepared version in; a replaced or removed controller drains in another. So shutdown, a lost
+//! Lease and every other plugin's change are handled while a kind is slow or never syncs.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use futures::FutureExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::cache::{Cache, Namespaces};
-use crate::controller::Controller;
+use crate::cache::{Cache, CacheError, Namespaces};
+use crate::controller::{Controller, Prepared};
 use crate::http::{self, Endpoints};
 use crate::identity::Identities;
 use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
-use crate::plugins::{self, Command, Context, Loader, PluginError, PluginHandle, Registry};
+use crate::plugins::{self, Command, Loader, PluginError, PluginHandle, Registry};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
 
 /// The manager could not start, keep running, or stop cleanly.
@@ -55,6 +64,14 @@ pub enum ManagerError {
     /// The Lease was lost.
     #[error("{0}")]
     LeaseLost(String),
+    /// A plugin source ended (or panicked) while the manager ran.
+    #[error("the plugin source {name} stopped: {reason}")]
+    SourceEnded {
+        /// The source.
+        name: String,
+        /// How it ended.
+        reason: String,
+    },
     /// Reconciles were still running when the grace period ended.
     #[error("reconciles still running after the {0:?} grace period were abandoned")]
     GracePeriod(Duration),
@@ -75,6 +92,8 @@ pub struct ManagerOptions {
     pub leader: Option<LeaderConfig>,
     /// How long in-flight reconciles may take to finish when stopping.
     pub grace_period: Duration,
+    /// How long a plugin version's informers may take to sync before its start fails.
+    pub sync_timeout: Duration,
     /// Each plugin's own identity to write as; the operator's when `None`.
     pub identities: Option<Identities>,
     /// Serve `/metrics` and `/plugins` over HTTPS to authorized callers only (probes stay open).
@@ -90,11 +109,29 @@ impl Default for ManagerOptions {
             probe_address: None,
             leader: None,
             grace_period: Duration::from_secs(30),
+            sync_timeout: Duration::from_secs(120),
             identities: None,
             metrics_secure: None,
         }
     }
 }
+
+/// A long-running part the manager owns (controller-runtime's Runnable), such as a plugin
+/// source: started by [`Manager::run`] and stopped (dropped where it awaits) first on the way
+/// out, so it asks for no change the manager would no longer make.
+pub type Runnable = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A plugin change waiting for its version's informers to sync.
+struct Pending {
+    source: String,
+    ticket: u64,
+    plugin: Arc<Plugin>,
+    digest: String,
+    reply: Option<oneshot::Sender<Result<(), PluginError>>>,
+}
+
+/// A finished preparation: the change and its synced (or failed) version.
+type PreparedChange = (Pending, Result<Prepared, CacheError>);
 
 /// Shared runtime, cache, client and endpoints, and the plugins with their controllers.
 pub struct Manager {
@@ -109,6 +146,9 @@ pub struct Manager {
     handle: PluginHandle,
     commands: mpsc::Receiver<Command>,
     running: bool,
+    runnables: Vec<(String, Runnable)>,
+    preparing: JoinSet<PreparedChange>,
+    stopping: JoinSet<bool>,
 }
 
 impl Manager {
@@ -120,19 +160,23 @@ impl Manager {
         let runtime = Arc::new(Runtime::new(options.runtime.clone())?);
         let identities = options.identities.clone();
         let loader = Loader::new(runtime, client.clone(), cache.clone(), identities);
-        let (handle, commands) = plugins::channel(loader.clone());
+        let registry = Registry::default();
+        let (handle, commands) = plugins::channel(loader.clone(), registry.statuses());
         Ok(Manager {
-            endpoints: Endpoints::new(metrics.clone(), handle.clone()),
+            endpoints: Endpoints::new(metrics.clone(), registry.statuses()),
             loader,
             cache,
             client,
             metrics,
             options,
             servers: Vec::new(),
-            registry: Registry::default(),
+            registry,
             handle,
             commands,
             running: false,
+            runnables: Vec::new(),
+            preparing: JoinSet::new(),
+            stopping: JoinSet::new(),
         })
     }
 
@@ -180,7 +224,8 @@ impl Manager {
     }
 
     /// Compiles, validates and describes the plugin in `file`, the source named by its path;
-    /// [`Manager::run`] starts it. A failure is also recorded as the source's last error.
+    /// [`Manager::run`] starts it (or at once, after [`Manager::add_plugin`]). A failure is also
+    /// recorded as the source's last error.
     pub async fn load_plugin(
         &mut self,
         file: &Path,
@@ -191,19 +236,16 @@ impl Manager {
             Ok(loaded) => loaded,
             Err(error) => {
                 self.metrics.load_failed(&source);
-                self.registry.failed(&source, error.to_string());
+                self.registry.load_failed(&source, error.to_string());
                 return Err(error.into());
             }
         };
-        let context = Context {
-            cache: &self.cache,
-            metrics: &self.metrics,
-            running: self.running,
-            grace: self.options.grace_period,
-        };
-        self.registry
-            .install(&context, &source, plugin.clone(), digest)
-            .await?;
+        let (reply, answer) = oneshot::channel();
+        self.install(source, plugin.clone(), digest, reply);
+        if let Some(done) = self.preparing.join_next().await {
+            self.prepared(done);
+        }
+        answer.await.map_err(|_| PluginError::Stopped)??;
         Ok(plugin)
     }
 
@@ -221,20 +263,37 @@ impl Manager {
             .expect("a running manager starts what it loads"))
     }
 
-    /// Reports ready, campaigns for the Lease when electing, runs the plugins' controllers while
-    /// leading (or at once without an election) and applies plugin changes sent through
-    /// [`Manager::handle`], until `shutdown` resolves (then stops in order) or the Lease is lost.
+    /// Adds a part named `name` for [`Manager::run`] to start and stop.
+    pub fn add_runnable(
+        &mut self,
+        name: &str,
+        runnable: impl Future<Output = ()> + Send + 'static,
+    ) {
+        self.runnables.push((name.to_owned(), Box::pin(runnable)));
+    }
+
+    /// Reports ready, starts the runnables, campaigns for the Lease when electing, runs the
+    /// plugins' controllers while leading (or at once without an election) and applies plugin
+    /// changes sent through [`Manager::handle`], until `shutdown` resolves (then stops in order),
+    /// the Lease is lost or a runnable ends.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), ManagerError> {
         self.endpoints.set_ready(true);
         let mut shutdown = std::pin::pin!(shutdown);
+        let mut runnables = JoinSet::new();
+        for (name, runnable) in self.runnables.drain(..) {
+            runnables.spawn(async move {
+                let panicked = AssertUnwindSafe(runnable).catch_unwind().await.is_err();
+                (name, panicked)
+            });
+        }
         let mut campaign = match self.options.leader.clone() {
             Some(config) => Some(self.campaign(config)?),
-            None => None,
+            None => {
+                self.lead();
+                None
+            }
         };
-        let mut failure = match campaign {
-            Some(_) => None,
-            None => self.lead().await.err(),
-        };
+        let mut failure = None;
         while failure.is_none() {
             let leadership = async {
                 match &mut campaign {
@@ -243,18 +302,21 @@ impl Manager {
                 }
             };
             tokio::select! {
-                Some(command) = self.commands.recv() => self.handle_command(command).await,
-                state = leadership => failure = self.follow(state).await.err(),
+                Some(command) = self.commands.recv() => self.handle_command(command),
+                Some(done) = self.preparing.join_next(), if !self.preparing.is_empty() => self.prepared(done),
+                Some(_) = self.stopping.join_next(), if !self.stopping.is_empty() => {}
+                Some(ended) = runnables.join_next(), if !runnables.is_empty() => failure = Some(ended_early(ended)),
+                state = leadership => failure = self.follow(state).err(),
                 _ = &mut shutdown => break,
             }
         }
         match failure {
-            None => self.finish(campaign).await,
+            None => self.finish(campaign, runnables).await,
             Some(error) => {
                 tracing::error!("{error}; stopping at once");
                 self.options.grace_period = Duration::ZERO;
                 // Whatever was abandoned, the cause to report is `error`.
-                let _ = self.finish(campaign).await;
+                let _ = self.finish(campaign, runnables).await;
                 Err(error)
             }
         }
@@ -266,7 +328,7 @@ impl Manager {
         Ok(Campaign::start(Elector::new(self.client.clone(), config)?))
     }
 
-    async fn follow(&mut self, state: Leadership) -> Result<(), ManagerError> {
+    fn follow(&mut self, state: Leadership) -> Result<(), ManagerError> {
         let lease = self
             .options
             .leader
@@ -277,7 +339,8 @@ impl Manager {
             Leadership::Waiting => Ok(()),
             Leadership::Leading => {
                 self.metrics.set_leader(&lease, true);
-                self.lead().await
+                self.lead();
+                Ok(())
             }
             Leadership::Lost(reason) => {
                 self.metrics.set_leader(&lease, false);
@@ -286,76 +349,184 @@ impl Manager {
         }
     }
 
-    /// Starts every loaded plugin's controller, from now on and for plugins loaded later.
-    async fn lead(&mut self) -> Result<(), ManagerError> {
+    /// Prepares every loaded plugin's controller, from now on and for plugins loaded later.
+    fn lead(&mut self) {
         self.running = true;
         self.handle.set_leading(true);
-        let context = Context {
-            cache: &self.cache,
-            metrics: &self.metrics,
-            running: true,
-            grace: self.options.grace_period,
-        };
-        Ok(self.registry.start_all(&context).await?)
+        for (source, ticket, plugin, digest) in self.registry.unstarted() {
+            self.prepare(Pending {
+                source,
+                ticket,
+                plugin,
+                digest,
+                reply: None,
+            });
+        }
     }
 
-    async fn handle_command(&mut self, command: Command) {
-        let context = Context {
-            cache: &self.cache,
-            metrics: &self.metrics,
-            running: self.running,
-            grace: self.options.grace_period,
-        };
+    fn handle_command(&mut self, command: Command) {
         match command {
             Command::Install {
                 source,
                 plugin,
                 digest,
                 reply,
-            } => {
-                let (name, version) = (
-                    plugin.name().to_owned(),
-                    plugin.registration().version.clone(),
-                );
-                let result = self
-                    .registry
-                    .install(&context, &source, plugin, digest)
-                    .await;
-                match &result {
-                    Ok(()) => tracing::info!(%source, plugin = %name, %version, "plugin installed"),
-                    Err(error) => {
-                        self.metrics.load_failed(&source);
-                        tracing::warn!(%source, "plugin not installed: {error}");
-                    }
-                }
-                let _ = reply.send(result);
-            }
+            } => self.install(source, plugin, digest, reply),
             Command::Failed { source, error } => {
                 tracing::warn!(%source, "plugin did not load: {error}");
                 self.metrics.load_failed(&source);
-                self.registry.failed(&source, error);
+                self.registry.load_failed(&source, error);
             }
-            Command::Remove { source, reply } => {
-                let removed = self.registry.remove(&context, &source).await;
-                if removed {
-                    tracing::info!(%source, "plugin unloaded");
+            Command::Remove { source, reply } => match self.registry.remove(&source) {
+                None => {
+                    let _ = reply.send(false);
                 }
-                let _ = reply.send(removed);
+                Some(controller) => {
+                    tracing::info!(%source, "plugin unloaded");
+                    match controller {
+                        Some(controller) => self.stop_later(controller, Some(reply)),
+                        None => {
+                            let _ = reply.send(true);
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    /// Makes `plugin` the plugin of `source`: at once on a follower, after its informers sync
+    /// (in a task) when controllers run; `reply` gets the outcome.
+    fn install(
+        &mut self,
+        source: String,
+        plugin: Arc<Plugin>,
+        digest: String,
+        reply: oneshot::Sender<Result<(), PluginError>>,
+    ) {
+        let ticket = match self.registry.ticket(&source, plugin.name()) {
+            Ok(ticket) => ticket,
+            Err(error) => {
+                self.registry.load_failed(&source, error.to_string());
+                return self.settled(&source, Some(reply), Err(error));
             }
-            Command::List { reply } => {
-                let _ = reply.send(self.registry.statuses());
+        };
+        let pending = Pending {
+            source,
+            ticket,
+            plugin,
+            digest,
+            reply: Some(reply),
+        };
+        match self.running {
+            true => self.prepare(pending),
+            false => self.swap(pending, None),
+        }
+    }
+
+    fn prepare(&mut self, pending: Pending) {
+        let cache = self.cache.clone();
+        let allowed = self.options.sync_timeout;
+        self.preparing.spawn(async move {
+            let prepared = Controller::prepare(&cache, pending.plugin.clone(), allowed).await;
+            (pending, prepared)
+        });
+    }
+
+    fn prepared(&mut self, done: Result<PreparedChange, JoinError>) {
+        let (pending, prepared) = match done {
+            Ok(done) => done,
+            Err(error) => return tracing::error!("preparing a plugin's informers failed: {error}"),
+        };
+        match prepared {
+            Ok(prepared) => self.swap(pending, Some(prepared)),
+            Err(error) => {
+                let error = PluginError::Start {
+                    plugin: pending.plugin.name().to_owned(),
+                    source: Box::new(error),
+                };
+                self.registry
+                    .failed(&pending.source, pending.ticket, error.to_string());
+                self.settled(&pending.source, pending.reply, Err(error));
             }
         }
     }
 
+    /// Swaps the pending version in, with its prepared controller if controllers run.
+    fn swap(&mut self, pending: Pending, prepared: Option<Prepared>) {
+        let Pending {
+            source,
+            ticket,
+            plugin,
+            digest,
+            reply,
+        } = pending;
+        let (name, version) = (
+            plugin.name().to_owned(),
+            plugin.registration().version.clone(),
+        );
+        let installed =
+            self.registry
+                .install(&source, ticket, plugin, digest, prepared, &self.metrics);
+        let result = installed.map(|replaced| {
+            tracing::info!(%source, plugin = %name, %version, "plugin installed");
+            if let Some(controller) = replaced {
+                self.stop_later(controller, None);
+            }
+        });
+        self.settled(&source, reply, result);
+    }
+
+    fn settled(
+        &self,
+        source: &str,
+        reply: Option<oneshot::Sender<Result<(), PluginError>>>,
+        result: Result<(), PluginError>,
+    ) {
+        if let Err(error) = &result {
+            if !matches!(error, PluginError::Superseded { .. }) {
+                self.metrics.load_failed(source);
+            }
+            tracing::warn!(%source, "plugin not installed: {error}");
+        }
+        if let Some(reply) = reply {
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Stops `controller` in a task of the manager's, within the grace period; `reply` hears
+    /// when it has.
+    fn stop_later(&mut self, controller: Controller, reply: Option<oneshot::Sender<bool>>) {
+        let deadline = Instant::now() + self.options.grace_period;
+        controller.shutdown();
+        self.stopping.spawn(async move {
+            let drained = controller.stop(deadline).await;
+            if let Some(reply) = reply {
+                let _ = reply.send(true);
+            }
+            drained
+        });
+    }
+
     /// Stops in reverse start order and releases the Lease if `campaign` holds it.
-    async fn finish(mut self, campaign: Option<Campaign>) -> Result<(), ManagerError> {
+    async fn finish(
+        mut self,
+        campaign: Option<Campaign>,
+        mut runnables: JoinSet<(String, bool)>,
+    ) -> Result<(), ManagerError> {
         tracing::info!(grace_period = ?self.options.grace_period, "stopping: letting in-flight reconciles finish");
         self.endpoints.set_ready(false);
-        let drained = self
-            .registry
-            .stop_all(Instant::now() + self.options.grace_period)
-            .await;
+        let deadline = Instant::now() + self.options.grace_period;
+        runnables.shutdown().await;
+        self.preparing.abort_all();
+        let controllers = self.registry.take_controllers();
+        controllers.iter().for_each(Controller::shutdown);
+        for controller in controllers {
+            self.stopping.spawn(controller.stop(deadline));
+        }
+        let mut drained = true;
+        while let Some(stopped) = self.stopping.join_next().await {
+            drained &= stopped.unwrap_or(false);
+        }
         if let Some(campaign) = campaign {
             campaign.release().await;
         }
@@ -393,6 +564,16 @@ impl Manager {
 
     /// Stops every controller within the grace period (as on SIGTERM, without a Lease).
     pub async fn stop(self) -> Result<(), ManagerError> {
-        self.finish(None).await
+        self.finish(None, JoinSet::new()).await
     }
+}
+
+/// The error for a runnable that ended (or panicked) while the manager ran.
+fn ended_early(ended: Result<(String, bool), JoinError>) -> ManagerError {
+    let (name, reason) = match ended {
+        Ok((name, false)) => (name, "it returned".to_owned()),
+        Ok((name, true)) => (name, "it panicked".to_owned()),
+        Err(error) => ("a plugin source".to_owned(), error.to_string()),
+    };
+    ManagerError::SourceEnded { name, reason }
 }

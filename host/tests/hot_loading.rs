@@ -257,7 +257,7 @@ async fn upgrading_webapp_under_load_loses_nothing_and_spares_configmap_sync() -
             during <= before * 3 + Duration::from_millis(300),
             "configmap-sync slowed from {before:?} to {during:?} during the upgrade"
         );
-        let statuses = plugins.list().await?;
+        let statuses = plugins.statuses();
         let webapp_status = statuses
             .iter()
             .find(|s| s.name.as_deref() == Some("webapp"))
@@ -315,7 +315,7 @@ async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::
                 .to_string();
             println!("{name}: {refused}");
             assert!(refused.contains(expected), "{name}: {refused}");
-            let statuses = plugins.list().await?;
+            let statuses = plugins.statuses();
             let status = statuses
                 .iter()
                 .find(|s| s.source == source)
@@ -348,7 +348,7 @@ async fn a_bad_new_version_leaves_the_old_one_running_and_says_why() -> anyhow::
             "guest-good's ConfigMap informer runs"
         );
         assert!(plugins.remove(&source).await?);
-        assert!(plugins.list().await?.is_empty());
+        assert!(plugins.statuses().is_empty());
         assert!(
             !kinds(&metrics.gather()),
             "the ConfigMap informer only guest-good used stopped"

@@ -49,6 +49,7 @@ pub struct Informer {
     handlers: RwLock<Vec<(u64, Handler)>>,
     next_handler: Mutex<u64>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    last_error: Mutex<Option<String>>,
 }
 
 /// Keeps a handler subscribed; dropping it unsubscribes.
@@ -89,6 +90,7 @@ impl Informer {
             handlers: RwLock::default(),
             next_handler: Mutex::new(0),
             tasks: Mutex::default(),
+            last_error: Mutex::default(),
         });
         let tasks = scope.iter().map(|namespace| {
             let api: Api<WatchedObject> = match namespace {
@@ -125,6 +127,14 @@ impl Informer {
     pub async fn wait_synced(&self) {
         let mut synced = self.synced.subscribe();
         let _ = synced.wait_for(|synced| *synced).await;
+    }
+
+    /// The watch's last failure, if any: what keeps an informer from syncing.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Calls `handler` with every later change.
@@ -283,7 +293,11 @@ async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Optio
                 informer.deleted(&key);
             }
             Err(error) => {
-                tracing::warn!(kind = %informer.kind.kind, "watch failed, retrying with backoff: {error}")
+                tracing::warn!(kind = %informer.kind.kind, "watch failed, retrying with backoff: {error}");
+                *informer
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
             }
         }
     }

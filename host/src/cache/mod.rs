@@ -44,6 +44,34 @@ pub enum CacheError {
         /// The discovery error.
         source: kube::Error,
     },
+    /// The kind's informer did not list everything within the time allowed.
+    #[error("{kind} in {api_version} did not sync within {after:?}: {reason}")]
+    NotSynced {
+        /// The kind.
+        kind: String,
+        /// Its apiVersion.
+        api_version: String,
+        /// The time allowed.
+        after: std::time::Duration,
+        /// The watch's last failure, or what was still awaited.
+        reason: String,
+    },
+}
+
+impl CacheError {
+    /// `kind` did not sync within `after`, for `reason`.
+    pub(crate) fn not_synced(
+        kind: &GroupVersionKind,
+        after: std::time::Duration,
+        reason: String,
+    ) -> Self {
+        CacheError::NotSynced {
+            kind: kind.kind.clone(),
+            api_version: api_version(kind),
+            after,
+            reason,
+        }
+    }
 }
 
 /// Which namespaces the cache watches.

@@ -213,6 +213,9 @@ pub struct RunArgs {
     /// How long in-flight reconciles may take to finish after SIGTERM.
     #[arg(long, env = "WASMOP_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = duration)]
     pub graceful_shutdown_timeout: Duration,
+    /// How long a plugin's informers may take to list everything before its start fails.
+    #[arg(long, env = "WASMOP_CACHE_SYNC_TIMEOUT", default_value = "2m", value_parser = duration)]
+    pub cache_sync_timeout: Duration,
     /// Limits for every plugin.
     #[command(flatten)]
     pub limits: PluginLimits,

@@ -7,17 +7,23 @@
 //! enter at [`crate::queue::LOW_PRIORITY`]. A pool of `max_concurrent_reconciles` workers
 //! handles the queue.
 //!
-//! A running controller can take a new version of its plugin ([`Controller::upgrade`]): the new
-//! version's informers start and sync first, then new reconciles run on it while in-flight ones
-//! finish on the old one, then its sources replace the old ones (queueing every object once,
-//! at low priority, so everything converges to the new behaviour), and informers only the old
-//! version used are released. The queue, with the keys waiting in it, carries over.
+//! Starting takes two steps so that no caller waits on the cluster while holding anything:
+//! [`Controller::prepare`] starts and syncs the informers a plugin version needs (slow, under a
+//! time limit), then [`Controller::start`] or [`Controller::upgrade`] puts the [`Prepared`]
+//! version to work at once.
+//!
+//! A running controller can take a new version of its plugin ([`Controller::upgrade`]): new
+//! reconciles run on it while in-flight ones finish on the old one, its sources replace the old
+//! ones (queueing every object once, at low priority, so everything converges to the new
+//! behaviour), and informers only the old version used are released. The queue, with the keys
+//! waiting in it, carries over.
 
 mod sources;
 mod workers;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::cache::{Cache, CacheError};
 use crate::metrics::ControllerMetrics;
@@ -55,27 +61,36 @@ impl Stats {
     }
 }
 
-/// A new plugin version could not take over a running controller.
-#[derive(Debug, thiserror::Error)]
-pub enum UpgradeError {
-    /// It reconciles another kind, so the queued keys would name other objects.
-    #[error("plugin {plugin}: the new version reconciles {new}, the running one {old}")]
-    PrimaryChanged {
-        /// The plugin.
-        plugin: String,
-        /// The running version's primary kind.
-        old: String,
-        /// The new version's.
-        new: String,
-    },
-    /// Its informers could not start.
-    #[error("plugin {plugin}: {source}")]
-    Cache {
-        /// The plugin.
-        plugin: String,
-        /// What the cache said.
-        source: Box<CacheError>,
-    },
+/// A plugin version whose informers have synced, ready to start or take over a controller.
+pub struct Prepared {
+    plugin: Arc<Plugin>,
+    informed: Informed,
+}
+
+impl Prepared {
+    /// The plugin version.
+    pub fn plugin(&self) -> &Arc<Plugin> {
+        &self.plugin
+    }
+}
+
+/// A controller's live figures, readable without holding the controller.
+#[derive(Clone)]
+pub struct Progress {
+    queue: Arc<Queue<ObjectKey>>,
+    stats: Arc<Stats>,
+}
+
+impl Progress {
+    /// Keys waiting in the queue.
+    pub fn queue_depth(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Reconciles since the controller started.
+    pub fn reconciles(&self) -> u64 {
+        self.stats.total()
+    }
 }
 
 /// A running controller.
@@ -88,51 +103,44 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Starts the informers the plugin needs, waits for them to sync, subscribes its sources and
-    /// starts its workers.
-    pub async fn start(
+    /// Starts the informers `plugin` needs and waits up to `allowed` for them to sync.
+    pub async fn prepare(
         cache: &Cache,
         plugin: Arc<Plugin>,
-        metrics: ControllerMetrics,
-    ) -> Result<Self, CacheError> {
+        allowed: Duration,
+    ) -> Result<Prepared, CacheError> {
+        let informed = Informed::start(cache, &plugin, allowed).await?;
+        Ok(Prepared { plugin, informed })
+    }
+
+    /// Subscribes the prepared version's sources and starts its workers.
+    pub fn start(prepared: Prepared, metrics: ControllerMetrics) -> Self {
+        let Prepared { plugin, informed } = prepared;
         let queue = Arc::new(Queue::new(RateLimits::default(), Arc::new(metrics.clone())));
-        let informed = Informed::start(cache, &plugin).await?;
         let sources = informed.subscribe(&plugin, &queue);
         let stats = Arc::new(Stats::default());
         let workers = plugin.max_concurrent_reconciles();
         metrics.started(&plugin, &queue, workers as usize);
         tracing::info!(plugin = plugin.name(), workers, "controller started");
-        Ok(Controller {
+        Controller {
             workers: Workers::start(plugin, queue.clone(), stats.clone(), metrics.clone()),
             queue,
             stats,
             metrics,
             sources,
-        })
+        }
     }
 
-    /// Hands the controller to `plugin`, a new version of its plugin; returns the old version.
-    pub async fn upgrade(
-        &mut self,
-        cache: &Cache,
-        plugin: Arc<Plugin>,
-    ) -> Result<Arc<Plugin>, UpgradeError> {
+    /// Hands the controller to the prepared version of its plugin and returns the old version,
+    /// or gives `prepared` back when it reconciles another kind (the queued keys would name other
+    /// objects), so it needs a controller of its own.
+    pub fn upgrade(&mut self, prepared: Prepared) -> Result<Arc<Plugin>, Prepared> {
         let current = self.workers.current();
-        let kind = |p: &Plugin| describe(&p.registration().primary);
-        if plugin.registration().primary != current.registration().primary {
-            return Err(UpgradeError::PrimaryChanged {
-                plugin: plugin.name().to_owned(),
-                old: kind(&current),
-                new: kind(&plugin),
-            });
+        if prepared.plugin.registration().primary != current.registration().primary {
+            tracing::info!(plugin = current.name(), from = %describe(&current.registration().primary), to = %describe(&prepared.plugin.registration().primary), "the new version reconciles another kind: starting a new controller");
+            return Err(prepared);
         }
-        let informed =
-            Informed::start(cache, &plugin)
-                .await
-                .map_err(|source| UpgradeError::Cache {
-                    plugin: plugin.name().to_owned(),
-                    source: Box::new(source),
-                })?;
+        let Prepared { plugin, informed } = prepared;
         let old = self.workers.swap(plugin.clone());
         let old_sources =
             std::mem::replace(&mut self.sources, informed.subscribe(&plugin, &self.queue));
@@ -150,6 +158,14 @@ impl Controller {
     /// Keys waiting in the queue.
     pub fn queue_depth(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Its live figures, for status readers.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            queue: self.queue.clone(),
+            stats: self.stats.clone(),
+        }
     }
 
     /// How many times `key` has been retried since it last succeeded.

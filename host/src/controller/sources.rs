@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -42,23 +43,36 @@ pub(super) struct Informed {
 }
 
 impl Informed {
-    /// Starts (or shares) the informers `plugin` needs and waits for them to sync.
-    pub(super) async fn start(cache: &Cache, plugin: &Plugin) -> Result<Self, CacheError> {
+    /// Starts (or shares) the informers `plugin` needs and waits up to `allowed` for all of
+    /// them to sync; the first kind still unsynced then names the error.
+    pub(super) async fn start(
+        cache: &Cache,
+        plugin: &Plugin,
+        allowed: Duration,
+    ) -> Result<Self, CacheError> {
         let registration = plugin.registration();
-        let mut informed = Informed {
-            informers: Vec::new(),
-        };
-        for kind in informed_kinds(registration) {
-            informed.informers.push(cache.informer(&kind).await?);
+        let kinds = informed_kinds(registration);
+        let mut informers = Vec::new();
+        let synced = tokio::time::timeout(allowed, async {
+            for kind in &kinds {
+                informers.push(cache.informer(kind).await?);
+            }
+            for informer in &informers {
+                informer.wait_synced().await;
+            }
+            Ok::<_, CacheError>(())
+        })
+        .await;
+        match synced {
+            Ok(started) => started?,
+            Err(_) => return Err(unsynced(&kinds, &informers, allowed)),
         }
+        let informed = Informed { informers };
         for index in &registration.indexes {
             informed.of(&index.kind).add_index(IndexSpec {
                 name: index.name.clone(),
                 field: index.field.clone(),
             });
-        }
-        for informer in &informed.informers {
-            informer.wait_synced().await;
         }
         Ok(informed)
     }
@@ -107,6 +121,28 @@ impl Informed {
             _informers: self.informers,
         }
     }
+}
+
+/// Why the first of `kinds` that is not synced is not: the informers started so far are
+/// `informers`, in the same order.
+fn unsynced(
+    kinds: &[GroupVersionKind],
+    informers: &[Arc<Informer>],
+    allowed: Duration,
+) -> CacheError {
+    let (kind, reason) = match informers.iter().find(|i| !i.is_synced()) {
+        Some(informer) => (
+            informer.kind(),
+            informer
+                .last_error()
+                .unwrap_or_else(|| "its first list has not completed".to_owned()),
+        ),
+        None => (
+            &kinds[informers.len().min(kinds.len() - 1)],
+            "the apiserver's discovery did not answer".to_owned(),
+        ),
+    };
+    CacheError::not_synced(kind, allowed, reason)
 }
 
 /// The kinds the plugin needs informers for: primary, owned, watched, indexed, and any it may read.

@@ -26,7 +26,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 use crate::metrics::Metrics;
-use crate::plugins::PluginHandle;
+use crate::plugins::Statuses;
 
 pub use auth::{AuthError, Authorizer, Decision};
 pub use serve::{Access, ConnectionLimits, serve};
@@ -35,19 +35,16 @@ pub use tls::{SecureServing, Tls, TlsError};
 /// The Prometheus text exposition format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// How long `/plugins` waits for the manager's loop.
-const PLUGINS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// What the endpoints report.
+/// What the endpoints report: read-only views of the metrics and the plugins' statuses.
 pub struct Endpoints {
     metrics: Arc<Metrics>,
-    plugins: PluginHandle,
+    plugins: Statuses,
     ready: AtomicBool,
 }
 
 impl Endpoints {
     /// Endpoints over `metrics` and `plugins`, not ready until [`Endpoints::set_ready`].
-    pub fn new(metrics: Arc<Metrics>, plugins: PluginHandle) -> Arc<Self> {
+    pub fn new(metrics: Arc<Metrics>, plugins: Statuses) -> Arc<Self> {
         Arc::new(Endpoints {
             metrics,
             plugins,
@@ -62,7 +59,11 @@ impl Endpoints {
 
     async fn respond(&self, path: &str) -> Response<Full<Bytes>> {
         let (status, content_type, body) = match path {
-            "/plugins" => self.plugins().await,
+            "/plugins" => (
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_string(&self.plugins.current()).expect("statuses serialize"),
+            ),
             "/metrics" => (StatusCode::OK, TEXT_FORMAT, self.metrics.gather()),
             "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),
             "/readyz" if self.ready.load(Ordering::Relaxed) => {
@@ -82,26 +83,6 @@ impl Endpoints {
             content_type.parse().expect("a valid header value"),
         );
         response
-    }
-
-    async fn plugins(&self) -> (StatusCode, &'static str, String) {
-        match tokio::time::timeout(PLUGINS_TIMEOUT, self.plugins.list()).await {
-            Ok(Ok(statuses)) => (
-                StatusCode::OK,
-                "application/json",
-                serde_json::to_string(&statuses).expect("statuses serialize"),
-            ),
-            Ok(Err(error)) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "text/plain",
-                error.to_string(),
-            ),
-            Err(_) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "text/plain",
-                "the manager is busy; try again".to_owned(),
-            ),
-        }
     }
 }
 
@@ -160,18 +141,11 @@ pub async fn fetch(address: &str, path: &str) -> Result<(StatusCode, String), Fe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::Cache;
-    use crate::plugins::{Loader, channel};
-    use crate::runtime::{Runtime, RuntimeConfig};
+    use crate::plugins::Registry;
 
-    /// Endpoints whose manager is gone (nothing reads its plugin commands).
+    /// Endpoints over an empty plugin table.
     fn endpoints() -> Arc<Endpoints> {
-        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
-        let runtime = Arc::new(Runtime::new(RuntimeConfig::default()).unwrap());
-        let loader = Loader::new(runtime, client.clone(), Arc::new(Cache::new(client)), None);
-        let (handle, _) = channel(loader);
-        Endpoints::new(Arc::new(Metrics::new()), handle)
+        Endpoints::new(Arc::new(Metrics::new()), Registry::default().statuses())
     }
 
     #[tokio::test]
@@ -191,6 +165,8 @@ mod tests {
         let metrics = endpoints.respond("/metrics").await;
         assert_eq!(metrics.headers()[CONTENT_TYPE], TEXT_FORMAT);
         let plugins = endpoints.respond("/plugins").await;
-        assert_eq!(plugins.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(plugins.status(), StatusCode::OK);
+        let body = plugins.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"[]");
     }
 }

@@ -233,10 +233,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::Cache;
     use crate::metrics::Metrics;
-    use crate::plugins::{Loader, channel};
-    use crate::runtime::{Runtime, RuntimeConfig};
+    use crate::plugins::Registry;
     use http_body_util::BodyExt;
     use hyper::header::AUTHORIZATION;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -255,11 +253,7 @@ mod tests {
 
     /// Serves ready endpoints (their manager gone) as `access` allows on a loopback port.
     async fn listen(access: Access, limits: ConnectionLimits) -> (SocketAddr, JoinSet<()>) {
-        let client = unreachable();
-        let runtime = Arc::new(Runtime::new(RuntimeConfig::default()).unwrap());
-        let loader = Loader::new(runtime, client.clone(), Arc::new(Cache::new(client)), None);
-        let (handle, _) = channel(loader);
-        let endpoints = Endpoints::new(Arc::new(Metrics::new()), handle);
+        let endpoints = Endpoints::new(Arc::new(Metrics::new()), Registry::default().statuses());
         endpoints.set_ready(true);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

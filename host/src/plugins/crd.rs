@@ -6,35 +6,43 @@
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
 //! latest generation loaded), `Degraded` (why the latest generation did not: spec, fetch, digest,
 //! load or take-over failure, with the message), the running version, digest and plugin name,
-//! and `observedGeneration`. A failed generation is retried every [`RETRY_PERIOD`] while the
-//! running version stays. `paused: true` unloads the plugin until unpaused. Deleting the object
-//! unloads the plugin.
+//! and `observedGeneration`. A failed generation is retried with a per-object exponential
+//! backoff (from [`RETRY_PERIOD`] up to [`RETRY_LIMIT`]) while the running version stays.
+//! `paused: true` unloads the plugin until unpaused. Deleting the object unloads the plugin, and
+//! so does a relist that no longer lists it.
 //!
-//! Fetching and compiling a module take seconds, so each object's install runs as a task of its
-//! own: a slow download or compile never delays another object. One object has at most one
-//! install in flight; what arrives for it meanwhile (a newer generation, its deletion) waits and
-//! is applied when that install ends.
+//! The objects are handled by kube-runtime's `Controller`: each object's reconcile runs on a task
+//! of its own (a slow download or compile never delays another object), one object has at most
+//! one reconcile in flight, and what arrives for it meanwhile is reconciled from its latest state
+//! once that one ends.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use tokio::task::JoinSet;
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::core::ApiResource;
-use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
+use kube::runtime::{Controller, WatchStreamExt};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::PluginError;
 use super::module::ModuleRef;
 use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
 
-/// How often a generation that failed is tried again.
+/// How soon a generation that failed is first tried again (and how often a follower looks
+/// whether it now speaks for the plugins).
 pub const RETRY_PERIOD: Duration = Duration::from_secs(10);
+
+/// The longest wait between tries of a failing generation.
+pub const RETRY_LIMIT: Duration = Duration::from_secs(300);
 
 /// The field manager of status writes.
 const MANAGER: &str = "wasmop";
@@ -65,25 +73,52 @@ enum Outcome {
     },
 }
 
-struct Tracked {
-    object: DynamicObject,
+/// What was last done for one object (by uid and generation).
+struct Handled {
+    uid: Option<String>,
+    generation: Option<i64>,
     outcome: Outcome,
     reported: bool,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+impl Handled {
+    fn of(&self, object: &DynamicObject) -> bool {
+        self.uid == object.metadata.uid && self.generation == object.metadata.generation
+    }
+}
+
+/// Why an object's reconcile did not finish.
+#[derive(Debug, thiserror::Error)]
+enum ReconcileError {
+    /// Its generation did not load.
+    #[error("{reason}: {message}")]
+    Failed {
+        reason: &'static str,
+        message: String,
+    },
+    /// Its status could not be written.
+    #[error("writing the status failed: {0}")]
+    Status(#[source] kube::Error),
 }
 
 /// Watches WasmReconcilers and keeps the manager's plugins in step with them.
 pub struct WasmReconcilers {
+    resource: ApiResource,
+    context: Arc<Reconciler>,
+}
+
+/// What every reconcile shares.
+struct Reconciler {
+    resource: ApiResource,
     api: Api<DynamicObject>,
     installer: Installer,
     plugins: PluginHandle,
-    tracked: HashMap<String, Tracked>,
-    /// Installs in flight, one per object at most.
-    installing: JoinSet<(String, DynamicObject, Outcome)>,
-    /// What arrived for an object while its install ran: its latest state, or `None` once deleted.
-    waiting: HashMap<String, Option<DynamicObject>>,
+    handled: Mutex<HashMap<String, Handled>>,
 }
 
-/// What an install task needs: it fetches, compiles and installs one object's module.
+/// What an install needs: it fetches, compiles and installs one object's module.
 #[derive(Clone)]
 struct Installer {
     client: kube::Client,
@@ -96,7 +131,8 @@ impl WasmReconcilers {
     pub fn new(client: kube::Client, plugins: PluginHandle, limits: PluginLimits) -> Self {
         let kind = GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
         let resource = ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
-        WasmReconcilers {
+        let context = Reconciler {
+            resource: resource.clone(),
             api: Api::all_with(client.clone(), &resource),
             installer: Installer {
                 client,
@@ -104,84 +140,199 @@ impl WasmReconcilers {
                 limits,
             },
             plugins,
-            tracked: HashMap::new(),
-            installing: JoinSet::new(),
-            waiting: HashMap::new(),
+            handled: Mutex::default(),
+        };
+        WasmReconcilers {
+            resource,
+            context: Arc::new(context),
         }
     }
 
-    /// Runs until the task is dropped.
-    pub async fn run(mut self) {
-        let events =
-            watcher::watcher(self.api.clone(), watcher::Config::default()).default_backoff();
-        futures::pin_mut!(events);
-        let mut retry = tokio::time::interval(RETRY_PERIOD);
-        let mut listed: Option<Vec<String>> = None;
-        loop {
-            tokio::select! {
-                event = events.next() => match event {
-                    Some(Ok(Event::Apply(object))) => self.apply(object, false).await,
-                    Some(Ok(Event::InitApply(object))) => {
-                        listed.get_or_insert_default().push(object.metadata.name.clone().unwrap_or_default());
-                        self.apply(object, false).await;
-                    }
-                    Some(Ok(Event::Init)) => listed = Some(Vec::new()),
-                    Some(Ok(Event::InitDone)) => self.relisted(listed.take().unwrap_or_default()).await,
-                    Some(Ok(Event::Delete(object))) => self.delete(&object.metadata.name.unwrap_or_default()).await,
-                    Some(Err(error)) => tracing::warn!("watching WasmReconcilers failed, retrying: {error}"),
-                    None => return,
-                },
-                Some(done) = self.installing.join_next(), if !self.installing.is_empty() => {
-                    match done {
-                        Ok((name, object, outcome)) => self.installed(name, object, outcome).await,
-                        Err(error) => tracing::error!("a WasmReconciler install failed: {error}"),
+    /// Runs until dropped: the controller, and the unloading of objects that are gone.
+    pub async fn run(self) {
+        let writer = reflector::store::Writer::new(self.resource.clone());
+        let store = writer.as_reader();
+        let relisted = Arc::new(Notify::new());
+        let relist = relisted.clone();
+        let events = watcher::watcher(self.context.api.clone(), watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .inspect(move |event| {
+                if matches!(event, Ok(Event::InitDone)) {
+                    relist.notify_one();
+                }
+            })
+            .touched_objects();
+        let (context, reader) = (self.context.clone(), store.clone());
+        let results = Controller::for_stream_with(events, store.clone(), self.resource)
+            .run(reconcile, error_policy, self.context.clone())
+            .for_each_concurrent(None, move |result| {
+                let (context, store) = (context.clone(), reader.clone());
+                async move {
+                    match result {
+                        Ok(_) => {}
+                        Err(controller::Error::ObjectNotFound(gone)) => {
+                            context.unload_if_gone(&store, &gone.name).await
+                        }
+                        Err(error) => tracing::warn!("WasmReconciler: {error}"),
                     }
                 }
-                _ = retry.tick() => self.retry().await,
+            });
+        let sweeps = async {
+            loop {
+                relisted.notified().await;
+                self.context.sweep(&store).await;
             }
-        }
+        };
+        futures::future::join(results, sweeps).await;
+    }
+}
+
+/// Installs (or pauses) an object's latest generation once, retries a failed one when its
+/// backoff allows, and reports the outcome when this replica speaks for the plugins.
+async fn reconcile(
+    object: Arc<DynamicObject>,
+    context: Arc<Reconciler>,
+) -> Result<Action, ReconcileError> {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let waiting = context.with(&name, |handled| match handled {
+        Some(h) if h.of(&object) => Some(h.retry_at.filter(|at| *at > Instant::now())),
+        _ => None,
+    });
+    let redo = match waiting {
+        None => true,
+        Some(Some(at)) => return Ok(Action::requeue(at - Instant::now())),
+        Some(None) => context.with(&name, |h| {
+            h.is_some_and(|h| matches!(h.outcome, Outcome::Failed { .. }))
+        }),
+    };
+    if redo {
+        let outcome = context.installer.install(&name, &object).await;
+        context.record(&name, &object, outcome);
+    }
+    context.report(&name, &object).await?;
+    let outcome = context.with(&name, |h| h.map(|h| h.outcome.clone()));
+    if let Some(Outcome::Failed { reason, message }) = outcome {
+        return Err(ReconcileError::Failed { reason, message });
+    }
+    match context.plugins.leading() {
+        true => Ok(Action::await_change()),
+        false => Ok(Action::requeue(RETRY_PERIOD)),
+    }
+}
+
+/// A per-object exponential backoff: [`RETRY_PERIOD`] doubling up to [`RETRY_LIMIT`].
+fn error_policy(
+    object: Arc<DynamicObject>,
+    error: &ReconcileError,
+    context: Arc<Reconciler>,
+) -> Action {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let delay = context.with(&name, |handled| {
+        let handled = handled?;
+        handled.failures = handled.failures.saturating_add(1);
+        let delay = RETRY_PERIOD
+            .saturating_mul(1 << handled.failures.saturating_sub(1).min(16))
+            .min(RETRY_LIMIT);
+        handled.retry_at = Some(Instant::now() + delay);
+        Some(delay)
+    });
+    let delay = delay.unwrap_or(RETRY_PERIOD);
+    tracing::warn!(wasmreconciler = %name, retry_in = ?delay, "{error}");
+    Action::requeue(delay)
+}
+
+impl Reconciler {
+    fn with<T>(&self, name: &str, f: impl FnOnce(Option<&mut Handled>) -> T) -> T {
+        let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
+        f(handled.get_mut(name))
     }
 
-    /// Acts on a new generation of `object`; the same generation again (a status write, a
-    /// relist) only refreshes what is remembered of it, unless `retry` is set. While the object's
-    /// previous install runs, the object waits for it.
-    async fn apply(&mut self, object: DynamicObject, retry: bool) {
-        let name = object.metadata.name.clone().unwrap_or_default();
-        if let Some(waiting) = self.waiting.get_mut(&name) {
-            *waiting = Some(object);
-            return;
-        }
-        if let Some(tracked) = self.tracked.get_mut(&name)
-            && tracked.object.metadata.generation == object.metadata.generation
-            && !retry
+    /// Remembers `outcome` for `object`'s generation; failures of one generation accumulate.
+    fn record(&self, name: &str, object: &DynamicObject, outcome: Outcome) {
+        let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
+        let failures = match handled.get(name) {
+            Some(previous) if previous.of(object) => previous.failures,
+            _ => 0,
+        };
+        let failures = match outcome {
+            Outcome::Failed { .. } => failures,
+            _ => 0,
+        };
+        handled.insert(
+            name.to_owned(),
+            Handled {
+                uid: object.metadata.uid.clone(),
+                generation: object.metadata.generation,
+                outcome,
+                reported: false,
+                failures,
+                retry_at: None,
+            },
+        );
+    }
+
+    /// Unloads `name`'s plugin unless the object is back in `store`.
+    async fn unload_if_gone(&self, store: &Store<DynamicObject>, name: &str) {
+        if store
+            .get(&ObjectRef::new_with(name, self.resource.clone()))
+            .is_some()
         {
-            tracked.object = object;
             return;
         }
-        self.waiting.insert(name.clone(), Some(object.clone()));
-        let installer = self.installer.clone();
-        self.installing.spawn(async move {
-            let outcome = installer.install(&name, &object).await;
-            (name, object, outcome)
-        });
+        self.handled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        if let Ok(true) = self.plugins.remove(&source(name)).await {
+            tracing::info!(
+                wasmreconciler = name,
+                "the object is gone: its plugin is unloaded"
+            );
+        }
     }
 
-    /// Records how `name`'s install went, then applies what arrived for it meanwhile.
-    async fn installed(&mut self, name: String, object: DynamicObject, outcome: Outcome) {
-        let waiting = self.waiting.remove(&name).flatten();
-        let Some(latest) = waiting else {
-            // Deleted while installing: unload what the install may have loaded.
-            let _ = self.plugins.remove(&source(&name)).await;
-            return;
+    /// Unloads the plugins of objects a completed relist no longer lists.
+    async fn sweep(&self, store: &Store<DynamicObject>) {
+        let gone: Vec<String> = self
+            .plugins
+            .statuses()
+            .into_iter()
+            .filter_map(|status| status.source.strip_prefix(SOURCE_PREFIX).map(str::to_owned))
+            .collect();
+        for name in gone {
+            self.unload_if_gone(store, &name).await;
+        }
+    }
+
+    /// Writes the status of `name` if this replica speaks for the plugins and has not yet.
+    async fn report(&self, name: &str, object: &DynamicObject) -> Result<(), ReconcileError> {
+        if !self.plugins.leading() {
+            return Ok(());
+        }
+        let outcome = self.with(name, |h| {
+            h.filter(|h| !h.reported).map(|h| h.outcome.clone())
+        });
+        let Some(outcome) = outcome else {
+            return Ok(());
         };
-        let tracked = Tracked {
-            object,
-            outcome,
-            reported: false,
+        let statuses = self.plugins.statuses();
+        let plugin = statuses.iter().find(|s| s.source == source(name));
+        let patch = json!({ "status": status(object, &outcome, plugin) });
+        let params = PatchParams {
+            field_manager: Some(MANAGER.to_owned()),
+            ..PatchParams::default()
         };
-        self.tracked.insert(name.clone(), tracked);
-        self.report(&name).await;
-        self.apply(latest, false).await;
+        self.api
+            .patch_status(name, &params, &Patch::Merge(&patch))
+            .await
+            .map_err(ReconcileError::Status)?;
+        self.with(name, |h| {
+            if let Some(h) = h {
+                h.reported = true;
+            }
+        });
+        Ok(())
     }
 }
 
@@ -239,90 +390,15 @@ impl Installer {
     }
 }
 
-impl WasmReconcilers {
-    async fn delete(&mut self, name: &str) {
-        self.tracked.remove(name);
-        if let Some(waiting) = self.waiting.get_mut(name) {
-            *waiting = None;
-            return;
-        }
-        let _ = self.plugins.remove(&source(name)).await;
-    }
-
-    /// Unloads what a completed relist no longer lists.
-    async fn relisted(&mut self, listed: Vec<String>) {
-        let gone: Vec<String> = self
-            .tracked
-            .keys()
-            .filter(|name| !listed.contains(name))
-            .cloned()
-            .collect();
-        for name in gone {
-            self.delete(&name).await;
-        }
-    }
-
-    /// Retries failed generations and writes statuses not yet written (after gaining the lead).
-    async fn retry(&mut self) {
-        let failed: Vec<DynamicObject> = self
-            .tracked
-            .values()
-            .filter(|t| matches!(t.outcome, Outcome::Failed { .. }))
-            .map(|t| t.object.clone())
-            .collect();
-        for object in failed {
-            self.apply(object, true).await;
-        }
-        let unreported: Vec<String> = self
-            .tracked
-            .iter()
-            .filter(|(_, t)| !t.reported)
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in unreported {
-            self.report(&name).await;
-        }
-    }
-
-    /// Writes the status of `name` if this replica speaks for the plugins.
-    async fn report(&mut self, name: &str) {
-        if !self.plugins.leading() {
-            return;
-        }
-        let Some(tracked) = self.tracked.get(name) else {
-            return;
-        };
-        let statuses = self.plugins.list().await.unwrap_or_default();
-        let plugin = statuses.iter().find(|s| s.source == source(name));
-        let status = status(&tracked.object, &tracked.outcome, plugin);
-        let patch = json!({ "status": status });
-        let params = PatchParams {
-            field_manager: Some(MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
-        let written = self
-            .api
-            .patch_status(name, &params, &Patch::Merge(&patch))
-            .await;
-        match written {
-            Ok(_) => {
-                if let Some(tracked) = self.tracked.get_mut(name) {
-                    tracked.reported = true;
-                }
-            }
-            Err(error) => {
-                tracing::warn!(wasmreconciler = name, "writing the status failed: {error}")
-            }
-        }
-    }
-}
-
 fn failed(reason: &'static str, message: String) -> Outcome {
     Outcome::Failed { reason, message }
 }
 
+/// What every WasmReconciler's source name starts with.
+const SOURCE_PREFIX: &str = "wasmreconciler/";
+
 fn source(name: &str) -> String {
-    format!("wasmreconciler/{name}")
+    format!("{SOURCE_PREFIX}{name}")
 }
 
 /// The status for `object` after `outcome`, with the running plugin `plugin` if any.

@@ -100,7 +100,7 @@ impl PluginDir {
         self.known.insert(file.to_owned(), seen);
     }
 
-    /// Polls every `interval` until the task is dropped, applying changes through `plugins`.
+    /// Polls every `interval` until dropped, applying changes through `plugins`.
     pub async fn watch(
         mut self,
         plugins: PluginHandle,

@@ -1,5 +1,6 @@
-//! How plugin sources and the admin endpoint reach a running manager: a [`PluginHandle`]
-//! compiles modules itself and sends only the swap to the manager's loop, over a bounded channel.
+//! How plugin sources reach a running manager: a [`PluginHandle`] compiles modules itself and
+//! sends only the swap to the manager's loop, over a bounded channel; it reads statuses from the
+//! registry's published view without asking the loop.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Loader, PluginError, PluginStatus, digest};
+use super::{Loader, PluginError, PluginStatus, Statuses, digest};
 use crate::runtime::{Plugin, PluginOptions};
 
 /// How many plugin changes may wait for the manager's loop.
@@ -30,10 +31,6 @@ pub(crate) enum Command {
         source: String,
         reply: oneshot::Sender<bool>,
     },
-    /// Every source's status.
-    List {
-        reply: oneshot::Sender<Vec<PluginStatus>>,
-    },
 }
 
 /// How an install went.
@@ -41,7 +38,7 @@ pub(crate) enum Command {
 pub struct Installed {
     /// Compiling, checking and describing the module, outside the manager's loop.
     pub loaded_in: Duration,
-    /// Waiting for the loop and swapping the version in (starting new informers included).
+    /// Syncing the version's informers (when controllers run) and swapping it in.
     pub swapped_in: Duration,
 }
 
@@ -50,16 +47,21 @@ pub struct Installed {
 pub struct PluginHandle {
     loader: Loader,
     commands: mpsc::Sender<Command>,
+    statuses: Statuses,
     leading: Arc<AtomicBool>,
 }
 
-/// A handle and the receiving end its manager's loop reads.
-pub(crate) fn channel(loader: Loader) -> (PluginHandle, mpsc::Receiver<Command>) {
+/// A handle reading `statuses`, and the receiving end its manager's loop reads.
+pub(crate) fn channel(
+    loader: Loader,
+    statuses: Statuses,
+) -> (PluginHandle, mpsc::Receiver<Command>) {
     let (commands, receiver) = mpsc::channel(BACKLOG);
     let leading = Arc::default();
     let handle = PluginHandle {
         loader,
         commands,
+        statuses,
         leading,
     };
     (handle, receiver)
@@ -126,10 +128,9 @@ impl PluginHandle {
         self.ask(remove, answer).await
     }
 
-    /// Every source's status.
-    pub async fn list(&self) -> Result<Vec<PluginStatus>, PluginError> {
-        let (reply, answer) = oneshot::channel();
-        self.ask(Command::List { reply }, answer).await
+    /// Every source's status now.
+    pub fn statuses(&self) -> Vec<PluginStatus> {
+        self.statuses.current()
     }
 
     async fn ask<T>(

@@ -4,8 +4,10 @@
 //! compiled and described by a [`Loader`] outside the manager's loop, then swapped in by the
 //! [`Registry`]: a new plugin starts when the manager leads (followers keep it loaded, warm);
 //! a new version of a running plugin takes over its controller
-//! ([`crate::controller::Controller::upgrade`]); a module that fails to load, or a version that
-//! cannot take over, leaves the old version running and is recorded as the source's last error.
+//! ([`crate::controller::Controller::upgrade`]) once its informers have synced, outside the
+//! loop; a module that fails to load, or a version whose informers do not sync in time, leaves
+//! the old version running and is recorded as the source's last error. Statuses are read from
+//! a published view ([`Statuses`]), never from the loop.
 //! Removing a source stops its controller — keys still queued are dropped (the informers list
 //! them again for whoever loads the plugin next), in-flight reconciles finish within the grace
 //! period — and releases the informers only it used. Plugin names are unique across sources.
@@ -20,13 +22,11 @@ mod registry;
 
 pub use handle::{Installed, PluginHandle};
 pub use loader::{Loader, digest};
-pub use registry::Registry;
+pub use registry::{Registry, Statuses};
 
 pub(crate) use handle::{Command, channel};
-pub(crate) use registry::Context;
 
 use crate::cache::CacheError;
-use crate::controller::UpgradeError;
 use crate::runtime::RuntimeError;
 
 /// A plugin change could not be made.
@@ -73,7 +73,7 @@ pub enum PluginError {
         /// The other source.
         source_name: String,
     },
-    /// Its controller could not start.
+    /// Its informers did not start or sync in time.
     #[error("plugin {plugin}: {source}")]
     Start {
         /// The plugin.
@@ -81,9 +81,12 @@ pub enum PluginError {
         /// What the cache said.
         source: Box<CacheError>,
     },
-    /// The new version could not take over; the old one keeps running.
-    #[error(transparent)]
-    Upgrade(#[from] UpgradeError),
+    /// A later change to the same source was asked for before this one could be made.
+    #[error("a newer change to {source_name} superseded this one")]
+    Superseded {
+        /// The source.
+        source_name: String,
+    },
     /// The manager is not running.
     #[error("the manager has stopped")]
     Stopped,
@@ -117,6 +120,8 @@ pub struct PluginStatus {
 pub enum PluginState {
     /// Its controller runs (on the leader).
     Running,
+    /// Its informers are syncing before its controller starts.
+    Starting,
     /// Loaded and ready to run (on a follower, or before the Lease is won).
     Loaded,
     /// No version has loaded, or its controller could not start.

@@ -1,29 +1,50 @@
 //! The manager's table of sources, their loaded plugin versions and controllers.
 //!
-//! Invariants: at most one entry per source and per plugin name; an entry's plugin version is
-//! replaced only once the new one has taken over its controller (or there is none); a failed
-//! change leaves the entry's version and controller as they were.
+//! Every method is synchronous and quick, because the manager's loop calls them: the slow work
+//! around a change (syncing a version's informers, draining a stopped controller) happens in
+//! tasks of the manager's, never here. After every change the table publishes its statuses to
+//! the read-only [`Statuses`] view, so readers never wait on the loop.
+//!
+//! Invariants: at most one entry per source and per plugin name; a change is asked for with a
+//! ticket, and only the source's latest ticket may change its entry (an older preparation that
+//! finishes late is refused as superseded); an entry's plugin version is replaced only once the
+//! new one has taken over its controller (or there is none); a failed change leaves the entry's
+//! version and controller as they were.
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
+use tokio::sync::watch;
 
 use super::{PluginError, PluginState, PluginStatus};
-use crate::cache::Cache;
-use crate::controller::{Controller, UpgradeError};
+use crate::controller::{Controller, Prepared, Progress};
 use crate::metrics::Metrics;
 use crate::runtime::Plugin;
 
 /// Every source's plugin.
-#[derive(Default)]
 pub struct Registry {
     entries: Vec<Entry>,
+    next_ticket: u64,
+    published: watch::Sender<Arc<[Row]>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            entries: Vec::new(),
+            next_ticket: 0,
+            published: watch::Sender::new(Arc::from([])),
+        }
+    }
 }
 
 struct Entry {
     source: String,
     loaded: Option<Loaded>,
     last_error: Option<String>,
+    /// The latest change asked for.
+    ticket: u64,
+    /// Whether a version's informers are syncing for it.
+    starting: bool,
 }
 
 struct Loaded {
@@ -32,174 +53,181 @@ struct Loaded {
     controller: Option<Controller>,
 }
 
+/// One source's published status, with its controller's live figures.
+struct Row {
+    status: PluginStatus,
+    progress: Option<Progress>,
+}
+
+/// A read-only view of every source's status, current without asking the manager's loop.
+#[derive(Clone)]
+pub struct Statuses(watch::Receiver<Arc<[Row]>>);
+
+impl Statuses {
+    /// Every source's status now.
+    pub fn current(&self) -> Vec<PluginStatus> {
+        let rows = self.0.borrow().clone();
+        rows.iter()
+            .map(|row| {
+                let mut status = row.status.clone();
+                if let Some(progress) = &row.progress {
+                    status.queue_depth = progress.queue_depth();
+                    status.reconciles = progress.reconciles();
+                }
+                status
+            })
+            .collect()
+    }
+}
+
 impl Entry {
     fn name(&self) -> Option<&str> {
         self.loaded.as_ref().map(|l| l.plugin.name())
     }
 
-    fn status(&self) -> PluginStatus {
+    fn row(&self) -> Row {
         let loaded = self.loaded.as_ref();
         let controller = loaded.and_then(|l| l.controller.as_ref());
         let registration = loaded.map(|l| l.plugin.registration());
-        PluginStatus {
+        let status = PluginStatus {
             source: self.source.clone(),
             name: registration.map(|r| r.name.clone()),
             version: registration.map(|r| r.version.clone()),
             digest: loaded.map(|l| l.digest.clone()),
             state: match (loaded, controller) {
                 (_, Some(_)) => PluginState::Running,
+                _ if self.starting => PluginState::Starting,
                 (Some(_), None) if self.last_error.is_none() => PluginState::Loaded,
                 _ => PluginState::Failed,
             },
-            queue_depth: controller.map_or(0, Controller::queue_depth),
-            reconciles: controller.map_or(0, |c| c.stats().total()),
+            queue_depth: 0,
+            reconciles: 0,
             last_error: self.last_error.clone(),
+        };
+        Row {
+            status,
+            progress: controller.map(Controller::progress),
         }
-    }
-}
-
-/// What starting a controller needs.
-pub(crate) struct Context<'a> {
-    /// The shared cache.
-    pub cache: &'a Cache,
-    /// The process's metrics.
-    pub metrics: &'a Arc<Metrics>,
-    /// Whether controllers run (this process leads, or does not elect).
-    pub running: bool,
-    /// How long in-flight reconciles of a stopped controller may take.
-    pub grace: std::time::Duration,
-}
-
-impl Context<'_> {
-    async fn start(&self, plugin: &Arc<Plugin>) -> Result<Option<Controller>, PluginError> {
-        if !self.running {
-            return Ok(None);
-        }
-        let metrics = self.metrics.controller(plugin.name());
-        Controller::start(self.cache, plugin.clone(), metrics)
-            .await
-            .map(Some)
-            .map_err(|source| PluginError::Start {
-                plugin: plugin.name().to_owned(),
-                source: Box::new(source),
-            })
-    }
-
-    async fn stop(&self, controller: Controller) {
-        controller.shutdown();
-        controller.stop(Instant::now() + self.grace).await;
     }
 }
 
 impl Registry {
-    /// Makes `plugin` (module `digest`) the plugin of `source`, starting or upgrading its
-    /// controller when controllers run. On error nothing changes but the source's last error.
-    pub(crate) async fn install(
-        &mut self,
-        context: &Context<'_>,
-        source: &str,
-        plugin: Arc<Plugin>,
-        digest: String,
-    ) -> Result<(), PluginError> {
-        let result = self.swap(context, source, plugin, digest).await;
-        let entry = self.entry(source);
-        entry.last_error = result.as_ref().err().map(ToString::to_string);
-        result
+    /// The read-only view of the statuses this table publishes.
+    pub fn statuses(&self) -> Statuses {
+        Statuses(self.published.subscribe())
     }
 
-    async fn swap(
+    /// Asks to make a version named `name` the plugin of `source`; the ticket names that change
+    /// in [`Registry::install`] and [`Registry::failed`]. Refused if another source has the name.
+    pub(crate) fn ticket(&mut self, source: &str, name: &str) -> Result<u64, PluginError> {
+        self.name_free(source, name)?;
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let entry = self.entry(source);
+        entry.ticket = ticket;
+        entry.starting = true;
+        self.publish();
+        Ok(ticket)
+    }
+
+    /// Makes `plugin` (module `digest`) the plugin of `source` for change `ticket`; a
+    /// `prepared` version also starts a controller or takes over the running one. Returns the
+    /// controller this replaced, for the caller to stop. On error nothing changes but the
+    /// source's last error (and not even that when a later change superseded this one).
+    pub(crate) fn install(
         &mut self,
-        context: &Context<'_>,
         source: &str,
+        ticket: u64,
         plugin: Arc<Plugin>,
         digest: String,
-    ) -> Result<(), PluginError> {
-        let name = plugin.name();
-        if let Some(other) = self
-            .entries
-            .iter()
-            .find(|e| e.source != source && e.name() == Some(name))
-        {
-            return Err(PluginError::NameTaken {
-                name: name.to_owned(),
-                source_name: other.source.clone(),
-            });
+        prepared: Option<Prepared>,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Option<Controller>, PluginError> {
+        self.current(source, ticket)?;
+        if let Err(error) = self.name_free(source, plugin.name()) {
+            self.failed(source, ticket, error.to_string());
+            return Err(error);
         }
         let entry = self.entry(source);
-        let same_name = entry.name() == Some(name);
-        let running = entry.loaded.as_mut().and_then(|l| l.controller.as_mut());
-        let controller = match running {
-            Some(controller) if same_name => {
-                match controller.upgrade(context.cache, plugin.clone()).await {
-                    Ok(_) => None,
-                    Err(UpgradeError::PrimaryChanged { .. }) => Some(context.start(&plugin).await?),
-                    Err(error) => return Err(error.into()),
-                }
-            }
-            _ => Some(context.start(&plugin).await?),
+        let running = entry.loaded.as_mut().and_then(|l| l.controller.take());
+        let (controller, replaced) = match (prepared, running) {
+            (None, running) => (None, running),
+            (Some(prepared), Some(mut running)) => match running.upgrade(prepared) {
+                Ok(_) => (Some(running), None),
+                Err(prepared) => (Some(start(prepared, metrics)), Some(running)),
+            },
+            (Some(prepared), None) => (Some(start(prepared, metrics)), None),
         };
-        let previous = entry.loaded.replace(Loaded {
+        entry.loaded = Some(Loaded {
             plugin,
             digest,
-            controller: None,
+            controller,
         });
-        let loaded = entry.loaded.as_mut().expect("just replaced");
-        match (previous, controller) {
-            (Some(previous), None) => loaded.controller = previous.controller,
-            (previous, Some(started)) => {
-                loaded.controller = started;
-                if let Some(old) = previous.and_then(|p| p.controller) {
-                    context.stop(old).await;
-                }
-            }
-            (None, None) => {}
-        }
-        Ok(())
+        entry.last_error = None;
+        entry.starting = false;
+        self.publish();
+        Ok(replaced)
     }
 
-    /// Records that `source`'s new module failed to load; its running version stays.
-    pub(crate) fn failed(&mut self, source: &str, error: String) {
+    /// Records that change `ticket` of `source` failed with `error`; its running version stays.
+    pub(crate) fn failed(&mut self, source: &str, ticket: u64, error: String) {
+        if self.current(source, ticket).is_err() {
+            return;
+        }
+        let entry = self.entry(source);
+        entry.last_error = Some(error);
+        entry.starting = false;
+        self.publish();
+    }
+
+    /// Records that a new module for `source` did not load; its running version stays.
+    pub(crate) fn load_failed(&mut self, source: &str, error: String) {
         self.entry(source).last_error = Some(error);
+        self.publish();
     }
 
-    /// Forgets `source`, stopping its controller; false if it was unknown.
-    pub(crate) async fn remove(&mut self, context: &Context<'_>, source: &str) -> bool {
-        let Some(index) = self.entries.iter().position(|e| e.source == source) else {
-            return false;
-        };
+    /// Forgets `source`: `None` if it was unknown, else the controller to stop, if it had one.
+    pub(crate) fn remove(&mut self, source: &str) -> Option<Option<Controller>> {
+        let index = self.entries.iter().position(|e| e.source == source)?;
         let entry = self.entries.remove(index);
-        if let Some(controller) = entry.loaded.and_then(|l| l.controller) {
-            context.stop(controller).await;
-        }
-        true
+        self.publish();
+        Some(entry.loaded.and_then(|l| l.controller))
     }
 
-    /// Starts the controller of every loaded plugin that has none; the first failure ends it.
-    pub(crate) async fn start_all(&mut self, context: &Context<'_>) -> Result<(), PluginError> {
-        for entry in &mut self.entries {
-            let Some(loaded) = entry.loaded.as_mut() else {
-                continue;
-            };
-            if loaded.controller.is_none() {
-                loaded.controller = context.start(&loaded.plugin).await?;
-            }
-        }
-        Ok(())
+    /// A ticket, the plugin and its digest for every loaded version without a controller, to
+    /// prepare and install when controllers start running.
+    pub(crate) fn unstarted(&mut self) -> Vec<(String, u64, Arc<Plugin>, String)> {
+        let waiting: Vec<(String, Arc<Plugin>, String)> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let loaded = e.loaded.as_ref().filter(|l| l.controller.is_none())?;
+                Some((
+                    e.source.clone(),
+                    loaded.plugin.clone(),
+                    loaded.digest.clone(),
+                ))
+            })
+            .collect();
+        waiting
+            .into_iter()
+            .filter_map(|(source, plugin, digest)| {
+                let ticket = self.ticket(&source, plugin.name()).ok()?;
+                Some((source, ticket, plugin, digest))
+            })
+            .collect()
     }
 
-    /// Stops every controller, newest first, within `deadline`; true if all drained.
-    pub(crate) async fn stop_all(&mut self, deadline: Instant) -> bool {
-        let controllers: Vec<Controller> = self
+    /// Takes every controller out of the table, newest first, to stop them.
+    pub(crate) fn take_controllers(&mut self) -> Vec<Controller> {
+        let controllers = self
             .entries
             .iter_mut()
+            .rev()
             .filter_map(|e| e.loaded.as_mut()?.controller.take())
             .collect();
-        controllers.iter().for_each(Controller::shutdown);
-        let mut drained = true;
-        for controller in controllers.into_iter().rev() {
-            drained &= controller.stop(deadline).await;
-        }
-        drained
+        self.publish();
+        controllers
     }
 
     /// The running controller of plugin `name`.
@@ -210,9 +238,33 @@ impl Registry {
             .find_map(|e| e.loaded.as_ref()?.controller.as_ref())
     }
 
-    /// Every source's status.
-    pub fn statuses(&self) -> Vec<PluginStatus> {
-        self.entries.iter().map(Entry::status).collect()
+    fn name_free(&self, source: &str, name: &str) -> Result<(), PluginError> {
+        match self
+            .entries
+            .iter()
+            .find(|e| e.source != source && e.name() == Some(name))
+        {
+            Some(other) => Err(PluginError::NameTaken {
+                name: name.to_owned(),
+                source_name: other.source.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `ticket` is still the latest change asked for `source`.
+    fn current(&self, source: &str, ticket: u64) -> Result<(), PluginError> {
+        match self.entries.iter().find(|e| e.source == source) {
+            Some(entry) if entry.ticket == ticket => Ok(()),
+            _ => Err(PluginError::Superseded {
+                source_name: source.to_owned(),
+            }),
+        }
+    }
+
+    fn publish(&self) {
+        let rows: Vec<Row> = self.entries.iter().map(Entry::row).collect();
+        self.published.send_replace(rows.into());
     }
 
     fn entry(&mut self, source: &str) -> &mut Entry {
@@ -223,10 +275,17 @@ impl Registry {
                     source: source.to_owned(),
                     loaded: None,
                     last_error: None,
+                    ticket: 0,
+                    starting: false,
                 });
                 self.entries.len() - 1
             }
         };
         &mut self.entries[index]
     }
+}
+
+fn start(prepared: Prepared, metrics: &Arc<Metrics>) -> Controller {
+    let controller_metrics = metrics.controller(prepared.plugin().name());
+    Controller::start(prepared, controller_metrics)
 }

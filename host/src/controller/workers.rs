@@ -117,12 +117,34 @@ async fn work(shared: Arc<Shared>, index: usize) {
     }
 }
 
+/// Logs (at debug) when a reconcile starts and when it ends — also when its worker is aborted
+/// mid-reconcile — so the log shows exactly when this process was reconciling.
+struct InFlight<'a> {
+    plugin: &'a str,
+    key: &'a ObjectKey,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(plugin: &'a str, key: &'a ObjectKey) -> Self {
+        tracing::debug!(plugin, key = %key, "reconcile started");
+        InFlight { plugin, key }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        tracing::debug!(plugin = self.plugin, key = %self.key, "reconcile ended");
+    }
+}
+
 async fn reconcile(shared: &Shared, key: ObjectKey) {
     let (queue, stats, metrics) = (&shared.queue, &shared.stats, &shared.metrics);
     let plugin = shared.current();
     metrics.worker_busy(true);
     let started = Instant::now();
+    let in_flight = InFlight::start(plugin.name(), &key);
     let outcome = plugin.reconcile(&key).await;
+    drop(in_flight);
     let took = started.elapsed();
     match outcome {
         Ok(Outcome::Done) => {

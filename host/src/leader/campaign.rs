@@ -37,7 +37,12 @@ impl Campaign {
                 lost = elector.hold() => {
                     state.send_replace(Leadership::Lost(lost.to_string()));
                 }
-                _ = released => elector.release().await,
+                _ = released => {
+                    let deadline = elector.config().renew_deadline;
+                    if tokio::time::timeout(deadline, elector.release()).await.is_err() {
+                        tracing::warn!("releasing the lease did not finish within the renew deadline");
+                    }
+                }
             }
         });
         Campaign {

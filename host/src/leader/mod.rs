@@ -8,6 +8,12 @@
 //! win. A leader that has not renewed for `renew_deadline` (less than `lease_duration`) gives up
 //! before anyone else may take over; `leaseTransitions` counts changes of holder.
 //!
+//! Fencing: the renew deadline counts from the moment the last successful renewal was *sent*
+//! (the record it wrote is at least that recent, so no other candidate may take the Lease until
+//! `lease_duration` after it), and every request is cut off at that deadline. A renewal that
+//! hangs — an apiserver paused or partitioned away — therefore ends the leadership before
+//! `lease_duration` has passed since the last record, however long the request would have hung.
+//!
 //! Written here rather than taken from a crate because the maintained Lease crates for kube
 //! offer whole-second durations without client-go's renew deadline.
 
@@ -102,6 +108,8 @@ pub struct Elector {
     /// The last record seen and when (our clock) it last changed.
     observed: Option<(LeaseSpec, Instant)>,
     leading: bool,
+    /// When the last write of ours that succeeded was sent.
+    renewed: Option<Instant>,
 }
 
 impl Elector {
@@ -113,6 +121,7 @@ impl Elector {
             config,
             observed: None,
             leading: false,
+            renewed: None,
         })
     }
 
@@ -129,7 +138,13 @@ impl Elector {
     /// Returns once this candidate holds the Lease.
     pub async fn acquire(&mut self) {
         loop {
-            if self.try_acquire_or_renew().await {
+            let sent = Instant::now();
+            let deadline = sent + self.config.renew_deadline;
+            if tokio::time::timeout_at(deadline, self.try_acquire_or_renew())
+                .await
+                .unwrap_or(false)
+            {
+                self.renewed = Some(sent);
                 tracing::info!(lease = %self.config.name, identity = %self.config.identity, "became leader");
                 return;
             }
@@ -137,14 +152,19 @@ impl Elector {
         }
     }
 
-    /// Renews every retry period; returns when the Lease is lost.
+    /// Renews every retry period; returns when the Lease is lost: taken by another, or not
+    /// renewed within the renew deadline of the last renewal sent that succeeded.
     pub async fn hold(&mut self) -> LeaderError {
-        let mut last_renewal = Instant::now();
+        let mut last_renewal = self.renewed.unwrap_or_else(Instant::now);
         loop {
-            tokio::time::sleep(self.config.retry_period).await;
-            if self.try_acquire_or_renew().await {
-                last_renewal = Instant::now();
-            } else if !self.leading || last_renewal.elapsed() >= self.config.renew_deadline {
+            let deadline = last_renewal + self.config.renew_deadline;
+            let next = Instant::now() + self.config.retry_period;
+            tokio::time::sleep_until(next.min(deadline)).await;
+            let sent = Instant::now();
+            let renewed = tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await;
+            if renewed == Ok(true) {
+                last_renewal = sent;
+            } else if !self.leading || Instant::now() >= deadline {
                 self.leading = false;
                 let holder = self
                     .observed

@@ -34,7 +34,7 @@ use crate::controller::{Controller, Prepared};
 use crate::http::{self, Endpoints};
 use crate::identity::Identities;
 use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
-use crate::metrics::Metrics;
+use crate::metrics::{Collecting, Metrics};
 use crate::plugins::{self, Command, Loader, PluginError, PluginHandle, Registry};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
 
@@ -149,6 +149,7 @@ pub struct Manager {
     runnables: Vec<(String, Runnable)>,
     preparing: JoinSet<PreparedChange>,
     stopping: JoinSet<bool>,
+    _cache_gauges: Collecting,
 }
 
 impl Manager {
@@ -156,10 +157,18 @@ impl Manager {
     pub fn new(client: kube::Client, options: ManagerOptions) -> Result<Self, ManagerError> {
         let cache = Arc::new(Cache::scoped(client.clone(), options.namespaces.clone()));
         let metrics = Arc::new(Metrics::new());
-        metrics.watch_cache(&cache);
+        let cache_gauges = metrics
+            .register(cache.gauges())
+            .expect("the first cache collector");
         let runtime = Arc::new(Runtime::new(options.runtime.clone())?);
         let identities = options.identities.clone();
-        let loader = Loader::new(runtime, client.clone(), cache.clone(), identities);
+        let loader = Loader::new(
+            runtime,
+            client.clone(),
+            cache.clone(),
+            identities,
+            metrics.clone(),
+        );
         let registry = Registry::default();
         let (handle, commands) = plugins::channel(loader.clone(), registry.statuses());
         Ok(Manager {
@@ -177,6 +186,7 @@ impl Manager {
             runnables: Vec::new(),
             preparing: JoinSet::new(),
             stopping: JoinSet::new(),
+            _cache_gauges: cache_gauges,
         })
     }
 

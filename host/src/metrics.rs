@@ -2,22 +2,21 @@
 //! work unchanged — reconcile counts, errors, durations and workers per controller, the
 //! workqueue family per queue — plus wasmop's own per plugin and per cached kind.
 //!
-//! One [`Metrics`] per process owns the registry. Counters and histograms are updated as work
-//! happens; gauges that describe state (queue depth, in-flight work, cache size, guest memory)
-//! are read from their owners by [`Metrics::gather`] at scrape time, so they are never stale.
+//! One [`Metrics`] per process owns the registry. Counters and histograms are counted as work
+//! happens, through the handles of their owners ([`ControllerMetrics`], [`PluginMetrics`]), so
+//! a plugin unloaded between two scrapes loses none of its counts. Gauges that describe state
+//! (a queue's depth and in-flight work, the cache's size) are collectors their owners register
+//! while they live ([`Metrics::register`]): a scrape reads them and changes nothing, and their
+//! series leave with their owner. This module knows none of those owners.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus::core::Collector;
 use prometheus::{
-    CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
-
-use crate::cache::Cache;
-use crate::queue::{Queue, QueueMetrics};
-use crate::runtime::{Plugin, Refusal, TrapKind};
 
 /// controller-runtime's reconcile-time buckets.
 const RECONCILE_BUCKETS: &[f64] = &[
@@ -60,13 +59,10 @@ struct Families {
     reconcile_panics: IntCounterVec,
     active_workers: IntGaugeVec,
     max_concurrent: IntGaugeVec,
-    queue_depth: IntGaugeVec,
     queue_adds: IntCounterVec,
     queue_retries: IntCounterVec,
     queue_latency: HistogramVec,
     work_duration: HistogramVec,
-    unfinished_work: GaugeVec,
-    longest_running: GaugeVec,
     leader: IntGaugeVec,
     plugin_info: IntGaugeVec,
     plugin_traps: IntCounterVec,
@@ -75,8 +71,6 @@ struct Families {
     plugin_memory: IntGaugeVec,
     instantiations: IntCounterVec,
     instantiation_seconds: CounterVec,
-    cache_objects: IntGaugeVec,
-    cache_bytes: IntGaugeVec,
 }
 
 /// Registers a freshly built metric; the names and labels are constants, so failure is a bug.
@@ -97,10 +91,6 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntC
 
 fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     registered(registry, IntGaugeVec::new(Opts::new(name, help), labels))
-}
-
-fn seconds(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
-    registered(registry, GaugeVec::new(Opts::new(name, help), labels))
 }
 
 fn histogram(
@@ -168,7 +158,6 @@ impl Families {
                 "Maximum number of concurrent reconciles per controller",
                 c,
             ),
-            queue_depth: gauge(r, "workqueue_depth", "Current depth of workqueue", q),
             queue_adds: counter(
                 r,
                 "workqueue_adds_total",
@@ -194,18 +183,6 @@ impl Families {
                 "How long in seconds processing an item from workqueue takes",
                 q,
                 QUEUE_BUCKETS,
-            ),
-            unfinished_work: seconds(
-                r,
-                "workqueue_unfinished_work_seconds",
-                "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
-                q,
-            ),
-            longest_running: seconds(
-                r,
-                "workqueue_longest_running_processor_seconds",
-                "How many seconds has the longest running processor for workqueue been running",
-                q,
             ),
             leader: gauge(
                 r,
@@ -259,44 +236,28 @@ impl Families {
                     &["plugin"],
                 ),
             ),
-            cache_objects: gauge(
-                r,
-                "wasmop_cache_objects",
-                "Objects in the shared informer cache per kind",
-                &["group", "version", "kind"],
-            ),
-            cache_bytes: gauge(
-                r,
-                "wasmop_cache_json_bytes",
-                "JSON bytes held by the shared informer cache per kind",
-                &["group", "version", "kind"],
-            ),
         }
     }
 }
 
-/// A plugin's totals as of the last scrape, so each scrape adds only what is new.
-#[derive(Default)]
-struct Exported {
-    instantiations: u64,
-    took: Duration,
-    refused: [u64; Refusal::ALL.len()],
+/// A collector registered while its owner lives; dropping this unregisters it.
+pub struct Collecting {
+    registry: Registry,
+    collector: Option<Box<dyn Collector>>,
 }
 
-/// What the scrape reads from its owners.
-#[derive(Default)]
-struct Sources {
-    queues: Vec<(String, Weak<Queue<crate::object::ObjectKey>>)>,
-    /// Each plugin with the totals already exported.
-    plugins: Vec<(Weak<Plugin>, Exported)>,
-    cache: Weak<Cache>,
+impl Drop for Collecting {
+    fn drop(&mut self) {
+        if let Some(collector) = self.collector.take() {
+            let _ = self.registry.unregister(collector);
+        }
+    }
 }
 
 /// The process's metrics registry.
 pub struct Metrics {
     registry: Registry,
     families: Families,
-    sources: Mutex<Sources>,
 }
 
 impl Default for Metrics {
@@ -310,11 +271,7 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let families = Families::register(&registry);
-        Metrics {
-            registry,
-            families,
-            sources: Mutex::default(),
-        }
+        Metrics { registry, families }
     }
 
     /// The handle a controller reports through.
@@ -325,9 +282,25 @@ impl Metrics {
         }
     }
 
-    /// Reads the size of `cache`'s informers at every scrape while it lives.
-    pub fn watch_cache(&self, cache: &Arc<Cache>) {
-        self.sources().cache = Arc::downgrade(cache);
+    /// The handle a plugin's versions count through, one series per plugin name.
+    pub fn plugin(self: &Arc<Self>, name: &str) -> PluginMetrics {
+        PluginMetrics {
+            metrics: self.clone(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Collects `collector` at every scrape until the returned guard is dropped. Its metric
+    /// names and label names must agree with every other collector's of the same names.
+    pub fn register<C: Collector + Clone + 'static>(
+        &self,
+        collector: C,
+    ) -> Result<Collecting, prometheus::Error> {
+        self.registry.register(Box::new(collector.clone()))?;
+        Ok(Collecting {
+            registry: self.registry.clone(),
+            collector: Some(Box::new(collector)),
+        })
     }
 
     /// Counts a module from `source` that failed to load or to take over.
@@ -346,86 +319,57 @@ impl Metrics {
             .set(i64::from(leading));
     }
 
-    /// Refreshes the state gauges and renders every family in Prometheus text format.
+    /// Renders every family and registered collector in Prometheus text format.
     pub fn gather(&self) -> String {
-        self.refresh();
         let mut out = Vec::new();
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut out)
             .expect("text encoding of gathered metrics");
         String::from_utf8(out).expect("the text format is UTF-8")
     }
+}
 
-    fn sources(&self) -> std::sync::MutexGuard<'_, Sources> {
-        self.sources.lock().unwrap_or_else(|e| e.into_inner())
+/// One plugin's counts: instances created, refusals at its boundary, memory reached.
+#[derive(Clone)]
+pub struct PluginMetrics {
+    metrics: Arc<Metrics>,
+    name: String,
+}
+
+impl PluginMetrics {
+    /// An instance was created in `took`.
+    pub fn instantiated(&self, took: Duration) {
+        let f = &self.metrics.families;
+        f.instantiations.with_label_values(&[&self.name]).inc();
+        f.instantiation_seconds
+            .with_label_values(&[&self.name])
+            .inc_by(took.as_secs_f64());
     }
 
-    fn refresh(&self) {
-        let mut sources = self.sources();
-        let f = &self.families;
-        sources.queues.retain(|(name, queue)| {
-            let Some(queue) = queue.upgrade() else {
-                return false;
-            };
-            let labels = [name.as_str(), name.as_str()];
-            let (unfinished, longest) = queue.in_progress();
-            f.queue_depth
-                .with_label_values(&labels)
-                .set(queue.len() as i64);
-            f.unfinished_work
-                .with_label_values(&labels)
-                .set(unfinished.as_secs_f64());
-            f.longest_running
-                .with_label_values(&labels)
-                .set(longest.as_secs_f64());
-            true
-        });
-        sources.plugins.retain_mut(|(plugin, exported)| {
-            let Some(plugin) = plugin.upgrade() else {
-                return false;
-            };
-            let name = [plugin.name()];
-            f.plugin_memory
-                .with_label_values(&name)
-                .set(plugin.memory_high_water() as i64);
-            let (count, took) = plugin.instantiations();
-            f.instantiations
-                .with_label_values(&name)
-                .inc_by(count.saturating_sub(exported.instantiations));
-            f.instantiation_seconds
-                .with_label_values(&name)
-                .inc_by(took.saturating_sub(exported.took).as_secs_f64());
-            (exported.instantiations, exported.took) = (count, took);
-            for (index, (why, total)) in plugin.refusals().into_iter().enumerate() {
-                f.plugin_refusals
-                    .with_label_values(&[plugin.name(), why.label()])
-                    .inc_by(total.saturating_sub(exported.refused[index]));
-                exported.refused[index] = total;
-            }
-            true
-        });
-        f.cache_objects.reset();
-        f.cache_bytes.reset();
-        let Some(cache) = sources.cache.upgrade() else {
-            return;
-        };
-        for informer in cache.kinds().iter().filter_map(|k| cache.running(k)) {
-            let kind = informer.kind();
-            let labels = [
-                kind.group.as_str(),
-                kind.version.as_str(),
-                kind.kind.as_str(),
-            ];
-            let (objects, bytes) = informer.size();
-            f.cache_objects
-                .with_label_values(&labels)
-                .set(objects as i64);
-            f.cache_bytes.with_label_values(&labels).set(bytes as i64);
+    /// The host refused, dropped or slowed something at the plugin's boundary, for `reason`.
+    pub fn refused(&self, reason: &str) {
+        self.metrics
+            .families
+            .plugin_refusals
+            .with_label_values(&[&self.name, reason])
+            .inc();
+    }
+
+    /// An instance's linear memory reached `bytes`; the gauge keeps the largest.
+    pub fn memory(&self, bytes: usize) {
+        let gauge = self
+            .metrics
+            .families
+            .plugin_memory
+            .with_label_values(&[&self.name]);
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        if bytes > gauge.get() {
+            gauge.set(bytes);
         }
     }
 }
 
-/// One controller's view of the metrics: reconcile results and its queue's hooks.
+/// One controller's view of the metrics: reconcile results and its queue's counts.
 #[derive(Clone)]
 pub struct ControllerMetrics {
     metrics: Arc<Metrics>,
@@ -437,14 +381,22 @@ impl ControllerMetrics {
         &self.metrics.families
     }
 
-    /// Registers the controller's plugin and queue and its worker count.
-    pub fn started(
-        &self,
-        plugin: &Arc<Plugin>,
-        queue: &Arc<Queue<crate::object::ObjectKey>>,
-        workers: usize,
-    ) {
-        self.follow(plugin);
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The process's metrics, to register the controller's collectors with.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Reports the controller's plugin `version` and its worker count.
+    pub fn started(&self, version: &str, workers: usize) {
+        self.f()
+            .plugin_info
+            .with_label_values(&[&self.name, version])
+            .set(1);
         self.f()
             .max_concurrent
             .with_label_values(&[&self.name])
@@ -454,42 +406,27 @@ impl ControllerMetrics {
             .with_label_values(&[&self.name])
             .set(0);
         self.zero();
-        self.metrics
-            .sources()
-            .queues
-            .push((self.name.clone(), Arc::downgrade(queue)));
     }
 
-    /// Moves the plugin's series from version `old` to `new`.
-    pub fn upgraded(&self, old: &Arc<Plugin>, new: &Arc<Plugin>) {
+    /// Moves the plugin's version series from `old` to `new`, with `workers` workers.
+    pub fn upgraded(&self, old: &str, new: &str, workers: usize) {
         self.stopped(old);
-        self.follow(new);
+        self.f()
+            .plugin_info
+            .with_label_values(&[&self.name, new])
+            .set(1);
         self.f()
             .max_concurrent
             .with_label_values(&[&self.name])
-            .set(i64::from(new.max_concurrent_reconciles()));
+            .set(workers as i64);
     }
 
-    /// Drops the series naming `plugin`'s version.
-    pub fn stopped(&self, plugin: &Plugin) {
-        let registration = plugin.registration();
+    /// Drops the series naming the plugin's `version`.
+    pub fn stopped(&self, version: &str) {
         let _ = self
             .f()
             .plugin_info
-            .remove_label_values(&[&registration.name, &registration.version]);
-    }
-
-    /// Reports `plugin`'s version and, from now on, its instances.
-    fn follow(&self, plugin: &Arc<Plugin>) {
-        let registration = plugin.registration();
-        self.f()
-            .plugin_info
-            .with_label_values(&[&registration.name, &registration.version])
-            .set(1);
-        self.metrics
-            .sources()
-            .plugins
-            .push((Arc::downgrade(plugin), Exported::default()));
+            .remove_label_values(&[&self.name, version]);
     }
 
     /// Creates every series at zero, as controller-runtime does, so rates work from the start.
@@ -503,8 +440,7 @@ impl ControllerMetrics {
             ReconcileResult::RequeueAfter,
         ] {
             f.reconcile_total
-                .with_label_values(&[&self.name, result.label()])
-                .reset();
+                .with_label_values(&[&self.name, result.label()]);
         }
         for counter in [
             &f.reconcile_errors,
@@ -512,11 +448,11 @@ impl ControllerMetrics {
             &f.reconcile_timeouts,
             &f.reconcile_panics,
         ] {
-            counter.with_label_values(&c).reset();
+            counter.with_label_values(&c);
         }
         f.reconcile_time.with_label_values(&c);
-        f.queue_adds.with_label_values(&q).reset();
-        f.queue_retries.with_label_values(&q).reset();
+        f.queue_adds.with_label_values(&q);
+        f.queue_retries.with_label_values(&q);
         f.queue_latency.with_label_values(&q);
         f.work_duration.with_label_values(&q);
     }
@@ -544,51 +480,41 @@ impl ControllerMetrics {
         }
     }
 
-    /// The guest trapped.
-    pub fn trapped(&self, kind: TrapKind) {
+    /// The guest trapped, of `kind` (timeout, memory, panic, trap).
+    pub fn trapped(&self, kind: &str) {
         let f = self.f();
-        let label = kind.to_string();
-        f.plugin_traps
-            .with_label_values(&[&self.name, &label])
-            .inc();
+        f.plugin_traps.with_label_values(&[&self.name, kind]).inc();
         match kind {
-            TrapKind::Timeout => f.reconcile_timeouts.with_label_values(&[&self.name]).inc(),
-            TrapKind::Panic => f.reconcile_panics.with_label_values(&[&self.name]).inc(),
-            TrapKind::Memory | TrapKind::Trap => {}
+            "timeout" => f.reconcile_timeouts.with_label_values(&[&self.name]).inc(),
+            "panic" => f.reconcile_panics.with_label_values(&[&self.name]).inc(),
+            _ => {}
         }
     }
-}
 
-impl QueueMetrics for ControllerMetrics {
-    fn added(&self) {
-        self.f()
-            .queue_adds
-            .with_label_values(&[&self.name, &self.name])
-            .inc();
+    /// A key was added to the queue (merged adds count too).
+    pub fn queue_added(&self) {
+        self.queue_counter(&self.f().queue_adds);
     }
 
-    fn retried(&self) {
-        self.f()
-            .queue_retries
-            .with_label_values(&[&self.name, &self.name])
-            .inc();
+    /// A key was scheduled for a rate-limited retry.
+    pub fn queue_retried(&self) {
+        self.queue_counter(&self.f().queue_retries);
     }
 
-    fn depth(&self, depth: usize) {
-        self.f()
-            .queue_depth
-            .with_label_values(&[&self.name, &self.name])
-            .set(depth as i64);
+    fn queue_counter(&self, family: &IntCounterVec) {
+        family.with_label_values(&[&self.name, &self.name]).inc();
     }
 
-    fn queued_for(&self, latency: Duration) {
+    /// A key waited `latency` between being added and being handed out.
+    pub fn queued_for(&self, latency: Duration) {
         self.f()
             .queue_latency
             .with_label_values(&[&self.name, &self.name])
             .observe(latency.as_secs_f64());
     }
 
-    fn worked_for(&self, duration: Duration) {
+    /// A worker held a key for `duration`.
+    pub fn worked_for(&self, duration: Duration) {
         self.f()
             .work_duration
             .with_label_values(&[&self.name, &self.name])
@@ -606,8 +532,8 @@ mod tests {
         let controller = metrics.controller("webapp");
         controller.reconciled(ReconcileResult::Success, Duration::from_millis(3), false);
         controller.reconciled(ReconcileResult::Error, Duration::from_millis(5), true);
-        controller.trapped(TrapKind::Timeout);
-        controller.added();
+        controller.trapped("timeout");
+        controller.queue_added();
         metrics.set_leader("wasmop", true);
         let text = metrics.gather();
         for line in [

@@ -78,6 +78,7 @@ impl Arena {
                 cache: Arc::new(client.clone()),
                 writer: Arc::new(client),
                 events: Arc::new(Events::new(kube, &registration.name)),
+                observer: Arc::new(()),
             }
         };
         self.runtime

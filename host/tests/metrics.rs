@@ -1,6 +1,7 @@
 //! The `wasmop` binary's HTTP endpoints while it runs the webapp plugin on the real control
 //! plane: probes answer, and `/metrics` parses as Prometheus text and carries controller-runtime's
-//! names with the values the workload produced.
+//! names with the values the workload produced. A plugin unloaded before anyone scraped keeps
+//! its counts, its state gauges leave with it, and scraping an idle host changes nothing.
 
 mod common;
 
@@ -8,7 +9,8 @@ use common::scrape::{free_address, get, parse, value};
 
 use std::time::Duration;
 
-use kube::api::{DynamicObject, PostParams};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use wasmop_envtest::{shared, within};
 
@@ -93,6 +95,68 @@ async fn metrics_and_probes_of_a_running_host() -> anyhow::Result<()> {
                 "{present} missing in\n{text}"
             );
         }
+
+        common::terminate(host).await
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_unloaded_plugin_keeps_its_counts_and_scrapes_change_nothing() -> anyhow::Result<()> {
+    within(LIMIT, "counts of an unloaded plugin", async {
+        let plane = shared().await?;
+        let namespace = plane.create_namespace("unloaded").await?;
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("good.wasm");
+        std::fs::copy(common::component("guest-good"), &file)?;
+        let metrics = free_address();
+        let host = common::host(plane)
+            .arg("--plugin-dir")
+            .arg(dir.path())
+            .args(["--namespaces", &namespace])
+            .args(["--metrics-bind-address", &metrics])
+            .args(["--health-probe-bind-address", "0"])
+            .spawn()?;
+        common::scrape::wait_ready(&metrics).await;
+        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &namespace);
+        common::seen_by_good(&configmaps, "counted").await?;
+
+        std::fs::remove_file(&file)?;
+        let configmap_informer = |text: &str| text.contains(r#"kind="ConfigMap""#);
+        let text = loop {
+            let plugins = get(&metrics, "/plugins").await?.1;
+            let text = get(&metrics, "/metrics").await?.1;
+            if plugins == "[]" && !configmap_informer(&text) {
+                break text;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let samples = parse(&text);
+        let at_least_one = |name: &str, labels: &[(&str, &str)]| {
+            let v = value(&samples, name, labels);
+            assert!(
+                v.is_some_and(|v| v >= 1.0),
+                "{name}{labels:?} = {v:?} in\n{text}"
+            );
+        };
+        at_least_one(
+            "wasmop_plugin_instantiations_total",
+            &[("plugin", "guest-good")],
+        );
+        at_least_one(
+            "controller_runtime_reconcile_total",
+            &[("controller", "guest-good"), ("result", "success")],
+        );
+        at_least_one("workqueue_adds_total", &[("name", "guest-good")]);
+        assert!(
+            !text.contains("workqueue_depth{"),
+            "the queue's gauges outlived it:\n{text}"
+        );
+        assert_eq!(
+            get(&metrics, "/metrics").await?.1,
+            text,
+            "a scrape changed the metrics"
+        );
 
         common::terminate(host).await
     })

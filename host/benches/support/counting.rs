@@ -69,5 +69,6 @@ pub fn counted(services: Services, counter: &Arc<Counter>) -> Services {
         cache: Arc::new(Cache(services.cache, counter.clone())),
         writer: Arc::new(Writer(services.writer, counter.clone())),
         events: services.events,
+        observer: services.observer,
     }
 }

@@ -13,6 +13,7 @@
 //!
 //! This module knows kube but neither plugins nor the runtime.
 
+mod gauges;
 mod informer;
 mod object;
 mod store;
@@ -23,6 +24,7 @@ use std::sync::{Arc, Mutex, Weak};
 use kube::Client;
 use kube::discovery::{self, Scope};
 
+pub use gauges::CacheGauges;
 pub use informer::{Change, Handler, Informer, Subscription};
 #[cfg(test)]
 pub(crate) use object::WatchedObject;
@@ -123,6 +125,11 @@ impl Cache {
             namespaces,
             informers: Mutex::default(),
         }
+    }
+
+    /// Its size per kind as gauges, for the process's metrics.
+    pub fn gauges(self: &Arc<Self>) -> CacheGauges {
+        CacheGauges::new(self)
     }
 
     /// The namespaces it watches.

@@ -18,6 +18,7 @@
 //! behaviour), and informers only the old version used are released. The queue, with the keys
 //! waiting in it, carries over.
 
+mod metrics;
 mod sources;
 mod workers;
 
@@ -26,10 +27,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::cache::{Cache, CacheError};
-use crate::metrics::ControllerMetrics;
+use crate::metrics::{Collecting, ControllerMetrics};
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{Queue, RateLimits};
 use crate::runtime::Plugin;
+use metrics::QueueGauges;
 use sources::{Informed, Sources};
 use workers::Workers;
 
@@ -100,6 +102,8 @@ pub struct Controller {
     metrics: ControllerMetrics,
     workers: Workers,
     sources: Sources,
+    /// The queue's gauges, collected until the controller shuts down.
+    gauges: std::sync::Mutex<Option<Collecting>>,
 }
 
 impl Controller {
@@ -120,7 +124,17 @@ impl Controller {
         let sources = informed.subscribe(&plugin, &queue);
         let stats = Arc::new(Stats::default());
         let workers = plugin.max_concurrent_reconciles();
-        metrics.started(&plugin, &queue, workers as usize);
+        metrics.started(&plugin.registration().version, workers as usize);
+        let gauges = metrics
+            .metrics()
+            .register(QueueGauges::new(metrics.name(), &queue))
+            .inspect_err(|error| {
+                tracing::warn!(
+                    plugin = plugin.name(),
+                    "queue gauges not registered: {error}"
+                )
+            })
+            .ok();
         tracing::info!(plugin = plugin.name(), workers, "controller started");
         Controller {
             workers: Workers::start(plugin, queue.clone(), stats.clone(), metrics.clone()),
@@ -128,6 +142,7 @@ impl Controller {
             stats,
             metrics,
             sources,
+            gauges: std::sync::Mutex::new(gauges),
         }
     }
 
@@ -145,7 +160,11 @@ impl Controller {
         let old_sources =
             std::mem::replace(&mut self.sources, informed.subscribe(&plugin, &self.queue));
         drop(old_sources);
-        self.metrics.upgraded(&old, &plugin);
+        self.metrics.upgraded(
+            &old.registration().version,
+            &plugin.registration().version,
+            plugin.max_concurrent_reconciles() as usize,
+        );
         tracing::info!(plugin = plugin.name(), from = %old.registration().version, to = %plugin.registration().version, "plugin upgraded");
         Ok(old)
     }
@@ -178,8 +197,10 @@ impl Controller {
         self.workers.current()
     }
 
-    /// Stops taking new work: keys still queued are dropped (the next start lists them again).
+    /// Stops taking new work: keys still queued are dropped (the next start lists them again),
+    /// and the queue's gauges leave the metrics.
     pub fn shutdown(&self) {
+        self.gauges.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.queue.shutdown();
     }
 
@@ -198,7 +219,7 @@ impl Controller {
             );
         }
         self.workers.abort().await;
-        self.metrics.stopped(&plugin);
+        self.metrics.stopped(&plugin.registration().version);
         drained
     }
 }

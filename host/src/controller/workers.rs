@@ -171,7 +171,7 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
             stats.error.fetch_add(1, Ordering::Relaxed);
             metrics.reconciled(ReconcileResult::Error, took, false);
             if let Some(kind) = error.trap_kind() {
-                metrics.trapped(kind);
+                metrics.trapped(&kind.to_string());
             }
         }
     }

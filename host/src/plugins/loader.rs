@@ -1,9 +1,11 @@
 //! Compiling, checking and describing a module into a [`Plugin`] whose imports reach the shared
 //! cache and the apiserver — the part of installing a plugin that takes seconds, done by whoever
-//! asks, never by the manager's loop.
+//! asks, never by the manager's loop. Each plugin's counts go to the process's metrics as they
+//! happen.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -12,7 +14,10 @@ use crate::cache::Cache;
 use crate::client::PluginClient;
 use crate::events::Events;
 use crate::identity::Identities;
-use crate::runtime::{Plugin, PluginOptions, Registration, Runtime, RuntimeError, Services};
+use crate::metrics::{Metrics, PluginMetrics};
+use crate::runtime::{
+    Observer, Plugin, PluginOptions, Refusal, Registration, Runtime, RuntimeError, Services,
+};
 
 /// Turns modules into plugins wired to the manager's cache and client.
 #[derive(Clone)]
@@ -21,22 +26,39 @@ pub struct Loader {
     client: kube::Client,
     cache: Arc<Cache>,
     identities: Option<Identities>,
+    metrics: Arc<Metrics>,
+}
+
+impl Observer for PluginMetrics {
+    fn instantiated(&self, took: Duration) {
+        PluginMetrics::instantiated(self, took);
+    }
+
+    fn refused(&self, why: Refusal) {
+        PluginMetrics::refused(self, why.label());
+    }
+
+    fn memory(&self, bytes: usize) {
+        PluginMetrics::memory(self, bytes);
+    }
 }
 
 impl Loader {
-    /// A loader on `runtime` whose plugins read `cache` and write through `client`, or as their
-    /// own identities when `identities` is set.
+    /// A loader on `runtime` whose plugins read `cache`, write through `client` (or as their
+    /// own identities when `identities` is set) and count into `metrics`.
     pub fn new(
         runtime: Arc<Runtime>,
         client: kube::Client,
         cache: Arc<Cache>,
         identities: Option<Identities>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Loader {
             runtime,
             client,
             cache,
             identities,
+            metrics,
         }
     }
 
@@ -63,6 +85,7 @@ impl Loader {
                 cache: Arc::new(plugin.clone()),
                 writer: Arc::new(plugin),
                 events: Arc::new(Events::new(client, &registration.name)),
+                observer: Arc::new(self.metrics.plugin(&registration.name)),
             }
         };
         let plugin = self

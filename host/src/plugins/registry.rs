@@ -154,7 +154,10 @@ impl Registry {
             (None, running) => (None, running),
             (Some(prepared), Some(mut running)) => match running.upgrade(prepared) {
                 Ok(_) => (Some(running), None),
-                Err(prepared) => (Some(start(prepared, metrics)), Some(running)),
+                Err(prepared) => {
+                    running.shutdown();
+                    (Some(start(prepared, metrics)), Some(running))
+                }
             },
             (Some(prepared), None) => (Some(start(prepared, metrics)), None),
         };

@@ -38,8 +38,6 @@ pub trait QueueMetrics: Send + Sync {
     fn added(&self) {}
     /// A key was scheduled for a rate-limited retry.
     fn retried(&self) {}
-    /// The number of keys waiting to be handed out changed.
-    fn depth(&self, _depth: usize) {}
     /// A key waited this long between being added and being handed out.
     fn queued_for(&self, _latency: Duration) {}
     /// A worker held a key this long.
@@ -116,7 +114,6 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
         let mut state = self.lock();
         if state.insert(key, priority) {
             self.metrics.added();
-            self.metrics.depth(state.ready.len());
             drop(state);
             self.wake.notify_one();
         }
@@ -181,7 +178,6 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
                 }
                 if let Some((key, since)) = state.pop() {
                     self.metrics.queued_for(since.elapsed());
-                    self.metrics.depth(state.ready.len());
                     return Some(key);
                 }
                 if state.shutting_down {

@@ -6,11 +6,12 @@
 //! host a sleeping task, not a spinning one, and a reconcile that waits past its deadline times
 //! out as any other.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::rate::TokenBucket;
+use crate::runtime::imports::Observer;
 use crate::runtime::limits::GuestLimits;
 
 /// Why the host refused or dropped something a guest handed it.
@@ -59,30 +60,32 @@ impl Refusal {
 }
 
 /// Rates and refusal counts of one plugin version.
-#[derive(Debug)]
 pub(crate) struct Budget {
     writes: Mutex<TokenBucket>,
     events: Mutex<TokenBucket>,
     logs: Mutex<TokenBucket>,
     requeues: Mutex<TokenBucket>,
     refused: [AtomicU64; Refusal::ALL.len()],
+    observer: Arc<dyn Observer>,
 }
 
 impl Budget {
-    /// A full budget under `limits`.
-    pub(crate) fn new(limits: &GuestLimits) -> Self {
+    /// A full budget under `limits`, telling `observer` of every refusal.
+    pub(crate) fn new(limits: &GuestLimits, observer: Arc<dyn Observer>) -> Self {
         Budget {
             writes: Mutex::new(TokenBucket::new(limits.writes)),
             events: Mutex::new(TokenBucket::new(limits.events)),
             logs: Mutex::new(TokenBucket::new(limits.logs)),
             requeues: Mutex::new(TokenBucket::new(limits.requeues)),
             refused: Default::default(),
+            observer,
         }
     }
 
     /// Counts one refusal.
     pub(crate) fn refuse(&self, why: Refusal) {
         self.refused[why as usize].fetch_add(1, Ordering::Relaxed);
+        self.observer.refused(why);
     }
 
     /// How many of each refusal so far, in [`Refusal::ALL`] order.
@@ -134,11 +137,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn rates_hold_per_kind_of_spending_and_waits_are_counted() {
-        let budget = Budget::new(&GuestLimits {
+        let limits = GuestLimits {
             events: Rate::new(1.0, 2),
             requeues: Rate::new(10.0, 1),
             ..GuestLimits::default()
-        });
+        };
+        let budget = Budget::new(&limits, Arc::new(()));
         let waits: Vec<Duration> = (0..4).map(|_| budget.event_delay()).collect();
         let s = Duration::from_secs;
         assert_eq!(waits, [s(0), s(0), s(1), s(2)], "the burst, then the rate");

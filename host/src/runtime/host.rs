@@ -15,8 +15,8 @@ use crate::runtime::bindings::{cache, client, events, log, plugin, types};
 use crate::runtime::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
 use crate::runtime::budget::{Budget, Refusal};
 use crate::runtime::imports::{
-    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Propagation,
-    Services, Write,
+    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Observer,
+    Propagation, Services, Write,
 };
 use crate::runtime::limits::GuestLimits;
 use crate::runtime::output::{GuestOutput, Stream};
@@ -44,6 +44,8 @@ pub(crate) struct PluginContext {
     pub limits: GuestLimits,
     /// Its rates and refusal counts.
     pub budget: Budget,
+    /// Who hears its counts.
+    pub observer: Arc<dyn Observer>,
 }
 
 /// A described plugin's registration and the services its imports call.

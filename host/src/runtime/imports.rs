@@ -1,16 +1,18 @@
 //! The host side of the WIT imports, as traits the runtime calls.
 //!
 //! A plugin's guest reads through a [`CacheReader`], writes through an [`ApiWriter`] and records
-//! events through an [`EventRecorder`]. The runtime validates what the guest passed, checks the
+//! events through an [`EventRecorder`]; what the runtime counts for it goes to an [`Observer`]. The runtime validates what the guest passed, checks the
 //! declared permissions on the request exactly as built, and parses the guest's JSON before any of
 //! them is called, so implementations receive only well-formed, permitted, bounded requests. Each plugin gets its own [`Services`], so an implementation may be
 //! specific to one plugin (its field manager, its read-your-writes view).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::object::{GroupVersionKind, ObjectRef};
+use crate::runtime::budget::Refusal;
 use crate::runtime::registration::Verb;
 use crate::selector::{FieldSelector, LabelSelector};
 
@@ -223,6 +225,24 @@ pub trait EventRecorder: Send + Sync + 'static {
     fn record(&self, plugin: &str, event: Event) -> bool;
 }
 
+/// Hears what the runtime counts for one plugin as it happens (the process's metrics); must
+/// not block.
+pub trait Observer: Send + Sync + 'static {
+    /// An instance was created in `took`.
+    fn instantiated(&self, took: Duration);
+    /// Something at the plugin's boundary was refused, dropped or slowed, for `why`.
+    fn refused(&self, why: Refusal);
+    /// An instance's linear memory reached `bytes`.
+    fn memory(&self, bytes: usize);
+}
+
+/// Nobody listening.
+impl Observer for () {
+    fn instantiated(&self, _took: Duration) {}
+    fn refused(&self, _why: Refusal) {}
+    fn memory(&self, _bytes: usize) {}
+}
+
 /// The host services one plugin's guests call.
 #[derive(Clone)]
 pub struct Services {
@@ -232,4 +252,6 @@ pub struct Services {
     pub writer: Arc<dyn ApiWriter>,
     /// Events.
     pub events: Arc<dyn EventRecorder>,
+    /// Counts.
+    pub observer: Arc<dyn Observer>,
 }

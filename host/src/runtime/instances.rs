@@ -147,7 +147,9 @@ impl Instances {
                 let started = Instant::now();
                 match self.pre.instantiate_async(&mut store).await {
                     Ok(bindings) => {
-                        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        let took = started.elapsed();
+                        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+                        self.context.observer.instantiated(took);
                         self.instantiations.fetch_add(1, Ordering::Relaxed);
                         self.instantiation_nanos.fetch_add(nanos, Ordering::Relaxed);
                         Instance {
@@ -199,8 +201,10 @@ impl Instances {
     }
 
     fn note_memory(&self, store: &Store<StoreState>) {
-        self.high_water
-            .fetch_max(store.data().limiter.high_water, Ordering::Relaxed);
+        let reached = store.data().limiter.high_water;
+        if self.high_water.fetch_max(reached, Ordering::Relaxed) < reached {
+            self.context.observer.memory(reached);
+        }
     }
 
     fn trapped(

@@ -56,6 +56,7 @@ impl MemoryHost {
             cache: self.clone(),
             writer: self.clone(),
             events: self.clone(),
+            observer: Arc::new(()),
         }
     }
 

@@ -29,7 +29,7 @@ pub use budget::Refusal;
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig, default_cache_dir};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;
-pub use imports::Services;
+pub use imports::{Observer, Services};
 pub use instances::InstanceMode;
 pub use limits::GuestLimits;
 pub use plugin::{Outcome, Plugin, PluginOptions};

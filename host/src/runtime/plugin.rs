@@ -151,8 +151,9 @@ impl Runtime {
             name,
             grant: None,
             memory_limit: options.memory_limit,
-            budget: Budget::new(&options.limits),
+            budget: Budget::new(&options.limits, Arc::new(())),
             limits: options.limits.clone(),
+            observer: Arc::new(()),
         };
         let describing = Instances::new(
             self.engine.clone(),
@@ -182,15 +183,18 @@ impl Runtime {
         let (asked, share) = self.admit(&file, &registration, &options)?;
 
         let registration = Arc::new(registration);
+        let services = services(&registration);
+        let observer = services.observer.clone();
         let context = Arc::new(PluginContext {
             name: registration.name.as_str().into(),
             grant: Some(Grant {
-                services: services(&registration),
+                services,
                 registration: registration.clone(),
             }),
             memory_limit: options.memory_limit,
-            budget: Budget::new(&options.limits),
+            budget: Budget::new(&options.limits, observer.clone()),
             limits: options.limits,
+            observer,
         });
         let instances = Instances::new(
             self.engine.clone(),

@@ -382,10 +382,15 @@ impl Manager {
                 digest,
                 reply,
             } => self.install(source, plugin, digest, reply),
-            Command::Failed { source, error } => {
+            Command::Failed {
+                source,
+                error,
+                reply,
+            } => {
                 tracing::warn!(%source, "plugin did not load: {error}");
                 self.metrics.load_failed(&source);
                 self.registry.load_failed(&source, error);
+                let _ = reply.send(());
             }
             Command::Remove { source, reply } => match self.registry.remove(&source) {
                 None => {

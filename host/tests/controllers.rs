@@ -4,12 +4,16 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, GroupVersionKind, Patch, PatchParams};
 use serde_json::json;
+use tokio::time::Instant;
+use wasmop::controller::Controller;
 use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::object::ObjectKey;
 use wasmop::runtime::PluginOptions;
 use wasmop_envtest::{ControlPlane, shared, within};
 
@@ -29,6 +33,29 @@ async fn eventually<T, F: Future<Output = Option<T>>>(
         }
     })
     .await
+}
+
+/// How long `key` waited between its consecutive retries, from its retry `from` to its retry
+/// `to`, by polling; a step two retries overtook between polls is left out.
+async fn retry_gaps(
+    failing: &Controller,
+    key: &ObjectKey,
+    from: u32,
+    to: u32,
+) -> Vec<(u32, Duration)> {
+    let mut reached = BTreeMap::new();
+    let mut retries = failing.retries(key);
+    while retries < to {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let now = failing.retries(key);
+        if now != retries {
+            reached.insert(now, Instant::now());
+            retries = now;
+        }
+    }
+    (from..to)
+        .filter_map(|retry| Some((retry, *reached.get(&(retry + 1))? - *reached.get(&retry)?)))
+        .collect()
 }
 
 fn labelled(namespace: &str, name: &str, labels: serde_json::Value) -> anyhow::Result<ConfigMap> {
@@ -236,7 +263,7 @@ async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() 
 
         // guest-good's write is a watch event that wakes the failing key out of its backoff at
         // once (as in controller-runtime); once the cache holds it, nothing else touches the object.
-        let key = wasmop::object::ObjectKey::new(&namespace, "doomed");
+        let key = ObjectKey::new(&namespace, "doomed");
         let configmaps = manager
             .cache()
             .running(&GroupVersionKind::gvk("", "v1", "ConfigMap"))
@@ -250,34 +277,27 @@ async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() 
         })
         .await;
         let failing = manager.controller("guest-panic").unwrap();
-        let first = failing.retries(&key);
-        let mut seen = Vec::new();
-        let started = tokio::time::Instant::now();
-        while seen.len() < 6 {
-            let retries = failing.retries(&key);
-            if retries > first + seen.len() as u32 {
-                seen.push(started.elapsed());
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1] - w[0]).collect();
-        println!("gaps between retries after retry {first}: {gaps:?}");
-        for pair in gaps
-            .windows(2)
-            .filter(|p| p[0] >= Duration::from_millis(40))
-        {
-            let ratio = pair[1].as_secs_f64() / pair[0].as_secs_f64();
-            assert!(
-                (1.5..2.6).contains(&ratio),
-                "retry gaps {gaps:?} do not double"
-            );
-        }
+        // From the sixth retry on, the backoff (160 ms and up) outweighs the reconcile itself.
+        let from = (failing.retries(&key) + 1).max(6);
+        let gaps = retry_gaps(failing, &key, from, from + 6).await;
+        println!("gaps between retries from retry {from}: {gaps:?}");
+        let (Some(&(early, early_gap)), Some(&(late, late_gap))) = (gaps.first(), gaps.last())
+        else {
+            panic!("no two consecutive retries were seen");
+        };
         assert!(
-            gaps.iter()
-                .filter(|g| **g >= Duration::from_millis(40))
-                .count()
-                >= 3,
-            "too few backoff gaps to judge: {gaps:?}"
+            late - early >= 4,
+            "too few retries timed to judge: {gaps:?}"
+        );
+        // Nominally `late - early` doublings; two of them are slack for the reconcile's own time,
+        // which still tells doubling apart from a linear or constant backoff.
+        assert!(
+            late_gap >= early_gap * 2u32.pow(late - early - 2),
+            "retry gaps {gaps:?} do not grow exponentially"
+        );
+        assert!(
+            gaps.windows(2).all(|w| w[1].1 * 2 >= w[0].1),
+            "a retry gap shrank: {gaps:?}"
         );
         manager.stop().await?;
         Ok(())

@@ -129,9 +129,15 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
         leader_among(&[&follower]).await;
         let failover = killed.elapsed();
         println!("failover after SIGKILL: {failover:?} (lease {LEASE:?}, retry {RETRY:?})");
+        // The killed leader may have renewed a retry period (and its requests) before the kill,
+        // so its lease may run out that much sooner after it.
         assert!(
-            failover < LEASE + RETRY * 2 + Duration::from_secs(1),
-            "{failover:?}"
+            failover >= LEASE / 2,
+            "the follower took a live lease {failover:?} after the kill"
+        );
+        assert!(
+            failover < LEASE * 4,
+            "the {LEASE:?} lease was taken {failover:?} after the kill"
         );
         common::converged(&apps, "meanwhile").await?;
 
@@ -141,7 +147,10 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
         leader_among(&[&third]).await;
         let handover = terminated.elapsed();
         println!("handover after SIGTERM: {handover:?}");
-        assert!(handover < Duration::from_secs(2), "{handover:?}");
+        assert!(
+            handover < failover / 2,
+            "SIGTERM handed over in {handover:?}, no sooner than SIGKILL's {failover:?}"
+        );
         create(&apps, "after").await?;
         common::converged(&apps, "after").await?;
         drop(leader);

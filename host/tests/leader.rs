@@ -1,6 +1,7 @@
 //! Leader election on the real apiserver: one holder at a time, a released Lease is taken at the
 //! next retry, a crashed holder's Lease after its duration, and the Lease reads sanely with
-//! `kubectl`.
+//! `kubectl`. Durations are checked against each other and against the protocol's lower bounds,
+//! so a slow machine stretches them without failing the test.
 
 use std::time::Duration;
 
@@ -12,11 +13,12 @@ use wasmop::leader::{Elector, LeaderConfig, identity};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(120);
+const LEASE: Duration = Duration::from_secs(3);
 
 /// Short durations keep the test quick; their ratios are controller-runtime's.
 fn config(namespace: &str, who: &str) -> LeaderConfig {
     LeaderConfig {
-        lease_duration: Duration::from_millis(3000),
+        lease_duration: LEASE,
         renew_deadline: Duration::from_millis(2000),
         retry_period: Duration::from_millis(400),
         ..LeaderConfig::new(namespace, "wasmop-leader", identity(who))
@@ -69,7 +71,6 @@ async fn one_leader_at_a_time_with_fast_handover_and_crash_failover() -> anyhow:
         b.acquire().await;
         let handover = released.elapsed();
         println!("handover after release: {handover:?}");
-        assert!(handover < Duration::from_secs(2), "took {handover:?}");
         let lease = kubectl_lease(plane, &namespace).await?;
         assert_eq!(
             lease["spec"]["holderIdentity"],
@@ -84,10 +85,17 @@ async fn one_leader_at_a_time_with_fast_handover_and_crash_failover() -> anyhow:
         let failover = crashed.elapsed();
         println!("failover after a crash: {failover:?}");
         assert!(
-            failover >= Duration::from_millis(2500),
+            failover >= LEASE,
             "took over a live lease after {failover:?}"
         );
-        assert!(failover < Duration::from_secs(6), "took {failover:?}");
+        assert!(
+            failover < LEASE * 4,
+            "a crashed leader's {LEASE:?} lease was taken only after {failover:?}"
+        );
+        assert!(
+            handover < failover / 2,
+            "a released lease took {handover:?} to change hands, a crashed leader's {failover:?}"
+        );
         let lease = kubectl_lease(plane, &namespace).await?;
         assert_eq!(lease["spec"]["leaseTransitions"], 2);
         Ok(())
@@ -96,12 +104,20 @@ async fn one_leader_at_a_time_with_fast_handover_and_crash_failover() -> anyhow:
 }
 
 #[tokio::test]
-async fn a_leader_whose_lease_is_taken_gives_up_within_its_renew_deadline() -> anyhow::Result<()> {
+async fn a_leader_whose_lease_is_taken_gives_up_at_its_next_renewal() -> anyhow::Result<()> {
     within(LIMIT, "losing the lease", async {
         let plane = shared().await?;
         let namespace = plane.create_namespace("leader-lost").await?;
         let client = plane.client().await?;
-        let mut leader = Elector::new(client.clone(), config(&namespace, "pod-a"))?;
+        // A renew deadline 25 retries long: giving up at the next renewal is told apart from
+        // giving up at the deadline with a wide margin.
+        let patient = LeaderConfig {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            ..config(&namespace, "pod-a")
+        };
+        let renew_deadline = patient.renew_deadline;
+        let mut leader = Elector::new(client.clone(), patient)?;
         leader.acquire().await;
 
         let leases: Api<Lease> = Api::namespaced(client, &namespace);
@@ -112,13 +128,29 @@ async fn a_leader_whose_lease_is_taken_gives_up_within_its_renew_deadline() -> a
             .await?;
         let stolen = tokio::time::Instant::now();
         let lost = leader.hold().await;
-        println!(
-            "gave up {:?} after the lease was taken: {lost}",
-            stolen.elapsed()
-        );
+        let gave_up = stolen.elapsed();
+        println!("gave up {gave_up:?} after the lease was taken: {lost}");
         assert!(!leader.is_leader());
-        assert!(stolen.elapsed() <= Duration::from_millis(2500));
-        assert!(lost.to_string().contains("lost the lease"), "{lost}");
+        let reason = lost.to_string();
+        assert!(
+            reason.contains("lost the lease") && reason.ends_with("now held by intruder"),
+            "{reason}"
+        );
+        assert!(
+            gave_up < renew_deadline / 2,
+            "gave up {gave_up:?} after the lease was taken, not at its next renewal"
+        );
+        let holder = leases
+            .get("wasmop-leader")
+            .await?
+            .spec
+            .context("spec")?
+            .holder_identity;
+        assert_eq!(
+            holder.as_deref(),
+            Some("intruder"),
+            "the old leader took the lease back"
+        );
         Ok(())
     })
     .await

@@ -24,8 +24,12 @@ pub(crate) enum Command {
         digest: String,
         reply: oneshot::Sender<Result<(), PluginError>>,
     },
-    /// `source`'s new module did not load.
-    Failed { source: String, error: String },
+    /// `source`'s new module did not load; replies once that is recorded.
+    Failed {
+        source: String,
+        error: String,
+        reply: oneshot::Sender<()>,
+    },
     /// Forget `source`; replies whether it was known.
     Remove {
         source: String,
@@ -92,14 +96,13 @@ impl PluginHandle {
         let plugin = match self.loader.load(file, bytes, options).await {
             Ok(plugin) => plugin,
             Err(error) => {
+                let (reply, recorded) = oneshot::channel();
                 let failed = Command::Failed {
                     source: source.to_owned(),
                     error: error.to_string(),
+                    reply,
                 };
-                self.commands
-                    .send(failed)
-                    .await
-                    .map_err(|_| PluginError::Stopped)?;
+                self.ask(failed, recorded).await?;
                 return Err(error);
             }
         };

@@ -2,12 +2,13 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test bench guests control-plane down
+.PHONY: help demo test bench fuzz guests control-plane down
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
 	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime and kube-rs"
+	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
 	@echo "make down   stop the demo's control plane"
 
 guests:
@@ -39,6 +40,14 @@ bench: control-plane guests
 	tests/bench/controller-runtime/build
 	target/release/wasmop-bench
 	tests/bench/chart
+
+# `make test` runs each fuzz target (host/src/fuzz/) for a quarter of a second; this runs them for
+# FUZZ_SECONDS each and prints the inputs each tried and the seed that reproduces its run
+# (WASMOP_FUZZ_SEED).
+FUZZ_SECONDS ?= 30
+
+fuzz:
+	WASMOP_FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test -p wasmop --lib fuzz:: -- --nocapture
 
 demo: control-plane guests
 	cargo build --bin wasmop

@@ -9,6 +9,8 @@ pub mod client;
 pub mod config;
 pub mod controller;
 pub mod events;
+#[cfg(test)]
+mod fuzz;
 pub mod http;
 pub mod identity;
 pub mod leader;

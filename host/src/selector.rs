@@ -1,5 +1,20 @@
-//! Kubernetes label selectors (`app=web,tier!=db,env in (a,b),!legacy`), parsed once and matched
-//! against an object's labels.
+//! Kubernetes label selectors (`app=web,tier!=db,env in (a,b),!legacy`) and field selectors
+//! (`metadata.name=web,status.phase!=Failed`), parsed once and matched against an object.
+//!
+//! Keys and values follow Kubernetes' label syntax (a key is an optional DNS-subdomain prefix and
+//! `/`, then a name of 1-63 letters, digits, `-`, `_` or `.` that starts and ends alphanumeric; a
+//! value is empty or such a name), so what parses is what the apiserver would accept, and a
+//! selector's text form ([`std::fmt::Display`]) parses back to the same selector. Errors name the
+//! malformed part, cut to a few dozen bytes.
+
+use std::fmt;
+
+use crate::runtime::boundary::cut;
+
+/// The longest label name, and the longest label value.
+const MAX_LABEL: usize = 63;
+/// The longest prefix of a label key (a DNS subdomain).
+const MAX_PREFIX: usize = 253;
 
 /// One requirement of a selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,10 +81,39 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector (`metadata.name=web,spec.nodeName==n1`): equalities on string fields.
+impl fmt::Display for LabelSelector {
+    /// The canonical text form, which parses back to the same selector.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, requirement) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match requirement {
+                Requirement::Equals(k, v) => write!(f, "{k}={v}")?,
+                Requirement::NotEquals(k, v) => write!(f, "{k}!={v}")?,
+                Requirement::In(k, vs) => write!(f, "{k} in ({})", vs.join(","))?,
+                Requirement::NotIn(k, vs) => write!(f, "{k} notin ({})", vs.join(","))?,
+                Requirement::Exists(k) => write!(f, "{k}")?,
+                Requirement::DoesNotExist(k) => write!(f, "!{k}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One requirement of a field selector: a dotted path equal (or not) to a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FieldRequirement {
+    path: String,
+    value: String,
+    equal: bool,
+}
+
+/// A parsed field selector (`metadata.name=web,status.phase!=Failed`): equalities and
+/// inequalities on string fields.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FieldSelector {
-    requirements: Vec<(String, String)>,
+    requirements: Vec<FieldRequirement>,
 }
 
 impl FieldSelector {
@@ -78,15 +122,7 @@ impl FieldSelector {
         let requirements = text
             .split(',')
             .filter(|part| !part.trim().is_empty())
-            .map(|part| {
-                let (path, value) = part
-                    .split_once('=')
-                    .ok_or_else(|| format!("field selector {part:?} is not path=value"))?;
-                Ok((
-                    path.trim().to_owned(),
-                    value.trim_start_matches('=').trim().to_owned(),
-                ))
-            })
+            .map(parse_field_requirement)
             .collect::<Result<_, String>>()?;
         Ok(FieldSelector { requirements })
     }
@@ -94,7 +130,11 @@ impl FieldSelector {
     /// The selector of one equality, `path=value`.
     pub fn equals(path: &str, value: &str) -> Self {
         FieldSelector {
-            requirements: vec![(path.to_owned(), value.to_owned())],
+            requirements: vec![FieldRequirement {
+                path: path.to_owned(),
+                value: value.to_owned(),
+                equal: true,
+            }],
         }
     }
 
@@ -112,7 +152,19 @@ impl FieldSelector {
     pub fn matches(&self, field: impl Fn(&str) -> Option<String>) -> bool {
         self.requirements
             .iter()
-            .all(|(path, value)| field(path).as_deref() == Some(value))
+            .all(|r| (field(&r.path).as_deref() == Some(r.value.as_str())) == r.equal)
+    }
+}
+
+impl fmt::Display for FieldSelector {
+    /// The canonical text form, which parses back to the same selector.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.requirements.iter().enumerate() {
+            let op = if r.equal { "=" } else { "!=" };
+            let comma = if i > 0 { "," } else { "" };
+            write!(f, "{comma}{}{op}{}", r.path, r.value)?;
+        }
+        Ok(())
     }
 }
 
@@ -134,8 +186,9 @@ fn split_top_level(text: &str) -> Vec<&str> {
 }
 
 fn parse_requirement(part: &str) -> Result<Requirement, String> {
+    let malformed = || format!("{:?} is not a label requirement", cut(part));
     if let Some(key) = part.strip_prefix('!') {
-        return Ok(Requirement::DoesNotExist(key.trim().to_owned()));
+        return Ok(Requirement::DoesNotExist(label_key(key.trim())?));
     }
     for (op, build) in [
         ("!=", Requirement::NotEquals as fn(_, _) -> _),
@@ -143,7 +196,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
         ("=", Requirement::Equals),
     ] {
         if let Some((key, value)) = part.split_once(op) {
-            return Ok(build(key.trim().to_owned(), value.trim().to_owned()));
+            return Ok(build(label_key(key.trim())?, label_value(value.trim())?));
         }
     }
     for (op, build) in [
@@ -153,15 +206,84 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
         if let Some((key, values)) = part.split_once(op) {
             let values = values.trim();
             let inner = values.strip_prefix('(').and_then(|v| v.strip_suffix(')'));
-            let inner = inner.ok_or_else(|| format!("{part:?}: values must be in parentheses"))?;
-            let values = inner.split(',').map(|v| v.trim().to_owned()).collect();
-            return Ok(build(key.trim().to_owned(), values));
+            let inner =
+                inner.ok_or_else(|| format!("{:?}: values must be in parentheses", cut(part)))?;
+            let values = inner
+                .split(',')
+                .map(|v| label_value(v.trim()))
+                .collect::<Result<_, _>>()?;
+            return Ok(build(label_key(key.trim())?, values));
         }
     }
     if part.contains(char::is_whitespace) {
-        return Err(format!("{part:?} is not a label requirement"));
+        return Err(malformed());
     }
-    Ok(Requirement::Exists(part.to_owned()))
+    Ok(Requirement::Exists(label_key(part)?))
+}
+
+fn parse_field_requirement(part: &str) -> Result<FieldRequirement, String> {
+    let malformed = || format!("field selector {:?} is not path=value", cut(part));
+    let (path, value, equal) = match part.split_once("!=") {
+        Some((path, value)) => (path, value, false),
+        None => {
+            let (path, value) = part.split_once('=').ok_or_else(malformed)?;
+            (path, value.strip_prefix('=').unwrap_or(value), true)
+        }
+    };
+    let path = path.trim();
+    let dotted = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if path.is_empty() || !path.chars().all(dotted) {
+        return Err(malformed());
+    }
+    let value = value.trim();
+    if value.contains(['=', '!']) {
+        return Err(malformed());
+    }
+    Ok(FieldRequirement {
+        path: path.to_owned(),
+        value: value.to_owned(),
+        equal,
+    })
+}
+
+/// A label key: an optional DNS-subdomain prefix and `/`, then a label name.
+fn label_key(key: &str) -> Result<String, String> {
+    let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
+    let prefix_ok = !key.contains('/')
+        || (!prefix.is_empty()
+            && prefix.len() <= MAX_PREFIX
+            && prefix.split('.').all(crate::runtime::boundary::dns_label));
+    if prefix_ok && !name.is_empty() && label_name(name) {
+        return Ok(key.to_owned());
+    }
+    Err(format!(
+        "{:?} is not a label key ([prefix/]name: a name of 1-63 letters, digits, '-', '_' or '.', \
+         alphanumeric at both ends)",
+        cut(key)
+    ))
+}
+
+/// A label value: empty, or a label name.
+fn label_value(value: &str) -> Result<String, String> {
+    if value.is_empty() || label_name(value) {
+        return Ok(value.to_owned());
+    }
+    Err(format!(
+        "{:?} is not a label value (at most 63 letters, digits, '-', '_' or '.', alphanumeric at \
+         both ends)",
+        cut(value)
+    ))
+}
+
+/// Whether `text` is 1-63 letters, digits, `-`, `_` or `.`, alphanumeric at both ends.
+fn label_name(text: &str) -> bool {
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    text.len() <= MAX_LABEL
+        && alphanumeric(text.chars().next())
+        && alphanumeric(text.chars().last())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 #[cfg(test)]
@@ -209,6 +331,45 @@ mod tests {
         assert!(selector.matches(fields));
         assert!(!FieldSelector::parse("spec.y=b").unwrap().matches(fields));
         assert!(FieldSelector::parse("nonsense").is_err());
+    }
+
+    #[test]
+    fn keys_and_values_follow_label_syntax_and_the_text_form_parses_back() {
+        // Inputs the fuzz target's round trip broke (host/src/fuzz/selector.rs): each parsed into
+        // a requirement on a key or value no label can have.
+        for bad in [
+            "a===b",
+            "k in (a=b)",
+            "!a=b",
+            "a b=c",
+            "-a=b",
+            "a=b-",
+            "x/=y",
+            "/x=y",
+        ] {
+            assert!(LabelSelector::parse(bad).is_err(), "{bad:?} parsed");
+        }
+        let long = LabelSelector::parse(&format!("a={}", "v".repeat(64))).unwrap_err();
+        assert!(
+            long.contains("not a label value") && long.len() < 200,
+            "{long}"
+        );
+        let text = "app.kubernetes.io/name=web,tier!=db,env in (prod,),team,!legacy";
+        let selector = LabelSelector::parse(text).unwrap();
+        assert_eq!(selector.to_string(), text);
+        assert_eq!(LabelSelector::parse(&selector.to_string()), Ok(selector));
+    }
+
+    #[test]
+    fn field_selectors_take_inequalities() {
+        // `!=` used to parse as the path `metadata.name!` equal to `web`: nothing matched.
+        let selector = FieldSelector::parse("metadata.name!=web").unwrap();
+        let named = |name: &'static str| move |_: &str| Some(name.to_owned());
+        assert!(selector.matches(named("api")) && !selector.matches(named("web")));
+        assert_eq!(selector.to_string(), "metadata.name!=web");
+        for bad in ["=web", "a b=c", "a===b", "a=b!=c"] {
+            assert!(FieldSelector::parse(bad).is_err(), "{bad:?} parsed");
+        }
     }
 
     #[test]

@@ -214,4 +214,14 @@ mod tests {
         );
         assert_eq!(cached.field("metadata.name").as_deref(), Some("web"));
     }
+
+    #[test]
+    fn numbers_come_back_as_the_apiserver_sent_them() {
+        // Found by the fuzz target (host/src/fuzz/cache.rs): without serde_json's exact float
+        // parsing, this number came back one unit in the last place off.
+        let json =
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"x":-4.2611357284857228e+68}"#;
+        let cached = CachedObject::from(serde_json::from_str::<WatchedObject>(json).unwrap());
+        assert_eq!(cached.value()["x"].as_f64(), Some(-4.2611357284857228e+68));
+    }
 }

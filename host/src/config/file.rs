@@ -83,10 +83,7 @@ pub(super) fn clap_error(path: &Path, error: &clap::Error) -> ConfigError {
 }
 
 fn parse(text: &str, command: &clap::Command, matches: &ArgMatches) -> Result<Settings, String> {
-    let document: Value = match text.trim() {
-        "" => Value::Object(Map::new()),
-        _ => serde_saphyr::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?,
-    };
+    let document = super::yaml(text)?;
     let Value::Object(settings) = document else {
         return Err("expected a mapping of setting names to values".into());
     };

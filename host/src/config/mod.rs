@@ -19,10 +19,13 @@ use clap::{FromArgMatches, Parser, Subcommand};
 use crate::cache::Namespaces;
 use crate::http::SecureServing;
 use crate::rate::Rate;
+use crate::runtime::boundary::cut;
 use crate::runtime::{Ceiling, GuestLimits, InstanceMode, PluginOptions};
 
 pub use file::PluginOverrides;
 pub use policy::ceiling;
+#[cfg(test)]
+pub(crate) use policy::parse as parse_policy;
 
 /// The configuration could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]
@@ -443,7 +446,26 @@ pub struct LeaderArgs {
     pub leader_election_retry_period: Duration,
 }
 
-/// `250ms`, `15s` or `2m`.
+/// A YAML document (the `--config` or `--policy` file) as JSON values; empty text is an empty
+/// mapping. Aliases may replay at most as many events as the text has bytes, so an alias bomb of
+/// a few hundred bytes cannot expand to megabytes.
+pub(crate) fn yaml(text: &str) -> Result<serde_json::Value, String> {
+    if text.trim().is_empty() {
+        return Ok(serde_json::Value::Object(serde_json::Map::new()));
+    }
+    let options = serde_saphyr::options! {
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: text.len(),
+        },
+    };
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| format!("not valid YAML: {e}"))
+}
+
+/// The longest duration any setting takes: a year. A longer one is a typo, and one long enough
+/// would overflow the deadline it is added to.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// `250ms`, `15s` or `2m`, at most [`MAX_DURATION`].
 pub(crate) fn duration(value: &str) -> Result<Duration, String> {
     let split = value
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -451,20 +473,31 @@ pub(crate) fn duration(value: &str) -> Result<Duration, String> {
     let (number, unit) = value.split_at(split);
     let number: f64 = number
         .parse()
-        .map_err(|_| format!("`{value}` is not a duration like 15s or 500ms"))?;
+        .map_err(|_| format!("`{}` is not a duration like 15s or 500ms", cut(value)))?;
     let seconds = match unit {
         "ms" => number / 1000.0,
         "s" => number,
         "m" => number * 60.0,
-        _ => return Err(format!("`{value}` needs a unit: ms, s or m")),
+        _ => return Err(format!("`{}` needs a unit: ms, s or m", cut(value))),
     };
+    if seconds > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{}` is longer than the longest duration this host takes, a year",
+            cut(value)
+        ));
+    }
     Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("`{value}` is not a duration this host can wait"))
+        .map_err(|_| format!("`{}` is not a duration this host can wait", cut(value)))
 }
 
 /// `PER_SECOND:BURST`, e.g. `500:1000`; `PER_SECOND` alone allows a burst of one second's worth.
-fn rate(value: &str) -> Result<Rate, String> {
-    let malformed = || format!("`{value}` is not a rate like 100:500 (per second, then burst)");
+pub(crate) fn rate(value: &str) -> Result<Rate, String> {
+    let malformed = || {
+        format!(
+            "`{}` is not a rate like 100:500 (per second, then burst)",
+            cut(value)
+        )
+    };
     let (per_second, burst) = value.split_once(':').unwrap_or((value, ""));
     let per_second: f64 = per_second.parse().map_err(|_| malformed())?;
     if !per_second.is_finite() || per_second <= 0.0 {
@@ -503,23 +536,31 @@ pub(crate) fn bytes(value: &str) -> Result<usize, String> {
     let (number, unit) = value.split_at(split);
     let number: usize = number
         .parse()
-        .map_err(|_| format!("`{value}` is not a size like 64Mi or 1Gi"))?;
+        .map_err(|_| format!("`{}` is not a size like 64Mi or 1Gi", cut(value)))?;
     let shift = match unit {
         "" => 0,
         "Ki" => 10,
         "Mi" => 20,
         "Gi" => 30,
-        _ => return Err(format!("`{value}` has an unknown unit: use Ki, Mi or Gi")),
+        _ => {
+            return Err(format!(
+                "`{}` has an unknown unit: use Ki, Mi or Gi",
+                cut(value)
+            ));
+        }
     };
     number
         .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{value}` is too large"))
+        .ok_or_else(|| format!("`{}` is too large", cut(value)))
 }
 
 /// A whole number of at least 1.
-fn positive(value: &str) -> Result<u32, String> {
+pub(crate) fn positive(value: &str) -> Result<u32, String> {
     match value.parse() {
-        Ok(0) | Err(_) => Err(format!("`{value}` is not a whole number of at least 1")),
+        Ok(0) | Err(_) => Err(format!(
+            "`{}` is not a whole number of at least 1",
+            cut(value)
+        )),
         Ok(number) => Ok(number),
     }
 }
@@ -643,6 +684,22 @@ mod tests {
             error.to_string().contains("not a namespace name"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn durations_are_at_most_a_year_so_a_deadline_can_hold_them() {
+        // Accepted before, and then `Instant::now() + duration` panicked with an overflow: at
+        // shutdown for --graceful-shutdown-timeout, at the first reconcile for a reconcile
+        // timeout the policy's max-reconcile-timeout let through.
+        let forever = "10000000000000000000s";
+        let overflows = |d: Duration| tokio::time::Instant::now().checked_add(d).is_none();
+        assert!(Duration::try_from_secs_f64(1e19).is_ok_and(overflows));
+        let error = duration(forever).unwrap_err();
+        assert!(error.contains("longer than"), "{error}");
+        assert_eq!(duration("525600m"), Ok(MAX_DURATION));
+        assert!(duration("525600.5m").is_err());
+        let quoted = duration(&format!("1{}", "x".repeat(1 << 16))).unwrap_err();
+        assert!(quoted.len() < 200, "a refused value is quoted cut");
     }
 
     #[test]

@@ -16,10 +16,11 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::file::scalar;
 use super::{ConfigError, bytes, duration, positive};
+use crate::runtime::boundary::{cut, dns_label};
 use crate::runtime::{Allowance, Ceiling, KindPattern, Verb};
 
 /// Reads the ceiling from the YAML file at `path`.
@@ -34,12 +35,9 @@ pub(super) fn read(path: &Path) -> Result<Ceiling, ConfigError> {
     })
 }
 
-fn parse(text: &str) -> Result<Ceiling, String> {
-    let document: Value = match text.trim() {
-        "" => Value::Object(Map::new()),
-        _ => serde_saphyr::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?,
-    };
-    ceiling(&document)
+/// A ceiling from the text of a `--policy` file.
+pub(crate) fn parse(text: &str) -> Result<Ceiling, String> {
+    ceiling(&super::yaml(text)?)
 }
 
 /// A ceiling from a policy document already parsed (a `WasmReconciler`'s `spec.policy`, or the
@@ -50,8 +48,10 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
     };
     let mut ceiling = Ceiling::default();
     for (key, value) in settings {
-        let at = |message: String| format!("`{key}`: {message}");
-        let text = || scalar(value).map_err(|found| at(format!("expected a value, found {found}")));
+        let at = |message: String| format!("`{}`: {message}", cut(key));
+        let text = || {
+            scalar(value).map_err(|found| at(format!("expected a value, found {}", shape(found))))
+        };
         match key.as_str() {
             "max-concurrent-reconciles" => {
                 ceiling.max_concurrent_reconciles = positive(&text()?).map_err(at)?
@@ -64,8 +64,9 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             "allow" => ceiling.allow = Some(allowances(value)?),
             _ => {
                 return Err(format!(
-                    "unknown setting `{key}`; known: max-concurrent-reconciles, \
-                     max-reconcile-timeout, max-memory-limit, max-instances, allow"
+                    "unknown setting `{}`; known: max-concurrent-reconciles, \
+                     max-reconcile-timeout, max-memory-limit, max-instances, allow",
+                    cut(key)
                 ));
             }
         }
@@ -94,7 +95,8 @@ fn allowance(entry: &Value) -> Result<Allowance, String> {
         namespaces: Vec::new(),
     };
     for (key, value) in fields {
-        let items = list(value).ok_or_else(|| format!("`{key}`: expected a list of values"))?;
+        let items =
+            list(value).ok_or_else(|| format!("`{}`: expected a list of values", cut(key)))?;
         match key.as_str() {
             "kinds" => {
                 allowance.kinds = items
@@ -103,10 +105,11 @@ fn allowance(entry: &Value) -> Result<Allowance, String> {
                     .collect::<Result<_, _>>()?
             }
             "verbs" => allowance.verbs = items.iter().map(|v| verb(v)).collect::<Result<_, _>>()?,
-            "namespaces" => allowance.namespaces = items,
+            "namespaces" => allowance.namespaces = namespaces(items)?,
             _ => {
                 return Err(format!(
-                    "unknown key `{key}`; known: kinds, verbs, namespaces"
+                    "unknown key `{}`; known: kinds, verbs, namespaces",
+                    cut(key)
                 ));
             }
         }
@@ -129,10 +132,35 @@ fn verb(text: &str) -> Result<Verb, String> {
         "status" => Verb::Status,
         other => {
             return Err(format!(
-                "unknown verb `{other}`; known: get, list, watch, create, update, patch, delete, status"
+                "unknown verb `{}`; known: get, list, watch, create, update, patch, delete, status",
+                cut(other)
             ));
         }
     })
+}
+
+/// An allowance's namespaces: namespace names, at least one (an empty list would read as all).
+fn namespaces(items: Vec<String>) -> Result<Vec<String>, String> {
+    if items.is_empty() {
+        return Err("`namespaces`: an empty list; leave the key out to allow all".into());
+    }
+    match items.iter().find(|n| !dns_label(n)) {
+        Some(bad) => Err(format!(
+            "`namespaces`: `{}` is not a namespace name (lowercase letters, digits and '-', at \
+             most 63)",
+            cut(bad)
+        )),
+        None => Ok(items),
+    }
+}
+
+/// What a value that is not a scalar is, for an error that does not quote it.
+fn shape(value: &Value) -> &'static str {
+    match value {
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+        _ => "null",
+    }
 }
 
 fn list(value: &Value) -> Option<Vec<String>> {
@@ -178,5 +206,38 @@ mod tests {
             error("allow: [{kinds: [ConfigMap], verbs: [own]}]\n").contains("unknown verb `own`")
         );
         assert!(error("allow: [{verbs: [get]}]\n").contains("`allow[0]`: needs kinds and verbs"));
+    }
+
+    #[test]
+    fn namespaces_are_namespace_names_and_an_empty_list_is_refused() {
+        let allow = |namespaces: &str| {
+            parse(&format!(
+                "allow: [{{kinds: [ConfigMap], verbs: [get], namespaces: {namespaces}}}]\n"
+            ))
+        };
+        assert!(allow("[team-a]").is_ok());
+        assert!(allow("[]").unwrap_err().contains("leave the key out"));
+        assert!(
+            allow("[Team-A]")
+                .unwrap_err()
+                .contains("`Team-A` is not a namespace name")
+        );
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_and_errors_do_not_quote_whole_values() {
+        // Found by the fuzz target (host/src/fuzz/config.rs): 144 bytes of aliases held half a
+        // MiB, and each further line of them multiplies that.
+        let bomb = (1..=12).fold("a0: &a0 [lol, lol, lol]\n".to_owned(), |text, level| {
+            let prev = level - 1;
+            text + &format!("a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}]\n")
+        });
+        assert!(parse(&bomb).unwrap_err().contains("alias replay limit"));
+        let value = format!("max-instances: [{}]\n", "x".repeat(1 << 16));
+        let error = parse(&value).unwrap_err();
+        assert!(
+            error.contains("found a list") && error.len() < 200,
+            "{error}"
+        );
     }
 }

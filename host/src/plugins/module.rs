@@ -20,6 +20,7 @@ use k8s_openapi::{ByteString, NamespaceResourceScope};
 use kube::Api;
 
 use super::digest;
+use crate::runtime::boundary;
 
 /// The largest module a URL may serve.
 pub const MAX_MODULE_BYTES: usize = 64 << 20;
@@ -30,6 +31,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a whole download may take.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The longest module URL (it is quoted in errors, and so in the `WasmReconciler`'s status).
+const MAX_URL: usize = 2048;
+
 /// A key of a ConfigMap or Secret.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub struct KeyRef {
@@ -39,6 +43,28 @@ pub struct KeyRef {
     pub name: String,
     /// The key holding the component.
     pub key: String,
+}
+
+impl KeyRef {
+    /// Checks the namespace (a DNS label), the name (an object name) and the key (1-253 letters,
+    /// digits, `-`, `_` or `.`, as ConfigMap and Secret keys are).
+    fn validate(&self) -> Result<(), ModuleError> {
+        if !boundary::dns_label(&self.namespace) {
+            return Err(ModuleError::Invalid(
+                "the namespace must be a namespace name",
+            ));
+        }
+        if boundary::name(&self.name).is_err() {
+            return Err(ModuleError::Invalid("the name must be an object name"));
+        }
+        let key_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+        if !(1..=253).contains(&self.key.len()) || !self.key.bytes().all(key_char) {
+            return Err(ModuleError::Invalid(
+                "the key must be 1-253 letters, digits, '-', '_' or '.'",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `spec.module` of a `WasmReconciler`: exactly one of `configMap`, `secret`, `url`.
@@ -53,6 +79,13 @@ pub struct ModuleRef {
     pub url: Option<String>,
     /// The module's sha256 in hex; required.
     pub sha256: Option<String>,
+}
+
+/// Where a validated reference fetches from.
+enum Source<'a> {
+    ConfigMap(&'a KeyRef),
+    Secret(&'a KeyRef),
+    Url(&'a str),
 }
 
 /// A module could not be fetched, or is not the one asked for.
@@ -85,23 +118,51 @@ pub enum ModuleError {
 impl ModuleRef {
     /// Fetches the module and checks its digest.
     pub async fn fetch(&self, client: &kube::Client) -> Result<Vec<u8>, ModuleError> {
-        if self.sha256.is_none() {
-            return Err(ModuleError::Invalid("pin the module with its sha256"));
-        }
-        let bytes = match (&self.config_map, &self.secret, &self.url) {
-            (Some(key), None, None) => {
+        let bytes = match self.source()? {
+            Source::ConfigMap(key) => {
                 from_key(client, key, "binaryData", |c: ConfigMap| c.binary_data).await?
             }
-            (None, Some(key), None) => from_key(client, key, "data", |s: Secret| s.data).await?,
-            (None, None, Some(url)) => from_url(url).await?,
-            _ => {
-                return Err(ModuleError::Invalid(
-                    "set exactly one of configMap, secret, url",
-                ));
-            }
+            Source::Secret(key) => from_key(client, key, "data", |s: Secret| s.data).await?,
+            Source::Url(url) => from_url(url).await?,
         };
         self.check(&bytes)?;
         Ok(bytes)
+    }
+
+    /// Checks the reference before anything is fetched: exactly one source, pinned by a sha256 of
+    /// 64 hex digits; a ConfigMap or Secret named by a namespace, name and key that cannot change
+    /// the path of the request that reads it; a URL that is `http` or `https`.
+    pub fn validate(&self) -> Result<(), ModuleError> {
+        self.source().map(|_| ())
+    }
+
+    /// The one source, checked as [`ModuleRef::validate`] says.
+    fn source(&self) -> Result<Source<'_>, ModuleError> {
+        let Some(sha256) = &self.sha256 else {
+            return Err(ModuleError::Invalid("pin the module with its sha256"));
+        };
+        let hex = sha256.strip_prefix("sha256:").unwrap_or(sha256);
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ModuleError::Invalid("sha256 must be 64 hex digits"));
+        }
+        match (&self.config_map, &self.secret, &self.url) {
+            (Some(key), None, None) => key.validate().map(|()| Source::ConfigMap(key)),
+            (None, Some(key), None) => key.validate().map(|()| Source::Secret(key)),
+            (None, None, Some(url)) => match url.parse::<hyper::Uri>() {
+                Ok(uri)
+                    if url.len() <= MAX_URL
+                        && matches!(uri.scheme_str(), Some("http" | "https")) =>
+                {
+                    Ok(Source::Url(url))
+                }
+                _ => Err(ModuleError::Invalid(
+                    "url must be an http or https URL of at most 2048 bytes",
+                )),
+            },
+            _ => Err(ModuleError::Invalid(
+                "set exactly one of configMap, secret, url",
+            )),
+        }
     }
 
     fn check(&self, bytes: &[u8]) -> Result<(), ModuleError> {
@@ -218,5 +279,47 @@ mod tests {
         };
         let empty = empty.fetch(&client).await.unwrap_err();
         assert!(empty.to_string().contains("exactly one"), "{empty}");
+    }
+
+    #[test]
+    fn key_refs_cannot_change_the_path_of_the_read() {
+        let pinned = |config_map: KeyRef| ModuleRef {
+            config_map: Some(config_map),
+            sha256: Some("a".repeat(64)),
+            ..ModuleRef::default()
+        };
+        let key = |namespace: &str, name: &str, key: &str| KeyRef {
+            namespace: namespace.into(),
+            name: name.into(),
+            key: key.into(),
+        };
+        assert!(
+            pinned(key("team-a", "webapp", "webapp.wasm"))
+                .validate()
+                .is_ok()
+        );
+        // Each read something else with the operator's credentials: `GET
+        // /api/v1/namespaces/kube-system/secrets/token` for the first.
+        for (namespace, name, k) in [
+            ("kube-system/secrets/token?", "x", "k"),
+            ("team-a", "../../secrets/token", "k"),
+            ("team-a", "x?resourceVersion=0", "k"),
+            ("team-a", "x", "a/b"),
+            ("team-a", "x", ""),
+        ] {
+            let error = pinned(key(namespace, name, k)).validate().unwrap_err();
+            assert!(matches!(error, ModuleError::Invalid(_)), "{error}");
+        }
+        let unhexed = ModuleRef {
+            sha256: Some("z".repeat(64)),
+            ..pinned(key("a", "b", "c"))
+        };
+        assert!(
+            unhexed
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("64 hex digits")
+        );
     }
 }

@@ -1,10 +1,15 @@
 //! The one boundary for what a guest hands the host. Every kind, namespace, name, object body,
 //! patch and selector a guest passes is checked here, where it enters, before the permission check
 //! and before anything is sent: names follow Kubernetes' own rules (DNS labels and subdomains for
-//! namespaces and groups, path-segment names without `/`, `%`, `?` or `#` for objects), so no
-//! string a guest chooses can change the path of the request the host sends. Anything else is
-//! `invalid`, and nothing is sent.
+//! namespaces and groups, path-segment names without `/`, `%`, `?`, `#` or what a request path
+//! cannot carry for objects), so no string a guest chooses can change the path of the request
+//! the host sends. An object's apiVersion is exactly its kind's, its metadata is object metadata,
+//! a JSON patch's operations are operations and an applied object is an object, so what passes
+//! here is what the client can send. Anything else is `invalid`, and nothing is sent; messages
+//! quote at most [`cut`] of what was refused.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
@@ -61,7 +66,8 @@ pub(crate) fn namespace(namespace: &str) -> Result<(), String> {
 }
 
 /// Checks an object name: 1-253 printable ASCII characters, not `.` or `..`, without `/`, `%`,
-/// `?`, `#` or `\` (Kubernetes' path-segment rule, plus what would end a path).
+/// `?`, `#` or `\` (Kubernetes' path-segment rule, plus what would end a path) and without `<`,
+/// `>` or `` ` `` (which no request path may carry unescaped).
 pub(crate) fn name(name: &str) -> Result<(), String> {
     let segment = !name.is_empty()
         && name.len() <= MAX_NAME
@@ -69,12 +75,13 @@ pub(crate) fn name(name: &str) -> Result<(), String> {
         && name != ".."
         && name
             .bytes()
-            .all(|b| b.is_ascii_graphic() && !b"/%?#\\".contains(&b));
+            .all(|b| b.is_ascii_graphic() && !b"/%?#\\<>`".contains(&b));
     if segment {
         return Ok(());
     }
     Err(format!(
-        "name {:?} is not a valid object name (1-253 printable characters, no / % ? # \\, not . or ..)",
+        "name {:?} is not a valid object name (1-253 printable characters, no / % ? # \\ < > `, \
+         not . or ..)",
         cut(name)
     ))
 }
@@ -127,12 +134,25 @@ pub(crate) fn object(
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = GroupVersionKind::gvk(group, version, kind);
     self::kind(&kind).map_err(invalid)?;
+    if kind.api_version() != api_version {
+        return Err(invalid(format!(
+            "apiVersion {:?} is not group/version, or version for the core group",
+            cut(api_version)
+        )));
+    }
     let (namespace, name) = (text("/metadata/namespace")?, text("/metadata/name")?);
     self::namespace(namespace).map_err(invalid)?;
     let generated = create && name.is_empty() && !text("/metadata/generateName")?.is_empty();
     if !generated {
         self::name(name).map_err(invalid)?;
     }
+    let metadata = value.get("metadata").unwrap_or(&Value::Null);
+    ObjectMeta::deserialize(metadata).map_err(|e| {
+        invalid(format!(
+            "metadata is not object metadata: {}",
+            cut(&e.to_string())
+        ))
+    })?;
     let target = ObjectRef {
         kind,
         key: ObjectKey::new(namespace, name),
@@ -168,12 +188,20 @@ pub(crate) fn patch(body: PatchText, max_bytes: usize) -> Result<Patch, ApiError
             _ => return Err(invalid("a merge patch must be a JSON object")),
         },
         PatchText::Json(text) => match parse(&text, "JSON patch")? {
-            ops @ Value::Array(_) => Patch::Json(ops),
+            ops @ Value::Array(_) => {
+                json_patch::Patch::deserialize(&ops).map_err(|e| {
+                    invalid(format!(
+                        "a JSON patch operation is malformed: {}",
+                        cut(&e.to_string())
+                    ))
+                })?;
+                Patch::Json(ops)
+            }
             _ => return Err(invalid("a JSON patch must be an array of operations")),
         },
-        PatchText::Apply { object, force } => Patch::Apply {
-            object: parse(&object, "applied object")?,
-            force,
+        PatchText::Apply { object, force } => match parse(&object, "applied object")? {
+            object @ Value::Object(_) => Patch::Apply { object, force },
+            _ => return Err(invalid("an applied object must be a JSON object")),
         },
     })
 }
@@ -194,7 +222,7 @@ pub(crate) fn truncated(mut text: String, max: usize) -> String {
 }
 
 /// The start of a rejected string, for an error message that cannot itself be huge.
-fn cut(text: &str) -> &str {
+pub(crate) fn cut(text: &str) -> &str {
     let end = (0..=text.len().min(64))
         .rev()
         .find(|&i| text.is_char_boundary(i))
@@ -235,6 +263,8 @@ mod tests {
             "a b",
             "a\\b",
             "naïve",
+            "a<b",
+            "a`b",
             &"a".repeat(254),
         ] {
             assert!(name(bad).is_err(), "{bad:?} passed");
@@ -307,6 +337,44 @@ mod tests {
         assert!(not_ops.message.contains("array of operations"));
         let not_object = patch(PatchText::Merge("[]".to_owned()), 256).unwrap_err();
         assert!(not_object.message.contains("JSON object"));
+    }
+
+    #[test]
+    fn what_the_client_could_not_send_as_checked_is_invalid_here() {
+        // Inputs the fuzz targets found (host/src/fuzz/boundary.rs): each passed the boundary and
+        // then failed in the client as `unavailable`, or was checked as another apiVersion.
+        let message = |json: &str| object(json, 1 << 10, false).unwrap_err().message;
+        let core_with_a_slash =
+            r#"{"apiVersion":"/v1","kind":"ConfigMap","metadata":{"name":"a"}}"#;
+        assert!(message(core_with_a_slash).contains("apiVersion \"/v1\""));
+        let bad_metadata =
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":false}}"#;
+        assert!(message(bad_metadata).contains("not object metadata"));
+        let apply = |text: &str| {
+            let object = text.to_owned();
+            patch(
+                PatchText::Apply {
+                    object,
+                    force: false,
+                },
+                256,
+            )
+        };
+        assert!(
+            apply("[]")
+                .unwrap_err()
+                .message
+                .contains("must be a JSON object")
+        );
+        assert!(apply(r#"{"metadata":{}}"#).is_ok());
+        let ops = |text: &str| patch(PatchText::Json(text.to_owned()), 256);
+        assert!(
+            ops("[1]")
+                .unwrap_err()
+                .message
+                .contains("operation is malformed")
+        );
+        assert!(ops(r#"[{"op":"remove","path":"/data/a"}]"#).is_ok());
     }
 
     #[test]

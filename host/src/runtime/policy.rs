@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::object::GroupVersionKind;
+use crate::runtime::boundary::cut;
 use crate::runtime::registration::{Registration, Verb};
 
 /// What the operator allows any plugin at most.
@@ -70,13 +71,15 @@ impl KindPattern {
             [g, version, kind] => (group(g), part(version), part(kind)),
             _ => {
                 return Err(format!(
-                    "{text:?} is not Kind, group/Kind or group/version/Kind"
+                    "{:?} is not Kind, group/Kind or group/version/Kind",
+                    cut(text)
                 ));
             }
         };
         if parts.iter().any(|p| p.is_empty()) {
             return Err(format!(
-                "{text:?} has an empty part (write `core` for the core group)"
+                "{:?} has an empty part (write `core` for the core group)",
+                cut(text)
             ));
         }
         Ok(KindPattern {

@@ -133,7 +133,7 @@ impl Registration {
         if !boundary::dns_label(&self.name) {
             return Err(format!(
                 "name {:?} must be 1-63 lowercase letters, digits or dashes",
-                self.name
+                boundary::cut(&self.name)
             ));
         }
         if self.version.is_empty() || self.version.len() > MAX_VERSION {
@@ -276,6 +276,12 @@ pub(crate) mod tests {
         assert!(minimal("webapp").validate().is_ok());
         let bad_name = minimal("Web App").validate().unwrap_err();
         assert!(bad_name.contains("name \"Web App\""), "{bad_name}");
+        let long = minimal(&"N".repeat(1 << 20)).validate().unwrap_err();
+        assert!(
+            long.len() < 200,
+            "a refused name is quoted cut: {} bytes",
+            long.len()
+        );
         let mut zero = minimal("webapp");
         zero.max_concurrent_reconciles = 0;
         assert!(

@@ -7,32 +7,27 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::logged::Logged;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const PAUSE: Duration = Duration::from_secs(8);
 
 /// One replica and the log lines it has written so far.
-struct Replica {
-    name: &'static str,
-    child: tokio::process::Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
+struct Replica(Logged);
 
 impl Replica {
     fn start(plane: &ControlPlane, name: &'static str, namespace: &str) -> anyhow::Result<Self> {
         let slow = common::component("guest-slow");
-        let mut child = common::host(plane)
+        let mut command = common::host(plane);
+        command
             .env("POD_NAME", name)
             .env("RUST_LOG", "info,wasmop::controller::workers=debug")
             .arg("--plugin")
@@ -43,36 +38,13 @@ impl Replica {
             .args(["--leader-election-lease-duration", "4s"])
             .args(["--leader-election-renew-deadline", "3s"])
             .args(["--leader-election-retry-period", "500ms"])
-            .args([
-                "--metrics-bind-address",
-                "0",
-                "--health-probe-bind-address",
-                "0",
-            ])
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let stderr = child.stderr.take().expect("piped");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                eprintln!("[{name}] {line}");
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Ok(Replica { name, child, lines })
-    }
-
-    fn log(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
+            .args(["--metrics-bind-address", "0"])
+            .args(["--health-probe-bind-address", "0"]);
+        Ok(Replica(Logged::spawn(name, command)?))
     }
 
     fn started(&self) -> usize {
-        self.log()
-            .iter()
-            .filter(|l| l.contains("reconcile started"))
-            .count()
+        self.0.count("reconcile started")
     }
 
     /// The spans of time in which at least one reconcile ran; one still running when the log
@@ -80,7 +52,7 @@ impl Replica {
     fn busy(&self) -> Vec<(Timestamp, Timestamp)> {
         let mut spans = Vec::new();
         let (mut running, mut since) = (0usize, None);
-        for line in self.log() {
+        for line in self.0.log() {
             let Some(at) = line.split_whitespace().next().and_then(|t| t.parse().ok()) else {
                 continue;
             };
@@ -159,7 +131,7 @@ async fn a_leader_cut_off_from_the_apiserver_stops_before_anyone_else_starts() -
         ];
         let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
         let leader_name = holder(&leases).await?;
-        let leader = replicas.iter().position(|r| r.name == leader_name).expect("a replica leads");
+        let leader = replicas.iter().position(|r| r.0.name == leader_name).expect("a replica leads");
         let follower = 1 - leader;
         while replicas[leader].started() < 10 {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -170,7 +142,7 @@ async fn a_leader_cut_off_from_the_apiserver_stops_before_anyone_else_starts() -
         let paused = Timestamp::now();
         tokio::time::sleep(PAUSE).await;
         signal(apiserver, "-CONT");
-        let exit = replicas[leader].child.wait().await?;
+        let exit = replicas[leader].0.child.wait().await?;
         assert!(!exit.success(), "the cut-off leader exits with an error, as controller-runtime's does");
         while replicas[follower].started() < 10 {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -179,10 +151,11 @@ async fn a_leader_cut_off_from_the_apiserver_stops_before_anyone_else_starts() -
 
         let old = &replicas[leader];
         let lost = old
+            .0
             .log()
             .into_iter()
             .find(|l| l.contains("lost the lease"))
-            .ok_or_else(|| anyhow::anyhow!("{} never said it lost the lease", old.name))?;
+            .ok_or_else(|| anyhow::anyhow!("{} never said it lost the lease", old.0.name))?;
         let (old_busy, new_busy) = (old.busy(), replicas[follower].busy());
         let last_old = old_busy.last().expect("the leader reconciled").1;
         let first_new = new_busy.first().expect("the follower reconciled").0;

@@ -1,6 +1,7 @@
 //! One running control plane: etcd and kube-apiserver on loopback, plus what tests need of it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -26,24 +27,33 @@ pub struct ControlPlane {
     dir: PathBuf,
     server: String,
     kubeconfig: PathBuf,
-    apiserver: Supervised,
+    apiserver: Mutex<Supervised>,
+    apiserver_args: Vec<String>,
+    restarts: Mutex<u32>,
     etcd: Supervised,
+    etcd_port: u16,
 }
 
 impl ControlPlane {
     /// Starts a new control plane and returns once kube-apiserver answers `/readyz` with `ok`.
     pub async fn start() -> Result<Self, Error> {
+        Self::start_tuned(&[]).await
+    }
+
+    /// [`ControlPlane::start`] with `flags` added to kube-apiserver's command line (a tiny
+    /// `--max-requests-inflight`, say).
+    pub async fn start_tuned(flags: &[&str]) -> Result<Self, Error> {
         let binaries = Binaries::locate().await?;
         let mut attempt = 1;
         loop {
-            match Self::start_with(binaries.clone()).await {
+            match Self::start_with(binaries.clone(), flags).await {
                 Err(e) if e.is_port_clash() && attempt < START_ATTEMPTS => attempt += 1,
                 result => return result,
             }
         }
     }
 
-    async fn start_with(binaries: Binaries) -> Result<Self, Error> {
+    async fn start_with(binaries: Binaries, flags: &[&str]) -> Result<Self, Error> {
         let started = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("wasmop-control-plane-")
@@ -60,14 +70,9 @@ impl ControlPlane {
             &dir,
             dir.join("etcd.log"),
         )?;
-        let apiserver = Supervised::spawn(
-            "kube-apiserver",
-            &binaries.kube_apiserver(),
-            &apiserver_args(&files, etcd_port, api_port),
-            &go_env(),
-            &dir,
-            dir.join("kube-apiserver.log"),
-        )?;
+        let mut apiserver_args = apiserver_args(&files, etcd_port, api_port);
+        apiserver_args.extend(flags.iter().map(|flag| flag.to_string()));
+        let apiserver = spawn_apiserver(&binaries, &apiserver_args, &dir, 0)?;
         let server = format!("https://127.0.0.1:{api_port}");
         let kubeconfig = dir.join("kubeconfig");
         let plane = ControlPlane {
@@ -75,8 +80,11 @@ impl ControlPlane {
             dir,
             server,
             kubeconfig,
-            apiserver,
+            apiserver: Mutex::new(apiserver),
+            apiserver_args,
+            restarts: Mutex::new(0),
             etcd,
+            etcd_port,
         };
         plane.write_kubeconfig(&files)?;
         eprintln!(
@@ -129,10 +137,11 @@ impl ControlPlane {
         let client = self.client().await?;
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
-            for server in [&self.etcd, &self.apiserver] {
-                if !server.running() {
-                    return Err(server.exited_error());
-                }
+            if !self.etcd.running() {
+                return Err(self.etcd.exited_error());
+            }
+            if let Some(exited) = self.apiserver_exited() {
+                return Err(exited);
             }
             let request = http::Request::get("/readyz")
                 .body(Vec::new())
@@ -146,7 +155,7 @@ impl ControlPlane {
                 return Err(Error::NotReady {
                     seconds: READY_TIMEOUT.as_secs(),
                     last,
-                    log_tail: self.apiserver.log_tail(30),
+                    log_tail: self.apiserver().log_tail(30),
                 });
             }
             tokio::time::sleep(POLL).await;
@@ -262,13 +271,120 @@ impl ControlPlane {
 
     /// The pids of etcd and kube-apiserver.
     pub fn pids(&self) -> [u32; 2] {
-        [self.etcd.pid(), self.apiserver.pid()]
+        [self.etcd.pid(), self.apiserver().pid()]
     }
+
+    fn apiserver(&self) -> std::sync::MutexGuard<'_, Supervised> {
+        self.apiserver.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn apiserver_exited(&self) -> Option<Error> {
+        let apiserver = self.apiserver();
+        (!apiserver.running()).then(|| apiserver.exited_error())
+    }
+
+    /// Kills kube-apiserver with SIGKILL, as a crash would, and starts it again on the same port
+    /// and etcd; returns once it is ready again. Clients reconnect on their own.
+    pub async fn restart_apiserver(&self) -> Result<(), Error> {
+        let restart = {
+            let mut restarts = self.restarts.lock().unwrap_or_else(|e| e.into_inner());
+            *restarts += 1;
+            *restarts
+        };
+        {
+            let mut apiserver = self.apiserver();
+            kill(apiserver.pid(), "-KILL");
+            apiserver.stop();
+            *apiserver = spawn_apiserver(&self.binaries, &self.apiserver_args, &self.dir, restart)?;
+        }
+        eprintln!("[control-plane] kube-apiserver killed and started again");
+        self.wait_ready().await
+    }
+
+    /// Compacts etcd's history up to its current revision, as the apiserver does every five
+    /// minutes, so a watch resuming from an older resourceVersion gets 410 Gone; returns the
+    /// revision.
+    pub async fn compact_etcd(&self) -> Result<u64, Error> {
+        let range = etcd_call(self.etcd_port, "/v3/kv/range", r#"{"key":"L3JlZ2lzdHJ5"}"#).await?;
+        let revision: u64 = range["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| etcd_error(format!("no revision in {range}")))?;
+        let compaction = format!(r#"{{"revision":"{revision}","physical":true}}"#);
+        etcd_call(self.etcd_port, "/v3/kv/compaction", &compaction).await?;
+        eprintln!("[control-plane] etcd compacted at revision {revision}");
+        Ok(revision)
+    }
+}
+
+/// Starts kube-apiserver for the `restart`th time. Its supervisor removes only a directory of
+/// its own when it stops, so a restart keeps etcd's data; the control plane's directory goes
+/// with etcd's supervisor or on drop.
+fn spawn_apiserver(
+    binaries: &Binaries,
+    args: &[String],
+    dir: &Path,
+    restart: u32,
+) -> Result<Supervised, Error> {
+    let scratch = dir.join(format!("kube-apiserver.{restart}"));
+    std::fs::create_dir_all(&scratch).map_err(Error::io("creating kube-apiserver's directory"))?;
+    let log = match restart {
+        0 => dir.join("kube-apiserver.log"),
+        n => dir.join(format!("kube-apiserver.{n}.log")),
+    };
+    Supervised::spawn(
+        "kube-apiserver",
+        &binaries.kube_apiserver(),
+        args,
+        &go_env(),
+        &scratch,
+        log,
+    )
+}
+
+fn kill(pid: u32, signal: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+}
+
+fn etcd_error(reason: String) -> Error {
+    Error::Io {
+        context: "calling etcd".to_owned(),
+        source: std::io::Error::other(reason),
+    }
+}
+
+/// POSTs `body` to etcd's JSON gateway at `path` on loopback; returns the JSON answer. HTTP/1.0
+/// keeps the answer unchunked.
+async fn etcd_call(port: u16, path: &str, body: &str) -> Result<serde_json::Value, Error> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(Error::io("connecting to etcd"))?;
+    let request = format!(
+        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(Error::io("writing to etcd"))?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .await
+        .map_err(Error::io("reading etcd's answer"))?;
+    let (head, answer) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    if head.split(' ').nth(1) != Some("200") {
+        return Err(etcd_error(format!("{path} answered {response}")));
+    }
+    serde_json::from_str(answer.trim()).map_err(|e| etcd_error(format!("{path}: {e}: {answer}")))
 }
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        self.apiserver.stop();
+        self.apiserver().stop();
         self.etcd.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }

@@ -129,7 +129,8 @@ impl Informer {
         let _ = synced.wait_for(|synced| *synced).await;
     }
 
-    /// The watch's last failure, if any: what keeps an informer from syncing.
+    /// The watch's failure, while it is failing: what keeps an informer from syncing, or from
+    /// seeing changes (cleared by the next event the watch delivers).
     pub fn last_error(&self) -> Option<String> {
         self.last_error
             .lock()
@@ -246,6 +247,14 @@ impl Informer {
         }
     }
 
+    /// The watch delivered an event, so it is not failing.
+    fn watching(&self) {
+        let mut last_error = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
+        if last_error.is_some() {
+            *last_error = None;
+        }
+    }
+
     /// Counts one watch's first complete list; opens `synced` with the last of them.
     fn first_listed(&self) {
         if self.unsynced.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -270,6 +279,9 @@ async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Optio
         let Some(informer) = informer.upgrade() else {
             return;
         };
+        if event.is_ok() {
+            informer.watching();
+        }
         match event {
             Ok(Event::Init) => listed = Some(HashSet::new()),
             Ok(Event::InitApply(object)) => {

@@ -22,11 +22,11 @@ mod metrics;
 mod sources;
 mod workers;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::cache::{Cache, CacheError};
+use crate::cache::{Cache, CacheError, Informer};
 use crate::metrics::{Collecting, ControllerMetrics};
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{Queue, RateLimits};
@@ -81,6 +81,7 @@ impl Prepared {
 pub struct Progress {
     queue: Arc<Queue<ObjectKey>>,
     stats: Arc<Stats>,
+    informers: Vec<Weak<Informer>>,
 }
 
 impl Progress {
@@ -92,6 +93,16 @@ impl Progress {
     /// Reconciles since the controller started.
     pub fn reconciles(&self) -> u64 {
         self.stats.total()
+    }
+
+    /// Why the controller does not see one of its kinds now: the first informer whose watch is
+    /// failing (its CRD deleted, its list refused), with the watch's error.
+    pub fn degraded(&self) -> Option<String> {
+        self.informers.iter().find_map(|informer| {
+            let informer = informer.upgrade()?;
+            let error = informer.last_error()?;
+            Some(format!("watching {}: {error}", describe(informer.kind())))
+        })
     }
 }
 
@@ -184,6 +195,12 @@ impl Controller {
         Progress {
             queue: self.queue.clone(),
             stats: self.stats.clone(),
+            informers: self
+                .sources
+                .informers()
+                .iter()
+                .map(Arc::downgrade)
+                .collect(),
         }
     }
 

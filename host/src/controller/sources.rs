@@ -27,7 +27,14 @@ type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
 pub(super) struct Sources {
     subscriptions: Vec<Subscription>,
     map_tasks: Vec<JoinHandle<()>>,
-    _informers: Vec<Arc<Informer>>,
+    informers: Vec<Arc<Informer>>,
+}
+
+impl Sources {
+    /// The informers the sources hold.
+    pub(super) fn informers(&self) -> &[Arc<Informer>] {
+        &self.informers
+    }
 }
 
 impl Drop for Sources {
@@ -118,7 +125,7 @@ impl Informed {
         Sources {
             subscriptions,
             map_tasks,
-            _informers: self.informers,
+            informers: self.informers,
         }
     }
 }

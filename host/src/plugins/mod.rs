@@ -112,6 +112,9 @@ pub struct PluginStatus {
     pub reconciles: u64,
     /// The last failure to load or upgrade, until a version loads.
     pub last_error: Option<String>,
+    /// Why the running controller does not see one of its kinds now (a watch failing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
 }
 
 /// Whether a source's plugin runs.
@@ -152,7 +155,10 @@ pub fn table(statuses: &[PluginStatus]) -> String {
                 s.reconciles.to_string(),
                 digest.chars().take(19).collect(),
                 s.source.clone(),
-                s.last_error.clone().unwrap_or_else(|| "-".into()),
+                s.last_error
+                    .clone()
+                    .or_else(|| s.degraded.clone())
+                    .unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
@@ -192,6 +198,7 @@ mod tests {
             queue_depth: 3,
             reconciles: 120,
             last_error: None,
+            degraded: None,
         };
         let failed = PluginStatus {
             source: "/plugins/broken.wasm".into(),
@@ -202,6 +209,7 @@ mod tests {
             queue_depth: 0,
             reconciles: 0,
             last_error: Some("plugin /plugins/broken.wasm is not a component".into()),
+            degraded: None,
         };
         let table = table(&[status, failed]);
         let lines: Vec<&str> = table.lines().collect();

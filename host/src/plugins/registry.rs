@@ -73,6 +73,7 @@ impl Statuses {
                 if let Some(progress) = &row.progress {
                     status.queue_depth = progress.queue_depth();
                     status.reconciles = progress.reconciles();
+                    status.degraded = progress.degraded();
                 }
                 status
             })
@@ -103,6 +104,7 @@ impl Entry {
             queue_depth: 0,
             reconciles: 0,
             last_error: self.last_error.clone(),
+            degraded: None,
         };
         Row {
             status,

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod account;
+pub mod logged;
 pub mod scrape;
 
 use std::path::PathBuf;

@@ -5,13 +5,15 @@
 //! are taken; each operator also starts against a namespace of many ConfigMaps to cache. Runs
 //! alternate the operators and repeat so the machine's noise shows (the largest size, a minute or
 //! more per operator on 2 cores, runs once unless asked); the report gives medians and ratios to
-//! controller-runtime, printed and written to `tests/bench/results/latest.{md,json}`.
+//! controller-runtime, printed and written to `tests/bench/results/latest.{md,json}`. `soak` runs
+//! wasmop alone for half an hour of churn instead ([`soak`]).
 
 mod comparator;
 mod load;
 mod process;
 mod report;
 mod scenario;
+mod soak;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +49,16 @@ struct Args {
     /// Where the report is written.
     #[arg(long, default_value = "tests/bench/results")]
     out: PathBuf,
+    /// Instead of the comparison, a long run of one operator under churn.
+    #[command(subcommand)]
+    mode: Option<Mode>,
+}
+
+/// What to run instead of the comparison.
+#[derive(Debug, clap::Subcommand)]
+enum Mode {
+    /// Half an hour of churn, hot swaps and a failover; memory and convergence checked (`make soak`).
+    Soak(soak::SoakArgs),
 }
 
 fn comparator(key: &str) -> Result<Comparator, String> {
@@ -176,6 +188,9 @@ async fn main() -> anyhow::Result<()> {
     let repo = repo().canonicalize()?;
     let logs = repo.join("target/bench/logs");
     std::fs::create_dir_all(&logs)?;
+    if let Some(Mode::Soak(soak)) = &args.mode {
+        return soak::run(&repo, &logs, soak).await;
+    }
     let bench = Bench {
         repo: &repo,
         logs: &logs,

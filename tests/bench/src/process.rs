@@ -67,6 +67,12 @@ impl Operator {
         })
     }
 
+    /// Kills it with SIGKILL, as a crashing node would, and waits until it is gone.
+    pub async fn kill(&mut self) -> anyhow::Result<()> {
+        self.child.kill().await?;
+        Ok(())
+    }
+
     /// Sends SIGTERM and waits for it to exit, killing it after the grace period.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         let _ = Command::new("kill")

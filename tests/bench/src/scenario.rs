@@ -94,6 +94,16 @@ impl Cluster {
         Ok(namespace)
     }
 
+    /// Its admin client.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// Its admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Path {
+        self.plane.kubeconfig_path()
+    }
+
     /// A new namespace named after `prefix`.
     pub async fn namespace(&self, prefix: &str) -> anyhow::Result<String> {
         Ok(self.plane.create_namespace(prefix).await?)

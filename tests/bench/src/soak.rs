@@ -2,7 +2,9 @@
 //! plugin directory over 1,000 WebApps under constant churn (replica and image changes, WebApps
 //! deleted and new ones created) for half an hour; the module in the directory is swapped between
 //! `webapp` 0.1.0 and 0.2.0 every five minutes and the leader is killed (SIGKILL) halfway, then
-//! started again as a follower. The leader's resident set is sampled every ten seconds; the run
+//! started again as a follower. A deleted WebApp's Deployment and Service are deleted too, as the
+//! garbage collector this control plane lacks would, so the caches hold what a real cluster's
+//! would. The leader's resident set is sampled every ten seconds; the run
 //! prints its median over the first and the last five minutes, and, once the churn stops, how
 //! many WebApps have not converged. It fails if the resident set grew by more than 10 % or any
 //! WebApp did not converge.
@@ -10,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -123,18 +127,30 @@ impl Sequence {
     }
 }
 
-/// Makes one change: mostly a new replica count or image, sometimes a WebApp deleted and a new
-/// one (named `next`) created in its place; `names` follows.
+/// The WebApps and the objects they own, deleted as the garbage collector this control plane
+/// lacks would delete them, so the cache holds what a real cluster's would.
+struct Objects {
+    apps: Api<kube::api::DynamicObject>,
+    deployments: Api<Deployment>,
+    services: Api<Service>,
+}
+
+/// Makes one change: mostly a new replica count or image, sometimes a WebApp deleted (with its
+/// Deployment and Service) and a new one (named `next`) created in its place; `names` follows.
 async fn churn(
-    apps: &Api<kube::api::DynamicObject>,
+    objects: &Objects,
     names: &mut Vec<String>,
     next: &mut usize,
     sequence: &mut Sequence,
 ) -> anyhow::Result<()> {
+    let apps = &objects.apps;
     let index = sequence.next(names.len());
     if sequence.next(20) == 0 {
         let gone = names.swap_remove(index);
-        apps.delete(&gone, &DeleteParams::default()).await?;
+        let delete = DeleteParams::default();
+        apps.delete(&gone, &delete).await?;
+        let _ = objects.deployments.delete(&gone, &delete).await;
+        let _ = objects.services.delete(&gone, &delete).await;
         let app = load::webapp(*next);
         *next += 1;
         names.push(
@@ -208,6 +224,11 @@ pub async fn run(repo: &Path, logs: &Path, args: &SoakArgs) -> anyhow::Result<()
     );
 
     let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
+    let objects = Objects {
+        apps: apps.clone(),
+        deployments: Api::namespaced(client.clone(), &namespace),
+        services: Api::namespaced(client.clone(), &namespace),
+    };
     let total = Duration::from_secs(args.minutes * 60);
     let swap_every = Duration::from_secs(args.swap_every * 60);
     let tick = Duration::from_secs(1) / args.changes_per_second.max(1);
@@ -248,7 +269,7 @@ pub async fn run(repo: &Path, logs: &Path, args: &SoakArgs) -> anyhow::Result<()
                 );
             }
         }
-        match churn(&apps, &mut names, &mut next, &mut sequence).await {
+        match churn(&objects, &mut names, &mut next, &mut sequence).await {
             Ok(()) => changes += 1,
             Err(error) => eprintln!("[soak] a change failed: {error}"),
         }

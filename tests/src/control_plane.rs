@@ -9,6 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::audit::{self, AuditEvent, AuditLog};
 use crate::certs::{self, ADMIN_USER};
 use crate::ports::free_ports;
 use crate::supervisor::Supervised;
@@ -71,6 +72,7 @@ impl ControlPlane {
             dir.join("etcd.log"),
         )?;
         let mut apiserver_args = apiserver_args(&files, etcd_port, api_port);
+        apiserver_args.extend(audit::configure(&dir)?);
         apiserver_args.extend(flags.iter().map(|flag| flag.to_string()));
         let apiserver = spawn_apiserver(&binaries, &apiserver_args, &dir, 0)?;
         let server = format!("https://127.0.0.1:{api_port}");
@@ -249,6 +251,17 @@ impl ControlPlane {
         Ok(names)
     }
 
+    /// Every event of the apiserver's audit log so far, oldest first (see [`AuditEvent`]).
+    pub fn audit(&self) -> Result<Vec<AuditEvent>, Error> {
+        self.audit_log().read_new()
+    }
+
+    /// A reader of the apiserver's audit log from its start; each [`AuditLog::read_new`] returns
+    /// only the events logged since the last.
+    pub fn audit_log(&self) -> AuditLog {
+        AuditLog::new(audit::log_path(&self.dir))
+    }
+
     /// The apiserver's URL, `https://127.0.0.1:<port>`.
     pub fn server_url(&self) -> &str {
         &self.server
@@ -259,7 +272,8 @@ impl ControlPlane {
         &self.kubeconfig
     }
 
-    /// The directory holding certificates, etcd's data and both logs; removed on drop.
+    /// The directory holding certificates, etcd's data, both logs and the audit log; removed on
+    /// drop.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -75,6 +75,16 @@ pub enum Error {
         /// What it printed on stderr.
         stderr: String,
     },
+    /// A line of the audit log could not be parsed.
+    #[error("audit log {path} at offset {offset}: {reason}")]
+    Audit {
+        /// The log file.
+        path: PathBuf,
+        /// Where the line starts.
+        offset: u64,
+        /// Why it could not be parsed.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -4,14 +4,18 @@
 //! binaries, starts etcd and kube-apiserver on free loopback ports with freshly generated
 //! certificates, an admin token, service-account signing keys and the RBAC authorizer, waits for
 //! `/readyz`, and writes a kubeconfig. Dropping it stops both processes and removes its directory.
+//! kube-apiserver keeps an audit log of every request, read back with [`ControlPlane::audit`] or,
+//! only what is new each time, with an [`AuditLog`].
 //!
 //! Invariant: no process outlives its owner. Each server runs under a small supervisor whose
 //! stdin is a pipe from the owning process; when that pipe closes — on drop, on panic, or because
-//! the owner was killed — the supervisor stops the server and removes its files.
+//! the owner was killed — the supervisor stops the server and removes its files. Tests run the
+//! operators they check under a [`Supervised`] too.
 //!
 //! Tests share one control plane per test binary through [`shared`] and isolate themselves with
 //! [`ControlPlane::create_namespace`]; a test that must restart the apiserver starts its own.
 
+mod audit;
 mod binaries;
 mod certs;
 mod control_plane;
@@ -21,9 +25,10 @@ mod shared;
 mod supervisor;
 mod timeout;
 
+pub use audit::{AuditEvent, AuditLog};
 pub use binaries::{Binaries, kubernetes_version};
 pub use control_plane::ControlPlane;
 pub use error::Error;
 pub use shared::shared;
-pub use supervisor::process_running;
+pub use supervisor::{Supervised, process_running};
 pub use timeout::within;

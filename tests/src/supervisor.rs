@@ -4,7 +4,7 @@
 //! server in the background, reports its pid, and waits; a watcher reads the pipe and, when it
 //! closes (this process dropped the handle, panicked, or was killed), stops the server with
 //! SIGTERM and, after a grace period, SIGKILL. Once the server has exited and the pipe is closed,
-//! the shell removes the control plane's directory (logs survive until then, for error reports).
+//! the shell removes the directory it was given (logs survive until then, for error reports).
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -33,9 +33,9 @@ wait "$watcher"
 rm -rf "$dir"
 "#;
 
-/// A server process tied to the lifetime of this handle (and of this process).
+/// A server (or an operator under test) tied to the lifetime of this handle and of this process.
 #[derive(Debug)]
-pub(crate) struct Supervised {
+pub struct Supervised {
     name: &'static str,
     pid: u32,
     log: PathBuf,
@@ -46,7 +46,7 @@ pub(crate) struct Supervised {
 impl Supervised {
     /// Starts `program args…` with `env` added to its environment and its output in `log`;
     /// `dir` is removed once it has exited.
-    pub(crate) fn spawn(
+    pub fn spawn(
         name: &'static str,
         program: &Path,
         args: &[String],
@@ -87,18 +87,23 @@ impl Supervised {
         })
     }
 
+    /// The file holding the server's stdout and stderr.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
     /// The server's own pid (not the supervising shell's).
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.pid
     }
 
     /// Whether the server is still running.
-    pub(crate) fn running(&self) -> bool {
+    pub fn running(&self) -> bool {
         process_running(self.pid)
     }
 
     /// The error that describes this server having exited.
-    pub(crate) fn exited_error(&self) -> Error {
+    pub fn exited_error(&self) -> Error {
         Error::Exited {
             name: self.name,
             log: self.log.clone(),
@@ -107,14 +112,14 @@ impl Supervised {
     }
 
     /// The last `lines` lines of the server's log.
-    pub(crate) fn log_tail(&self, lines: usize) -> String {
+    pub fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
     /// Stops the server and waits until it and its supervisor have exited.
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         drop(self.lifeline.take());
         let _ = self.shell.wait();
     }

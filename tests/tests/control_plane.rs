@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, ensure};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, PostParams, WatchEvent, WatchParams,
 };
@@ -139,13 +139,8 @@ async fn service_account_tokens_are_minted_and_rbac_applies_to_them() -> anyhow:
     within(LIMIT, "a service-account token round trip", async {
         let plane = shared().await?;
         let namespace = plane.create_namespace("tokens").await?;
-        kubectl(
-            plane,
-            &["create", "serviceaccount", "robot", "-n", &namespace],
-        )
-        .await?;
-        let token = kubectl(plane, &["create", "token", "robot", "-n", &namespace]).await?;
-        let token = format!("--token={}", token.trim());
+        let token = service_account_token(plane, &namespace, "robot").await?;
+        let token = format!("--token={token}");
 
         let whoami = kubectl_json(plane, &["auth", "whoami", "-o", "json", &token]).await?;
         let user = &whoami["status"]["userInfo"]["username"];
@@ -167,6 +162,61 @@ async fn service_account_tokens_are_minted_and_rbac_applies_to_them() -> anyhow:
         ensure!(
             stderr.contains("forbidden"),
             "expected a Forbidden error, got: {stderr}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_audit_log_records_who_made_each_request_and_its_answer() -> anyhow::Result<()> {
+    within(LIMIT, "a request found in the audit log", async {
+        let plane = shared().await?;
+        let namespace = plane.create_namespace("audit").await?;
+        let token = service_account_token(plane, &namespace, "auditor").await?;
+        let kubeconfig = plane.kubeconfig_for("auditor", &token)?;
+        let client = plane.client_from(&kubeconfig).await?;
+        let configmaps: Api<ConfigMap> = Api::namespaced(client, &namespace);
+        let mut log = plane.audit_log();
+        let configmap = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("forbidden".into()),
+                ..Default::default()
+            },
+            ..ConfigMap::default()
+        };
+        let denied = configmaps.create(&PostParams::default(), &configmap).await;
+        ensure!(
+            matches!(&denied, Err(kube::Error::Api(status)) if status.code == 403),
+            "expected 403 Forbidden, got {denied:?}"
+        );
+
+        let user = format!("system:serviceaccount:{namespace}:auditor");
+        let mut seen = Vec::new();
+        let event = loop {
+            seen.extend(log.read_new()?);
+            if let Some(event) = seen.iter().find(|e| e.user == user) {
+                break event.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        ensure!(
+            (event.verb.as_str(), event.code) == ("create", Some(403)),
+            "{event:?}"
+        );
+        ensure!(
+            (event.resource.as_str(), event.namespace.as_str()) == ("configmaps", &namespace),
+            "{event:?}"
+        );
+        ensure!(event.stage == "ResponseComplete", "{event:?}");
+        ensure!(
+            event.stage_timestamp <= k8s_openapi::jiff::Timestamp::now(),
+            "{event:?}"
+        );
+        let everything = plane.audit()?;
+        ensure!(
+            everything.len() >= seen.len() && everything.contains(&event),
+            "audit() reads the whole log"
         );
         Ok(())
     })
@@ -284,6 +334,17 @@ async fn a_killed_owner_leaves_no_server_or_directory_behind() -> anyhow::Result
         )
     })
     .await
+}
+
+/// Creates ServiceAccount `name` in `namespace` and returns a token for it.
+async fn service_account_token(
+    plane: &ControlPlane,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<String> {
+    kubectl(plane, &["create", "serviceaccount", name, "-n", namespace]).await?;
+    let token = kubectl(plane, &["create", "token", name, "-n", namespace]).await?;
+    Ok(token.trim().to_owned())
 }
 
 async fn kubectl(plane: &ControlPlane, args: &[&str]) -> anyhow::Result<String> {

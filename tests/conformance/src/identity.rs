@@ -1,27 +1,32 @@
-//! A language's own operator identity: a ServiceAccount bound to a copy of the operator's
-//! ClusterRole from `deploy/manager/rbac.yaml`, a client speaking as it, and narrowing that copy.
+//! A subject's own operator identity: a ServiceAccount bound to a copy of the operator's
+//! ClusterRole from `deploy/manager/rbac.yaml`, a kubeconfig speaking as it, and narrowing that
+//! copy.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use serde_json::{Value, json};
 use wasmop_envtest::ControlPlane;
 
-/// The operator's ServiceAccount and ClusterRole copy for one language.
+/// The operator's ServiceAccount and ClusterRole copy for one subject.
 pub struct Identity {
     /// The ClusterRole's name.
     role: String,
+    /// The account's user name, as the apiserver's audit log records it.
+    pub user: String,
+    /// A kubeconfig authenticating as the account.
+    pub kubeconfig: PathBuf,
 }
 
 impl Identity {
     /// Creates the account in `namespace` with a copy of the operator's ClusterRole named after
-    /// `language`, and returns it with a client that speaks as it.
+    /// `subject`, and a kubeconfig speaking as it.
     pub async fn create(
         plane: &ControlPlane,
-        language: &str,
+        subject: &str,
         namespace: &str,
-    ) -> anyhow::Result<(Identity, kube::Client)> {
-        let role = format!("wasmop-conformance-{language}");
+    ) -> anyhow::Result<Identity> {
+        let role = format!("wasmop-conformance-{subject}");
         let account = "wasmop";
         plane
             .run_kubectl(&["apply", "-f", "-"], Some(&cluster_role(&role)?))
@@ -32,7 +37,7 @@ impl Identity {
                 None,
             )
             .await?;
-        let subject = format!("{namespace}:{account}");
+        let account_ref = format!("{namespace}:{account}");
         let binding = [
             "create",
             "clusterrolebinding",
@@ -45,7 +50,7 @@ impl Identity {
             .await;
         plane
             .run_kubectl(
-                &[&binding[..], &["--serviceaccount", &subject]].concat(),
+                &[&binding[..], &["--serviceaccount", &account_ref]].concat(),
                 None,
             )
             .await?;
@@ -53,8 +58,11 @@ impl Identity {
             .run_kubectl(&["create", "token", account, "-n", namespace], None)
             .await?;
         let kubeconfig = plane.kubeconfig_for(&role, token.trim())?;
-        let client = plane.client_from(&kubeconfig).await?;
-        Ok((Identity { role }, client))
+        Ok(Identity {
+            role,
+            user: format!("system:serviceaccount:{account_ref}"),
+            kubeconfig,
+        })
     }
 
     /// Sets the verbs the role grants on Services.
@@ -88,7 +96,7 @@ impl Identity {
 
 /// The operator's ClusterRole from `deploy/`, renamed to `name`.
 fn cluster_role(name: &str) -> anyhow::Result<String> {
-    let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/manager/rbac.yaml");
+    let rbac = crate::repo_file("deploy/manager/rbac.yaml");
     let rbac =
         std::fs::read_to_string(&rbac).with_context(|| format!("reading {}", rbac.display()))?;
     let role = rbac

@@ -1,7 +1,6 @@
 //! Failures a controller must ride out: writes that conflict with concurrent changes, and writes
-//! the operator's RBAC forbids for a while.
-
-use std::sync::atomic::Ordering;
+//! the operator's RBAC forbids for a while. The failed writes are counted from what the apiserver
+//! answered, in its audit log.
 
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -10,14 +9,24 @@ use serde_json::json;
 use super::{converged, webapp};
 use crate::subject::{Subject, eventually};
 
-/// Edits made to a WebApp while the plugin first reconciles it.
+/// Edits made to a WebApp while the operator first reconciles it.
 const EDITS: usize = 25;
 
-/// A WebApp edited over and over while the plugin adds its finalizer: the plugin's writes that
+/// HTTP 409: a write met a newer version of its object (reason `Conflict`) or an existing
+/// object (`AlreadyExists`).
+const CONFLICT: u16 = 409;
+/// HTTP 403 Forbidden: RBAC refused the write.
+const FORBIDDEN: u16 = 403;
+
+/// A WebApp edited over and over while the operator adds its finalizer: the operator's writes that
 /// meet a newer version fail with a conflict and are retried, it converges, and none of the
 /// concurrent edits is lost.
 pub async fn conflict_retry(subject: &Subject) -> anyhow::Result<()> {
-    let errors_before = subject.stats().error.load(Ordering::Relaxed);
+    let conflicts = || -> anyhow::Result<usize> {
+        let answered = subject.writes_answered(CONFLICT)?;
+        Ok(answered.iter().filter(|e| e.reason == "Conflict").count())
+    };
+    let conflicts_before = conflicts()?;
     subject
         .webapps
         .create(&PostParams::default(), &webapp("busy", 1)?)
@@ -46,12 +55,12 @@ pub async fn conflict_retry(subject: &Subject) -> anyhow::Result<()> {
         .collect();
     anyhow::ensure!(
         lost.is_empty(),
-        "concurrent edits lost by the plugin's writes: {lost:?}"
+        "concurrent edits lost by the operator's writes: {lost:?}"
     );
-    let retried = subject.stats().error.load(Ordering::Relaxed) - errors_before;
+    let conflicts = conflicts()? - conflicts_before;
     println!(
-        "[{}] conflict retry: {retried} reconciles failed and were retried",
-        subject.language.name
+        "[{}] conflict retry: {conflicts} writes answered 409 Conflict (each retried)",
+        subject.name
     );
     subject
         .webapps
@@ -61,24 +70,32 @@ pub async fn conflict_retry(subject: &Subject) -> anyhow::Result<()> {
 }
 
 /// While the operator may not write Services, the WebApp gets its Deployment but no Service and
-/// the failures are counted as reconcile errors; once RBAC allows it again, the retries converge.
+/// the apiserver answers the operator's Service writes 403 Forbidden; once RBAC allows it again,
+/// the retries converge.
 pub async fn forbidden_write(subject: &Subject) -> anyhow::Result<()> {
     let plane = subject.plane;
     subject
         .identity
         .grant_services(plane, &["get", "list", "watch"])
         .await?;
-    let errors_before = subject.stats().error.load(Ordering::Relaxed);
+    let forbidden_services = || -> anyhow::Result<usize> {
+        let forbidden = subject.writes_answered(FORBIDDEN)?;
+        Ok(forbidden
+            .iter()
+            .filter(|e| e.resource == "services")
+            .count())
+    };
+    let forbidden_before = forbidden_services()?;
     subject
         .webapps
         .create(&PostParams::default(), &webapp("locked", 1)?)
         .await?;
     eventually(
-        "the Deployment, and a reconcile failing on the Service",
+        "the Deployment, and a Service write answered 403 Forbidden",
         || async {
             let deployment = subject.deployments.get_opt("locked").await?;
-            let failed = subject.stats().error.load(Ordering::Relaxed) > errors_before;
-            Ok((deployment.is_some() && failed).then_some(()))
+            let refused = forbidden_services()? > forbidden_before;
+            Ok((deployment.is_some() && refused).then_some(()))
         },
     )
     .await?;

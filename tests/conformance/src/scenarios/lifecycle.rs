@@ -12,7 +12,6 @@ use crate::subject::{Subject, eventually};
 
 const NAME: &str = "shop";
 const FINALIZER: &str = "example.wasmop.dev/cleanup";
-const MANAGER: &str = "wasmop/webapp";
 
 /// A new WebApp gets a Deployment and Service it controls, a marker ConfigMap, its finalizer, a
 /// `Created` event and a status saying it is progressing.
@@ -83,9 +82,10 @@ pub async fn create(subject: &Subject) -> anyhow::Result<()> {
             .flatten()
             .filter_map(|f| f.manager.as_deref())
             .collect();
+        let manager = subject.field_manager;
         anyhow::ensure!(
-            managers.contains(&MANAGER),
-            "applied by server-side apply as {MANAGER}: {managers:?}"
+            managers.contains(&manager),
+            "applied by server-side apply as {manager}: {managers:?}"
         );
         Ok(())
     };

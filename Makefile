@@ -7,7 +7,7 @@ SHELL := /bin/bash
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
-	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime and kube-rs"
+	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf"
 	@echo "make soak   half an hour of churn, hot swaps and a failover on 1,000 WebApps: memory and convergence checked"
 	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
 	@echo "make down   stop the demo's control plane"
@@ -26,6 +26,10 @@ control-plane:
 	@tests/k8s/build.sh >/dev/null
 
 test: control-plane guests
+	@echo "[test] the benchmark's comparators, for the conformance suite (tests/conformance/tests/comparators.rs)"
+	tests/bench/controller-runtime/build
+	cargo build -p webapp-kube-rs
+	tests/bench/kopf/install
 	@mkdir -p target
 	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
@@ -39,6 +43,7 @@ bench: control-plane guests
 	cargo bench -p wasmop --bench languages
 	cargo build --release -p wasmop -p webapp-kube-rs -p wasmop-bench
 	tests/bench/controller-runtime/build
+	tests/bench/kopf/install
 	target/release/wasmop-bench
 	tests/bench/chart
 

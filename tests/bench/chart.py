@@ -1,5 +1,6 @@
 """Draws tests/bench/results/latest.png from latest.json: per number of WebApps, each operator's
-time to converge, CPU seconds and peak RSS (medians over the runs), beside one another."""
+time to converge, CPU seconds and peak RSS (medians over the runs), beside one another, and each
+operator's settled RSS against the number of ConfigMaps it cached (the memory curve)."""
 
 import json
 import statistics
@@ -24,12 +25,29 @@ def medians(runs, comparator, size, field):
     return statistics.median(values) if values else 0.0
 
 
+def curve(ax, results):
+    """Draws each operator's settled RSS against cached ConfigMaps (warm starts) on `ax`."""
+    starts = [r for r in results["startup"] if r["compile_cache"] == "warm" and r["objects"] > 0]
+    counts = sorted({r["objects"] for r in starts})
+    for comparator in results["comparators"]:
+        rss = [
+            statistics.median(
+                [r["rss"] for r in starts if r["comparator"] == comparator and r["objects"] == n]
+            )
+            for n in counts
+        ]
+        ax.plot(counts, rss, marker="o", label=comparator)
+    ax.set_title("settled RSS (MiB) against cached ConfigMaps")
+    ax.set_xlabel("ConfigMaps cached")
+    ax.grid(alpha=0.3)
+
+
 def draw(results, out):
     """Writes the chart of `results` to `out`."""
     runs = results["converge"]
     comparators = results["comparators"]
     sizes = sorted({r["webapps"] for r in runs})
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.2))
+    fig, axes = plt.subplots(1, len(PANELS) + 1, figsize=(5 * (len(PANELS) + 1), 4.2))
     width = 0.8 / len(comparators)
     for ax, (field, title, scale) in zip(axes, PANELS):
         for i, comparator in enumerate(comparators):
@@ -39,6 +57,7 @@ def draw(results, out):
         ax.set_title(title)
         ax.set_yscale(scale)
         ax.grid(axis="y", alpha=0.3)
+    curve(axes[-1], results)
     axes[0].legend()
     fig.suptitle(f"webapp operators on one kube-apiserver — {results['machine']}", fontsize=10)
     fig.tight_layout()

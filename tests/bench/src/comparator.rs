@@ -13,6 +13,8 @@ enum Runner {
     ControllerRuntime,
     /// The kube-runtime operator in Rust (`tests/bench/kube-rs`).
     KubeRs,
+    /// The kopf operator in Python (`tests/bench/kopf`), in its virtualenv.
+    Kopf,
     /// The wasmop host with the `webapp` plugin built to this component.
     Wasmop(&'static str),
 }
@@ -26,7 +28,7 @@ pub struct Comparator {
 }
 
 /// Every comparator, the baseline (controller-runtime) first.
-pub const ALL: [Comparator; 4] = [
+pub const ALL: [Comparator; 5] = [
     Comparator {
         name: "controller-runtime",
         runner: Runner::ControllerRuntime,
@@ -43,11 +45,15 @@ pub const ALL: [Comparator; 4] = [
         name: "wasmop + Python",
         runner: Runner::Wasmop("webapp-python.wasm"),
     },
+    Comparator {
+        name: "kopf",
+        runner: Runner::Kopf,
+    },
 ];
 
 impl Comparator {
     /// The comparator whose name, lowercased with spaces and `+` dropped, is `key`
-    /// (`controller-runtime`, `kube-rs`, `wasmop-rust`, `wasmop-python`).
+    /// (`controller-runtime`, `kube-rs`, `wasmop-rust`, `wasmop-python`, `kopf`).
     pub fn by_key(key: &str) -> Option<Comparator> {
         ALL.into_iter().find(|c| c.key() == key)
     }
@@ -84,6 +90,16 @@ impl Comparator {
                     "cargo build --release -p webapp-kube-rs",
                 )?;
                 Command::new(program)
+            }
+            Runner::Kopf => {
+                let python = built(
+                    repo,
+                    "target/bench/kopf-venv/bin/python",
+                    "tests/bench/kopf/install",
+                )?;
+                let mut command = Command::new(python);
+                command.arg(repo.join("tests/bench/kopf/webapp.py"));
+                command
             }
             Runner::Wasmop(component) => {
                 let program = built(
@@ -139,7 +155,8 @@ mod tests {
                 "controller-runtime",
                 "kube-rs",
                 "wasmop-rust",
-                "wasmop-python"
+                "wasmop-python",
+                "kopf"
             ]
         );
         for comparator in ALL {
@@ -160,5 +177,35 @@ mod tests {
                 .contains("cargo build --release -p webapp-kube-rs"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn kopf_runs_its_script_in_its_virtualenv() {
+        let kopf = Comparator::by_key("kopf").expect("kopf is a comparator");
+        assert_eq!(ALL[4], kopf, "kopf comes after wasmop + Python");
+        let dir = std::env::temp_dir().join("wasmop-bench-no-such-repo");
+        let error = kopf
+            .command(&dir, Path::new("kubeconfig"), "ns")
+            .expect_err("no virtualenv there");
+        assert!(
+            error.to_string().contains("tests/bench/kopf/install"),
+            "{error}"
+        );
+
+        let repo = std::env::temp_dir().join(format!("wasmop-bench-kopf-{}", std::process::id()));
+        let python = repo.join("target/bench/kopf-venv/bin/python");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
+        let command = kopf
+            .command(&repo, Path::new("kubeconfig"), "ns")
+            .expect("the virtualenv is there");
+        let command = command.as_std();
+        assert_eq!(command.get_program(), python);
+        let args: Vec<_> = command.get_args().collect();
+        assert_eq!(args, [repo.join("tests/bench/kopf/webapp.py")]);
+        let envs: Vec<_> = command.get_envs().collect();
+        assert!(envs.contains(&("KUBECONFIG".as_ref(), Some("kubeconfig".as_ref()))));
+        assert!(envs.contains(&("WEBAPP_NAMESPACE".as_ref(), Some("ns".as_ref()))));
+        std::fs::remove_dir_all(&repo).unwrap();
     }
 }

@@ -4,6 +4,7 @@
 //! controller on this control plane, so everything is deleted explicitly).
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt, stream};
@@ -16,6 +17,8 @@ use kube::api::{
 use kube::core::ApiResource;
 use kube::runtime::watcher;
 use serde_json::json;
+
+use crate::converged;
 
 /// Concurrent requests of the load generator.
 const CONCURRENCY: usize = 32;
@@ -52,16 +55,16 @@ pub fn configmap(i: usize) -> serde_json::Value {
     })
 }
 
-/// Creates the objects `object(0..count)`, many at a time.
+/// Creates the objects `object(i)` for every `i` of `range`, many at a time.
 pub async fn create_all<K>(
     api: &Api<K>,
-    count: usize,
+    range: Range<usize>,
     object: impl Fn(usize) -> serde_json::Value,
 ) -> anyhow::Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
-    stream::iter(0..count)
+    stream::iter(range)
         .map(|i| {
             let made = serde_json::from_value::<K>(object(i));
             async move {
@@ -74,33 +77,35 @@ where
         .await
 }
 
-/// Whether a WebApp's status has observed its current generation.
-fn converged(app: &DynamicObject) -> bool {
-    let observed = app.data["status"]["observedGeneration"].as_i64();
-    observed.is_some() && observed == app.metadata.generation
-}
-
-/// Watches until all `count` WebApps of `namespace` have converged, then until they own their
-/// Deployment and Service, printing progress every few seconds. A watch, not repeated lists, so
-/// the apiserver's time goes to the operator measured.
+/// Watches until all `count` WebApps of `namespace` have a status that observed their
+/// generation, printing progress every few seconds, then until every one controls a Deployment
+/// and a Service built to its spec ([`converged`]). A watch, not repeated lists, while the
+/// operator works, so the apiserver's time goes to the operator measured.
 pub async fn wait_converged(
     client: &kube::Client,
     namespace: &str,
     count: usize,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
+    let mut last = Vec::new();
     let waited = async {
         watch_converged(client, namespace, count, started).await?;
-        while !owned(client, namespace, count).await? {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        loop {
+            last = converged::unconverged(client, namespace).await?;
+            if last.is_empty() {
+                return anyhow::Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        anyhow::Ok(())
     };
-    tokio::time::timeout(CONVERGE_LIMIT, waited)
-        .await
-        .map_err(|_| {
-            anyhow::anyhow!("{count} WebApps did not converge within {CONVERGE_LIMIT:?}")
-        })?
+    match tokio::time::timeout(CONVERGE_LIMIT, waited).await {
+        Ok(done) => done,
+        Err(_) => anyhow::bail!(
+            "{count} WebApps did not converge within {CONVERGE_LIMIT:?}; {} not as specified, first {:?}",
+            last.len(),
+            last.first()
+        ),
+    }
 }
 
 async fn watch_converged(
@@ -136,7 +141,7 @@ fn record(done: &mut HashSet<String>, event: watcher::Event<DynamicObject>) {
         watcher::Event::Init => done.clear(),
         watcher::Event::InitApply(app) | watcher::Event::Apply(app) => {
             let name = app.metadata.name.clone().unwrap_or_default();
-            if converged(&app) {
+            if converged::observed(&app) {
                 done.insert(name);
             } else {
                 done.remove(&name);
@@ -147,16 +152,6 @@ fn record(done: &mut HashSet<String>, event: watcher::Event<DynamicObject>) {
         }
         watcher::Event::InitDone => {}
     }
-}
-
-async fn owned(client: &kube::Client, namespace: &str, count: usize) -> anyhow::Result<bool> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
-    let listed = ListParams::default();
-    Ok(
-        deployments.list_metadata(&listed).await?.items.len() >= count
-            && services.list_metadata(&listed).await?.items.len() >= count,
-    )
 }
 
 /// Deletes every WebApp (releasing its finalizer), Deployment, Service and ConfigMap that the

@@ -1,14 +1,17 @@
-//! `wasmop-bench`: wasmop beside the operators users would pick instead — controller-runtime and
-//! kube-runtime — each implementing the same `webapp` behaviour and run in turn as its own
-//! process. For every size, N WebApps are created at once on a control plane started for that run
-//! alone, and the time until all converge, the operator's CPU seconds and its peak and idle RSS
-//! are taken; each operator also starts against a namespace of many ConfigMaps to cache. Runs
-//! alternate the operators and repeat so the machine's noise shows (the largest size, a minute or
-//! more per operator on 2 cores, runs once unless asked); the report gives medians and ratios to
-//! controller-runtime, printed and written to `tests/bench/results/latest.{md,json}`. `soak` runs
-//! wasmop alone for half an hour of churn instead ([`soak`]).
+//! `wasmop-bench`: wasmop beside the operators users would pick instead — controller-runtime,
+//! kube-runtime and kopf — each implementing the same `webapp` behaviour and run in turn as its
+//! own process. For every size, N WebApps are created at once on a control plane started for that
+//! run alone, and the time until all converge, the operator's CPU seconds, its peak and idle RSS
+//! and the apiserver requests it made (from the audit log) are taken; each operator also starts
+//! against namespaces of 1k to 50k ConfigMaps to cache, with wasmop's compile cache warm and
+//! empty. Runs alternate the operators and repeat so the machine's noise shows (the largest size,
+//! a minute or more per operator on 2 cores, runs once unless asked); the report gives medians,
+//! ranges and ratios to controller-runtime, printed and written to
+//! `tests/bench/results/latest.{md,json}`. `soak` runs wasmop alone for half an hour of churn
+//! instead ([`soak`]).
 
 mod comparator;
+mod converged;
 mod load;
 mod process;
 mod report;
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use comparator::Comparator;
 use report::Results;
-use scenario::{Bench, Cluster, Converge, Startup};
+use scenario::{Bench, Cluster, CompileCache, Converge, Startup};
 
 /// Compares wasmop with controller-runtime and kube-rs on a real control plane.
 #[derive(Debug, Parser)]
@@ -40,10 +43,21 @@ struct Args {
     /// add about 11 minutes to `make bench` there.
     #[arg(long, env = "WASMOP_BENCH_REPEATS_AT_LARGEST", default_value_t = 1)]
     repeats_at_largest: usize,
-    /// ConfigMaps in the namespace the start-up runs cache.
+    /// ConfigMaps in the namespace the start-up runs cache, repeated and started both with
+    /// wasmop's compile cache warm and empty.
     #[arg(long, env = "WASMOP_BENCH_CONFIGMAPS", default_value_t = 10_000)]
     configmaps: usize,
-    /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python); all by default.
+    /// Further numbers of cached ConfigMaps each operator starts against once, for the memory
+    /// curve.
+    #[arg(
+        long,
+        env = "WASMOP_BENCH_CURVE",
+        value_delimiter = ',',
+        default_value = "1000,50000"
+    )]
+    curve: Vec<usize>,
+    /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python, kopf); all by
+    /// default.
     #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
     only: Vec<Comparator>,
     /// Where the report is written.
@@ -97,41 +111,61 @@ fn order(comparators: &[Comparator], repeat: usize) -> Vec<Comparator> {
     order
 }
 
-/// Every start against the pre-filled namespace, on one control plane stopped afterwards.
+/// Every start against the pre-filled namespace, on one control plane stopped afterwards: at
+/// each number of ConfigMaps of the curve once, at `--configmaps` every repeat, warm and cold.
+/// Returns the runs and the ConfigMaps' mean size as JSON.
 async fn startups(
     args: &Args,
     comparators: &[Comparator],
     bench: &Bench<'_>,
-) -> anyhow::Result<Vec<Startup>> {
+) -> anyhow::Result<(Vec<Startup>, f64)> {
     let cluster = Cluster::start(bench.repo).await?;
-    let prefilled = cluster.prefill(args.configmaps).await?;
+    let prefilled = cluster.namespace("prefilled").await?;
     // One unmeasured start each, so no run pays a first start's costs (wasmop compiling the
-    // plugin into its cache, the page cache loading a program).
+    // plugin into its warm cache, the page cache loading a program).
     let warm_up = cluster.namespace("warm-up").await?;
     for &comparator in comparators {
         eprintln!("[bench] warming up {}", comparator.name);
-        bench.startup(&cluster, comparator, &warm_up).await?;
+        bench
+            .startup(&cluster, comparator, &warm_up, (0, CompileCache::Warm))
+            .await?;
     }
-    let mut runs = Vec::new();
-    for repeat in 0..args.repeats {
-        for comparator in order(comparators, repeat) {
-            eprintln!(
-                "[bench] run {}/{}, start with {} ConfigMaps: {}",
-                repeat + 1,
-                args.repeats,
-                args.configmaps,
-                comparator.name
-            );
-            let run = bench.startup(&cluster, comparator, &prefilled).await?;
-            eprintln!(
-                "    ready in {:.2} s, {:.0} MiB",
-                run.ready_seconds, run.rss
-            );
-            runs.push(run);
+    let mut counts = args.curve.clone();
+    counts.push(args.configmaps);
+    counts.sort_unstable();
+    counts.dedup();
+    let (mut runs, mut filled) = (Vec::new(), 0);
+    for count in counts {
+        cluster.prefill(&prefilled, filled..count).await?;
+        filled = count;
+        let (repeats, caches) = if count == args.configmaps {
+            (args.repeats, &[CompileCache::Warm, CompileCache::Cold][..])
+        } else {
+            (1, &[CompileCache::Warm][..])
+        };
+        for repeat in 0..repeats {
+            for comparator in order(comparators, repeat) {
+                for &cache in caches {
+                    eprintln!(
+                        "[bench] run {}/{repeats}, start with {count} ConfigMaps, compile cache {cache:?}: {}",
+                        repeat + 1,
+                        comparator.name
+                    );
+                    let run = bench
+                        .startup(&cluster, comparator, &prefilled, (count, cache))
+                        .await?;
+                    eprintln!(
+                        "    ready in {:.2} s, {:.0} MiB, peak {:.0} MiB",
+                        run.ready_seconds, run.rss, run.peak
+                    );
+                    runs.push(run);
+                }
+            }
         }
     }
+    let json_bytes = cluster.json_bytes(&prefilled).await?;
     cluster.stop().await?;
-    Ok(runs)
+    Ok((runs, json_bytes))
 }
 
 /// Every convergence run, each on a control plane of its own.
@@ -141,6 +175,7 @@ async fn converges(
     bench: &Bench<'_>,
 ) -> anyhow::Result<Vec<Converge>> {
     let largest = args.sizes.iter().copied().max().unwrap_or_default();
+    let smallest = args.sizes.iter().copied().min().unwrap_or_default();
     let mut runs = Vec::new();
     for repeat in 0..args.repeats {
         for &size in &args.sizes {
@@ -154,11 +189,17 @@ async fn converges(
                     args.repeats,
                     comparator.name
                 );
-                let run = bench.converge(comparator, size).await?;
+                let run = bench.converge(comparator, size, size == smallest).await?;
                 eprintln!(
-                    "    {:.1} s, {:.1} CPU s, peak {:.0} MiB",
-                    run.seconds, run.cpu_seconds, run.peak_rss
+                    "    {:.1} s, {:.1} CPU s, peak {:.0} MiB, {} requests ({} writes, {} conflicts)",
+                    run.seconds,
+                    run.cpu_seconds,
+                    run.peak_rss,
+                    run.requests.total,
+                    run.requests.writes,
+                    run.requests.conflicts
                 );
+                eprintln!("    requests: {:?}", run.requests.by_kind);
                 runs.push(run);
             }
         }
@@ -191,15 +232,19 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Mode::Soak(soak)) = &args.mode {
         return soak::run(&repo, &logs, soak).await;
     }
+    let compile_cache = repo.join("target/bench/compile-cache");
     let bench = Bench {
         repo: &repo,
         logs: &logs,
+        compile_cache: &compile_cache,
     };
+    let (startup, json_bytes) = startups(&args, &comparators, &bench).await?;
     let results = Results {
         machine: machine(),
         configmaps: args.configmaps,
+        json_bytes,
         comparators: comparators.iter().map(|c| c.name.to_owned()).collect(),
-        startup: startups(&args, &comparators, &bench).await?,
+        startup,
         converge: converges(&args, &comparators, &bench).await?,
     };
     let table = results.markdown();

@@ -1,17 +1,21 @@
-//! Turns the runs into the Markdown tables people read: medians over the repeats, the spread
-//! beside the time to converge, and every figure's ratio to controller-runtime's.
+//! Turns the runs into the Markdown tables people read: medians over the repeats with their
+//! range, every figure's ratio to controller-runtime's, marked `~` where the two operators'
+//! run-to-run ranges overlap (a difference inside the noise), the apiserver requests per WebApp,
+//! start-up with wasmop's compile cache warm and empty, and the memory curve over cached objects.
 
 use std::fmt::Write;
 
-use crate::scenario::{Converge, Startup};
+use crate::scenario::{CompileCache, Converge, Startup};
 
 /// Every run of one bench invocation.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Results {
     /// The machine it ran on, in words.
     pub machine: String,
-    /// ConfigMaps in the pre-filled namespace.
+    /// ConfigMaps in the pre-filled namespace of the start-up table.
     pub configmaps: usize,
+    /// The mean size of one of those ConfigMaps as JSON without managedFields, in bytes.
+    pub json_bytes: f64,
     /// The operators, baseline first, in table order.
     pub comparators: Vec<String>,
     /// The convergence runs.
@@ -20,54 +24,100 @@ pub struct Results {
     pub startup: Vec<Startup>,
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
+/// The median and range of one figure over runs.
+#[derive(Debug, Clone, Copy)]
+struct Spread {
+    median: f64,
+    low: f64,
+    high: f64,
+    runs: usize,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Spread {
+        values.retain(|v| v.is_finite());
+        values.sort_by(f64::total_cmp);
+        let runs = values.len();
+        let median = match runs {
+            0 => f64::NAN,
+            n if n % 2 == 0 => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+            n => values[n / 2],
+        };
+        Spread {
+            median,
+            low: values.first().copied().unwrap_or(f64::NAN),
+            high: values.last().copied().unwrap_or(f64::NAN),
+            runs,
+        }
     }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
+
+    /// The ratio of this median to `baseline`'s, marked `~` when both were repeated and their
+    /// ranges overlap.
+    fn ratio(&self, baseline: &Spread) -> String {
+        if !(baseline.median > 0.0 && self.median.is_finite()) {
+            return "–".to_owned();
+        }
+        let itself =
+            (self.median, self.low, self.high) == (baseline.median, baseline.low, baseline.high);
+        let overlap = !itself
+            && self.runs > 1
+            && baseline.runs > 1
+            && self.low <= baseline.high
+            && baseline.low <= self.high;
+        let mark = if overlap { " ~" } else { "" };
+        format!("{:.2}x{mark}", self.median / baseline.median)
+    }
+
+    /// The median with its range when repeated, e.g. `11.0 (10.0–12.0)`.
+    fn ranged(&self, decimals: usize) -> String {
+        if self.runs > 1 {
+            format!(
+                "{:.decimals$} ({:.decimals$}–{:.decimals$})",
+                self.median, self.low, self.high
+            )
+        } else {
+            format!("{:.decimals$}", self.median)
+        }
     }
 }
 
-fn ratio(value: f64, baseline: f64) -> String {
-    if baseline.is_finite() && baseline > 0.0 && value.is_finite() {
-        format!("{:.2}x", value / baseline)
-    } else {
-        "–".to_owned()
-    }
+/// The least-squares slope of `points` (x, y).
+fn slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(x, y), (px, py)| (x + px / n, y + py / n));
+    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), (x, y)| {
+        (num + (x - mx) * (y - my), den + (x - mx) * (x - mx))
+    });
+    if den > 0.0 { num / den } else { f64::NAN }
 }
+
+const LEGEND: &str = "`~` marks a ratio whose run-to-run range overlaps the baseline's: a difference inside the noise.";
 
 impl Results {
-    fn converge_of(&self, comparator: &str, webapps: usize) -> Vec<&Converge> {
-        self.converge
-            .iter()
-            .filter(|r| r.comparator == comparator && r.webapps == webapps)
-            .collect()
-    }
-
-    fn converge_median(
-        &self,
-        comparator: &str,
-        webapps: usize,
-        field: fn(&Converge) -> f64,
-    ) -> f64 {
-        median(
-            self.converge_of(comparator, webapps)
-                .into_iter()
+    fn converge(&self, name: &str, webapps: usize, field: impl Fn(&Converge) -> f64) -> Spread {
+        Spread::of(
+            self.converge
+                .iter()
+                .filter(|r| r.comparator == name && r.webapps == webapps)
                 .map(field)
                 .collect(),
         )
     }
 
-    fn startup_median(&self, comparator: &str, field: fn(&Startup) -> f64) -> f64 {
-        median(
+    fn startup(
+        &self,
+        name: &str,
+        (objects, cache): (usize, CompileCache),
+        field: fn(&Startup) -> f64,
+    ) -> Spread {
+        Spread::of(
             self.startup
                 .iter()
-                .filter(|r| r.comparator == comparator)
+                .filter(|r| {
+                    r.comparator == name && r.objects == objects && r.compile_cache == cache
+                })
                 .map(field)
                 .collect(),
         )
@@ -81,69 +131,162 @@ impl Results {
         sizes
     }
 
-    /// The report: one table per number of WebApps, then the start-up table.
+    /// The cached-object counts started against, ascending.
+    fn counts(&self) -> Vec<usize> {
+        let mut counts: Vec<usize> = self
+            .startup
+            .iter()
+            .map(|r| r.objects)
+            .filter(|n| *n > 0)
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        counts
+    }
+
+    fn baseline(&self) -> String {
+        self.comparators.first().cloned().unwrap_or_default()
+    }
+
+    /// The report: one table per number of WebApps, idle, start-up and the memory curve.
     pub fn markdown(&self) -> String {
         let mut out = String::new();
-        let baseline = self.comparators.first().cloned().unwrap_or_default();
         for webapps in self.sizes() {
-            let runs = self.converge_of(&baseline, webapps).len();
-            let _ = writeln!(
-                out,
-                "\n**{webapps} WebApps created at once** (median of {runs} runs; ratios to {baseline})\n"
-            );
-            out.push_str("| operator | converged in | ratio | WebApps/s | CPU seconds | ratio | peak RSS | ratio | idle RSS |\n");
-            out.push_str("|---|---|---|---|---|---|---|---|---|\n");
-            let base =
-                |field: fn(&Converge) -> f64| self.converge_median(&baseline, webapps, field);
-            for name in &self.comparators {
-                let get = |field: fn(&Converge) -> f64| self.converge_median(name, webapps, field);
-                let times: Vec<f64> = self
-                    .converge_of(name, webapps)
-                    .iter()
-                    .map(|r| r.seconds)
-                    .collect();
-                let (low, high) = times
-                    .iter()
-                    .fold((f64::MAX, 0.0f64), |(l, h), t| (l.min(*t), h.max(*t)));
-                let seconds = get(|r| r.seconds);
-                let _ = writeln!(
-                    out,
-                    "| {name} | {seconds:.1} s ({low:.1}–{high:.1}) | {} | {:.0} | {:.1} | {} | {:.0} MiB | {} | {:.0} MiB |",
-                    ratio(seconds, base(|r| r.seconds)),
-                    webapps as f64 / seconds,
-                    get(|r| r.cpu_seconds),
-                    ratio(get(|r| r.cpu_seconds), base(|r| r.cpu_seconds)),
-                    get(|r| r.peak_rss),
-                    ratio(get(|r| r.peak_rss), base(|r| r.peak_rss)),
-                    get(|r| r.idle_rss),
-                );
-            }
+            self.converge_table(&mut out, webapps);
         }
-        self.startup_table(&mut out, &baseline);
+        self.idle_table(&mut out);
+        self.startup_table(&mut out);
+        self.curve_table(&mut out);
+        let _ = writeln!(out, "\n{LEGEND}");
         out
     }
 
-    fn startup_table(&self, out: &mut String, baseline: &str) {
-        if self.startup.is_empty() {
-            return;
-        }
-        let smallest = self.sizes().first().copied().unwrap_or_default();
+    fn converge_table(&self, out: &mut String, webapps: usize) {
+        let baseline = self.baseline();
+        let runs = self.converge(&baseline, webapps, |r| r.seconds).runs;
         let _ = writeln!(
             out,
-            "\n**Start with {} ConfigMaps to cache** (start until a waiting WebApp converged; cache cost = RSS over the idle RSS of the same operator with an empty namespace, per ConfigMap)\n",
-            self.configmaps
+            "\n**{webapps} WebApps created at once** (median and range of {runs} runs; ratios to {baseline}; apiserver requests per WebApp from its audit log)\n"
         );
-        out.push_str("| operator | start to ready | ratio | RSS | cache per ConfigMap |\n|---|---|---|---|---|\n");
-        let base = self.startup_median(baseline, |r| r.ready_seconds);
+        out.push_str("| operator | converged in | ratio | CPU seconds | ratio | peak RSS | ratio | requests | ratio | writes | conflicts |\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        let per_app = |n: usize| n as f64 / webapps as f64;
         for name in &self.comparators {
-            let ready = self.startup_median(name, |r| r.ready_seconds);
-            let rss = self.startup_median(name, |r| r.rss);
-            let idle = self.converge_median(name, smallest, |r| r.idle_rss);
-            let per_object = (rss - idle) * 1024.0 / self.configmaps as f64;
+            let get =
+                |name: &str, field: &dyn Fn(&Converge) -> f64| self.converge(name, webapps, field);
+            let seconds = get(name, &|r| r.seconds);
+            let cpu = get(name, &|r| r.cpu_seconds);
+            let peak = get(name, &|r| r.peak_rss);
+            let requests = get(name, &|r| per_app(r.requests.total));
             let _ = writeln!(
                 out,
-                "| {name} | {ready:.2} s | {} | {rss:.0} MiB | {per_object:.2} KiB |",
-                ratio(ready, base)
+                "| {name} | {} s | {} | {} | {} | {} MiB | {} | {:.1} | {} | {:.1} | {:.2} |",
+                seconds.ranged(1),
+                seconds.ratio(&get(&baseline, &|r| r.seconds)),
+                cpu.ranged(1),
+                cpu.ratio(&get(&baseline, &|r| r.cpu_seconds)),
+                peak.ranged(0),
+                peak.ratio(&get(&baseline, &|r| r.peak_rss)),
+                requests.median,
+                requests.ratio(&get(&baseline, &|r| per_app(r.requests.total))),
+                get(name, &|r| per_app(r.requests.writes)).median,
+                get(name, &|r| per_app(r.requests.conflicts)).median,
+            );
+        }
+    }
+
+    fn idle_table(&self, out: &mut String) {
+        let Some(&smallest) = self.sizes().first() else {
+            return;
+        };
+        let baseline = self.baseline();
+        let _ = writeln!(
+            out,
+            "\n**Idle** (one WebApp converged, nothing to do: RSS, and CPU over 5 s, from the {smallest}-WebApp runs)\n"
+        );
+        out.push_str("| operator | idle RSS | ratio | idle CPU |\n|---|---|---|---|\n");
+        for name in &self.comparators {
+            let rss = self.converge(name, smallest, |r| r.idle_rss);
+            let cpu = self.converge(name, smallest, |r| r.idle_cpu.unwrap_or(f64::NAN));
+            let _ = writeln!(
+                out,
+                "| {name} | {} MiB | {} | {} % of a core |",
+                rss.ranged(0),
+                rss.ratio(&self.converge(&baseline, smallest, |r| r.idle_rss)),
+                cpu.ranged(2),
+            );
+        }
+    }
+
+    fn startup_table(&self, out: &mut String) {
+        let count = self.configmaps;
+        if !self.counts().contains(&count) {
+            return;
+        }
+        let baseline = self.baseline();
+        let _ = writeln!(
+            out,
+            "\n**Start with {count} ConfigMaps to cache** (process start until a waiting WebApp converged, and peak RSS by 3 s later; with wasmop's compile cache warm, and empty as in a new pod — the other operators compile nothing, so their two columns are two measurements of the same start)\n"
+        );
+        out.push_str("| operator | start to ready | ratio | peak RSS | ratio | start, empty cache | peak RSS, empty cache | ratio |\n|---|---|---|---|---|---|---|---|\n");
+        let warm = (count, CompileCache::Warm);
+        let cold = (count, CompileCache::Cold);
+        for name in &self.comparators {
+            let get = |name: &str, key, field| self.startup(name, key, field);
+            let ready = get(name, warm, |r| r.ready_seconds);
+            let peak = get(name, warm, |r| r.peak);
+            let cold_ready = get(name, cold, |r| r.ready_seconds);
+            let cold_peak = get(name, cold, |r| r.peak);
+            let _ = writeln!(
+                out,
+                "| {name} | {} s | {} | {} MiB | {} | {} s | {} MiB | {} |",
+                ready.ranged(2),
+                ready.ratio(&get(&baseline, warm, |r| r.ready_seconds)),
+                peak.ranged(0),
+                peak.ratio(&get(&baseline, warm, |r| r.peak)),
+                cold_ready.ranged(2),
+                cold_peak.ranged(0),
+                cold_peak.ratio(&get(&baseline, cold, |r| r.peak)),
+            );
+        }
+    }
+
+    /// Each operator's settled RSS at every number of cached ConfigMaps and the slope through
+    /// them.
+    fn curve_table(&self, out: &mut String) {
+        let counts = self.counts();
+        if counts.len() < 2 {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "\n**Memory against cached ConfigMaps** (settled RSS after start; the slope is the least-squares fit over the counts, per ConfigMap, beside the ConfigMap's own {:.0} bytes of JSON)\n",
+            self.json_bytes
+        );
+        let heads: Vec<String> = counts.iter().map(|n| format!("RSS at {n}")).collect();
+        let _ = writeln!(
+            out,
+            "| operator | {} | per ConfigMap | to its JSON |\n|---|{}---|---|",
+            heads.join(" | "),
+            "---|".repeat(counts.len())
+        );
+        for name in &self.comparators {
+            let points: Vec<(f64, f64)> = counts
+                .iter()
+                .map(|&n| {
+                    let rss = self.startup(name, (n, CompileCache::Warm), |r| r.rss);
+                    (n as f64, rss.median)
+                })
+                .collect();
+            // MiB per object to bytes.
+            let per_object = slope(&points) * 1024.0 * 1024.0;
+            let cells: Vec<String> = points.iter().map(|(_, y)| format!("{y:.0} MiB")).collect();
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {:.0} B | {:.2}x |",
+                cells.join(" | "),
+                per_object,
+                per_object / self.json_bytes
             );
         }
     }
@@ -152,6 +295,7 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Requests;
 
     fn run(comparator: &str, seconds: f64, cpu: f64, peak: f64) -> Converge {
         Converge {
@@ -161,18 +305,51 @@ mod tests {
             cpu_seconds: cpu,
             idle_rss: 10.0,
             peak_rss: peak,
+            idle_cpu: Some(0.5),
+            requests: Requests {
+                total: 600,
+                writes: 400,
+                conflicts: 3,
+                by_kind: Default::default(),
+            },
+        }
+    }
+
+    fn start(comparator: &str, objects: usize, rss: f64) -> Startup {
+        Startup {
+            comparator: comparator.to_owned(),
+            objects,
+            compile_cache: CompileCache::Warm,
+            ready_seconds: 0.5,
+            rss,
+            peak: rss + 1.0,
         }
     }
 
     #[test]
     fn medians_of_odd_and_even_counts() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(Vec::new()).is_nan());
+        assert_eq!(Spread::of(vec![3.0, 1.0, 2.0]).median, 2.0);
+        assert_eq!(Spread::of(vec![4.0, 1.0, 2.0, 3.0]).median, 2.5);
+        assert!(Spread::of(Vec::new()).median.is_nan());
     }
 
     #[test]
-    fn the_table_shows_medians_spread_and_ratios_to_the_baseline() {
+    fn a_ratio_inside_the_spread_is_marked() {
+        let base = Spread::of(vec![10.0, 12.0, 11.0]);
+        assert_eq!(Spread::of(vec![11.5, 13.0, 12.5]).ratio(&base), "1.14x ~");
+        assert_eq!(Spread::of(vec![5.0, 6.0, 7.0]).ratio(&base), "0.55x");
+        assert_eq!(Spread::of(vec![11.0]).ratio(&base), "1.00x");
+        assert_eq!(base.ratio(&base), "1.00x");
+    }
+
+    #[test]
+    fn the_slope_of_a_line_is_its_gradient() {
+        assert_eq!(slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), 2.0);
+        assert!(slope(&[(1.0, 1.0)]).is_nan());
+    }
+
+    #[test]
+    fn the_table_shows_medians_spread_ratios_and_requests() {
         let results = Results {
             comparators: vec!["base".into(), "other".into()],
             converge: vec![
@@ -188,14 +365,32 @@ mod tests {
         let table = results.markdown();
         assert!(
             table.contains(
-                "| base | 11.0 s (10.0–12.0) | 1.00x | 9 | 5.0 | 1.00x | 100 MiB | 1.00x | 10 MiB |"
+                "| other | 6.0 (5.0–7.0) s | 0.55x | 2.5 (2.0–3.0) | 0.50x | 45 (40–50) MiB | 0.45x | 6.0 | 1.00x | 4.0 | 0.03 |"
             ),
             "{table}"
         );
         assert!(
-            table.contains(
-                "| other | 6.0 s (5.0–7.0) | 0.55x | 17 | 2.5 | 0.50x | 45 MiB | 0.45x | 10 MiB |"
-            ),
+            table.contains("| base | 10 (10–10) MiB | 1.00x | 0.50 (0.50–0.50) % of a core |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn the_curve_gives_bytes_per_cached_object() {
+        let results = Results {
+            comparators: vec!["base".into()],
+            configmaps: 10_000,
+            json_bytes: 512.0,
+            startup: vec![
+                start("base", 1_000, 20.0),
+                start("base", 10_000, 29.0),
+                start("base", 50_000, 69.0),
+            ],
+            ..Results::default()
+        };
+        let table = results.markdown();
+        assert!(
+            table.contains("| base | 20 MiB | 29 MiB | 69 MiB | 1049 B | 2.05x |"),
             "{table}"
         );
     }

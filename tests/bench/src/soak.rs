@@ -208,7 +208,7 @@ pub async fn run(repo: &Path, logs: &Path, args: &SoakArgs) -> anyhow::Result<()
     soak.install(modules[0])?;
     let mut replicas = [soak.start("replica-a")?, soak.start("replica-b")?];
     let apps = load::webapps(client, &namespace);
-    load::create_all(&apps, args.webapps, load::webapp).await?;
+    load::create_all(&apps, 0..args.webapps, load::webapp).await?;
     let mut names: Vec<String> = (0..args.webapps)
         .map(|i| {
             load::webapp(i)["metadata"]["name"]

@@ -66,31 +66,53 @@ where
     }
 }
 
+/// Drops the managedFields of an object before it is cached.
+fn strip_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
 /// Runs the controller until a shutdown signal.
 async fn run(client: Client, namespace: Option<&str>) {
     let config = watcher::Config::default();
+
+    // Every watched stream drops managedFields before its store caches the object, as wasmop's
+    // cache and controller-runtime's `TransformStripManagedFields` do: all operators of the
+    // benchmark cache the same objects.
+
+    // WebApps: watched as `Controller::new` does, through a reflector whose store the controller
+    // reads.
+    let (webapps, writer) = reflector::store();
+    let webapp_events = reflector(
+        writer,
+        watcher(api::<WebApp>(&client, namespace), config.clone()).modify(strip_managed_fields),
+    )
+    .applied_objects();
 
     // Owned objects: one watch each, cached in a store the reconciler reads, and triggering the
     // WebApp that controls the changed object.
     let (deployments, writer) = reflector::store();
     let deployment_events = watcher(api::<Deployment>(&client, namespace), config.clone())
         .default_backoff()
+        .modify(strip_managed_fields)
         .reflect(writer)
         .touched_objects();
     let (services, writer) = reflector::store();
     let service_events = watcher(api::<Service>(&client, namespace), config.clone())
         .default_backoff()
+        .modify(strip_managed_fields)
         .reflect(writer)
         .touched_objects();
 
-    // ConfigMaps: cached whole, as controller-runtime and wasmop do, so that a converged WebApp
-    // reads its marker without a request and every operator of the benchmark holds the same objects.
+    // ConfigMaps: cached whole but for managedFields, as controller-runtime and wasmop do, so that
+    // a converged WebApp reads its marker without a request and every operator of the benchmark
+    // holds the same objects.
     let (markers, writer) = reflector::store();
     let marker_cache = watcher(
         api::<ConfigMap>(&client, namespace),
         watcher::Config::default(),
     )
     .default_backoff()
+    .modify(strip_managed_fields)
     .reflect(writer)
     .for_each(|event| {
         if let Err(error) = event {
@@ -106,7 +128,7 @@ async fn run(client: Client, namespace: Option<&str>) {
         concurrency = CONCURRENCY,
         "webapp-kube-rs starting"
     );
-    Controller::new(api::<WebApp>(&client, namespace), config)
+    Controller::for_stream(webapp_events, webapps)
         .owns_stream(deployment_events)
         .owns_stream(service_events)
         .with_config(controller::Config::default().concurrency(CONCURRENCY))
@@ -126,4 +148,31 @@ async fn run(client: Client, namespace: Option<&str>) {
         .await;
     marker_cache.abort();
     tracing::info!("webapp-kube-rs stopped");
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+
+    use super::*;
+
+    #[test]
+    fn cached_objects_lose_their_managed_fields_only() {
+        let mut marker = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("webapp-marker-shop".into()),
+                labels: Some([("example.wasmop.dev/webapp".into(), "shop".into())].into()),
+                managed_fields: Some(vec![ManagedFieldsEntry {
+                    manager: Some("webapp-kube-rs".into()),
+                    ..ManagedFieldsEntry::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        let mut expected = marker.clone();
+        expected.metadata.managed_fields = None;
+        strip_managed_fields(&mut marker);
+        assert_eq!(marker, expected);
+    }
 }

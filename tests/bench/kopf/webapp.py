@@ -440,7 +440,10 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # retry would then wait for an event that never comes): they go in annotations.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
-    settings.queueing.worker_limit = CONCURRENCY
+    # Four sync handlers run at once, as the other operators reconcile four WebApps at once.
+    # kopf's per-object workers stay unlimited, as its users run it: each lingers for
+    # `batching.idle_timeout` (5 s) after its object's last event, so a limit of four would
+    # hold every slot idle for seconds per WebApp.
     settings.execution.max_workers = CONCURRENCY
     settings.peering.standalone = True
     # One namespace and three fixed resources: no watching of namespaces and CRDs.

@@ -175,6 +175,10 @@ impl Results {
             let get =
                 |name: &str, field: &dyn Fn(&Converge) -> f64| self.converge(name, webapps, field);
             let seconds = get(name, &|r| r.seconds);
+            if seconds.runs == 0 {
+                let _ = writeln!(out, "| {name} | not run at this size | | | | | | | | | |");
+                continue;
+            }
             let cpu = get(name, &|r| r.cpu_seconds);
             let peak = get(name, &|r| r.peak_rss);
             let requests = get(name, &|r| per_app(r.requests.total));

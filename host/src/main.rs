@@ -19,7 +19,8 @@ use wasmop::runtime::RuntimeConfig;
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 /// jemalloc with background purging hands a plugin compilation's transient memory (hundreds of
-/// MiB for a large guest) back to the system within seconds; glibc's malloc keeps most of it.
+/// MiB for a large guest) back to the system within a second (`dirty_decay_ms`, set at build time
+/// in `.cargo/config.toml`); glibc's malloc keeps most of it.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

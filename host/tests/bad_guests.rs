@@ -60,6 +60,33 @@ async fn a_looping_guest_is_interrupted_at_its_timeout() {
     .await
 }
 
+/// How far the epoch advances over 100 ms with no call in flight, after 20 ms for a tick under
+/// way to finish.
+async fn idle_ticks(runtime: &wasmop::runtime::Runtime) -> u64 {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let before = runtime.epoch_ticks();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    runtime.epoch_ticks() - before
+}
+
+#[tokio::test]
+async fn the_epoch_advances_only_while_a_guest_runs() {
+    within(LIMIT, "the spinning guest", async {
+        let runtime = runtime();
+        let (spin, _host) = load(&runtime, "guest-spin", PluginOptions::default()).await;
+        assert_eq!(idle_ticks(&runtime).await, 0, "ticking after describe");
+        let before = runtime.epoch_ticks();
+        let (kind, message) = trapped(spin.reconcile(&key()).await);
+        assert_eq!(kind, TrapKind::Timeout, "{message}");
+        assert!(
+            runtime.epoch_ticks() > before,
+            "the epoch stood still while the guest spun"
+        );
+        assert_eq!(idle_ticks(&runtime).await, 0, "ticking after the reconcile");
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_guest_that_exhausts_its_memory_cap_traps_cleanly() {
     within(LIMIT, "the memory hog", async {

@@ -1,22 +1,32 @@
 //! The one wasmtime [`Engine`] of the process: component model, async calls, a pooling
 //! allocator that makes a fresh instance per reconcile cheap, epoch interruption driven by a
-//! ticker thread, and an on-disk cache of compiled components keyed by content hash and engine
+//! ticker thread that runs only while a guest call is in flight (an idle host never wakes for
+//! it), and an on-disk cache of compiled components keyed by content hash and engine
 //! configuration, so a restart does not recompile.
 //!
+//! Guest code is compiled by Winch, wasmtime's single-pass baseline compiler, not Cranelift: a
+//! first start must compile inside the pod's memory limit, and Cranelift's register allocator
+//! needs hundreds of MiB for one large function (a cold start of the serde-heavy Rust `webapp`
+//! peaked at 700 MB, against 70 MB and a tenth of the time with Winch). Winch's code is slower
+//! where a guest computes, which a reconcile seldom does; `SinglePass` register allocation
+//! would also fit but wasmtime leaves it outside its security support, and fewer threads, a
+//! lower opt level or no address map save little.
+//!
 //! Components are compiled on a short-lived second engine with the same compilation settings
-//! and handed to the long-lived engine through the cache: Cranelift keeps its per-thread
-//! compilation contexts, sized by the largest function it ever compiled (hundreds of MiB for a
-//! serde-heavy guest), for as long as its engine lives. The cache lives in the user's cache
-//! directory unless configured elsewhere; wasmtime bounds its size.
+//! and handed to the long-lived engine through the cache, so what the compiler allocates (its
+//! reusable contexts, Cranelift's for the trampolines) goes with it. The cache lives in the
+//! user's cache directory unless configured elsewhere; wasmtime bounds its size.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::thread::Thread;
 use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{
     Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig,
+    Strategy,
 };
 
 use crate::runtime::RuntimeError;
@@ -24,7 +34,8 @@ use crate::runtime::bindings::Reconciler;
 use crate::runtime::host::StoreState;
 use crate::runtime::policy::Ceiling;
 
-/// How often the epoch advances: the granularity of timeouts and of yields of busy guests.
+/// How often the epoch advances while a guest call is in flight: the granularity of timeouts and
+/// of yields of busy guests.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Settings of the runtime as a whole.
@@ -59,7 +70,7 @@ pub struct Runtime {
     pub(crate) compiler: Compiler,
     /// Instances promised to loaded plugins, out of `config.max_instances`.
     reserved: Arc<AtomicU32>,
-    _ticker: Ticker,
+    ticker: Ticker,
 }
 
 impl Runtime {
@@ -76,7 +87,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(RuntimeError::Engine)?;
         Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(RuntimeError::Engine)?;
-        let _ticker = Ticker::start(engine.clone());
+        let ticker = Ticker::start(engine.clone());
         Ok(Runtime {
             linker,
             compiler: Compiler {
@@ -87,7 +98,7 @@ impl Runtime {
             engine,
             config,
             reserved: Arc::default(),
-            _ticker,
+            ticker,
         })
     }
 
@@ -123,6 +134,16 @@ impl Runtime {
     /// Compiled components that were not in the on-disk cache so far.
     pub fn cache_misses(&self) -> usize {
         self.compiler.compiler_cache.cache_misses()
+    }
+
+    /// How many times the epoch has advanced: only while a guest call is in flight.
+    pub fn epoch_ticks(&self) -> u64 {
+        self.ticker.calls.ticking.ticks.load(Ordering::Relaxed)
+    }
+
+    /// The count of guest calls in flight, which keeps the epoch ticker awake.
+    pub(crate) fn calls(&self) -> GuestCalls {
+        self.ticker.calls.clone()
     }
 }
 
@@ -230,10 +251,14 @@ pub fn default_cache_dir() -> PathBuf {
     }
 }
 
-/// Everything that decides the compiled code; both engines must agree on it.
+/// Everything that decides the compiled code; both engines must agree on it. Winch, not
+/// Cranelift: see the module doc.
 fn compilation_config() -> Config {
     let mut config = Config::new();
-    config.wasm_component_model(true).epoch_interruption(true);
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .strategy(Strategy::Winch);
     config
 }
 
@@ -253,31 +278,78 @@ fn pooled(mut config: Config, settings: &RuntimeConfig) -> Config {
     config
 }
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] until dropped.
+/// The guest calls in flight; the epoch ticker runs while there is one and is parked otherwise.
+#[derive(Clone)]
+pub(crate) struct GuestCalls {
+    ticking: Arc<Ticking>,
+    ticker: Thread,
+}
+
+/// What the ticker thread shares with the calls that wake it.
+#[derive(Default)]
+struct Ticking {
+    in_flight: AtomicUsize,
+    ticks: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl GuestCalls {
+    /// Counts a guest call in flight until the guard is dropped; the first wakes the ticker.
+    pub(crate) fn start(&self) -> GuestCall {
+        if self.ticking.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.ticker.unpark();
+        }
+        GuestCall(self.ticking.clone())
+    }
+}
+
+/// One guest call in flight, from the start of its dispatch until it returns or is dropped.
+pub(crate) struct GuestCall(Arc<Ticking>);
+
+impl Drop for GuestCall {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while a guest call is in flight and parks
+/// its thread while none is, until dropped.
 struct Ticker {
-    stop: Arc<AtomicBool>,
+    calls: GuestCalls,
 }
 
 impl Ticker {
     fn start(engine: Engine) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::Builder::new()
+        let ticking = Arc::new(Ticking::default());
+        let shared = ticking.clone();
+        let thread = std::thread::Builder::new()
             .name("wasmop-epoch".into())
             .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
+                while !shared.stop.load(Ordering::Acquire) {
+                    // A call that starts after this load unparks the thread, so its park returns.
+                    if shared.in_flight.load(Ordering::Acquire) == 0 {
+                        std::thread::park();
+                        continue;
+                    }
                     std::thread::sleep(EPOCH_TICK);
                     engine.increment_epoch();
+                    shared.ticks.fetch_add(1, Ordering::Relaxed);
                 }
             })
             .expect("spawning the epoch thread");
-        Ticker { stop }
+        Ticker {
+            calls: GuestCalls {
+                ticking,
+                ticker: thread.thread().clone(),
+            },
+        }
     }
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.calls.ticking.stop.store(true, Ordering::Release);
+        self.calls.ticker.unpark();
     }
 }
 
@@ -288,18 +360,42 @@ mod tests {
     /// The empty component: magic, component-model version and layer.
     const COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
 
+    /// A runtime with default settings whose compile cache is `dir`.
+    fn runtime_in(dir: &Path) -> Runtime {
+        Runtime::new(RuntimeConfig {
+            cache_dir: dir.to_owned(),
+            ..RuntimeConfig::default()
+        })
+        .unwrap()
+    }
+
     #[test]
     fn the_long_lived_engine_never_compiles() {
         let dir = tempfile::tempdir().unwrap();
-        let runtime = Runtime::new(RuntimeConfig {
-            cache_dir: dir.path().to_owned(),
-            ..RuntimeConfig::default()
-        })
-        .unwrap();
+        let runtime = runtime_in(dir.path());
         runtime.compiler.compile(COMPONENT).unwrap();
         runtime.compiler.compile(COMPONENT).unwrap();
         assert_eq!(runtime.compiler.resident_compiles(), 0);
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
+    }
+
+    #[test]
+    fn winch_compiles_the_serde_heavy_webapp_once_and_the_cache_serves_it_after() {
+        let webapp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/components/webapp.wasm");
+        let bytes = std::fs::read(&webapp).expect("build the guests first with `make guests`");
+        let dir = tempfile::tempdir().unwrap();
+        let config = RuntimeConfig {
+            cache_dir: dir.path().to_owned(),
+            ..RuntimeConfig::default()
+        };
+        let first = Runtime::new(config.clone()).unwrap();
+        first.compiler.compile(&bytes).unwrap();
+        assert_eq!((first.cache_hits(), first.cache_misses()), (0, 1));
+        drop(first);
+        let restarted = Runtime::new(config).unwrap();
+        restarted.compiler.compile(&bytes).unwrap();
+        assert_eq!(restarted.compiler.resident_compiles(), 0);
+        assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
     }
 
     #[test]
@@ -318,6 +414,30 @@ mod tests {
         .err()
         .expect("a world-writable cache is refused");
         assert!(refused.to_string().contains("mode 777"), "{refused}");
+    }
+
+    /// Waits out the tick that may be under way, then reads the ticks over many ticks' time.
+    fn ticks_over_a_while(runtime: &Runtime) -> (u64, u64) {
+        std::thread::sleep(EPOCH_TICK * 20);
+        let before = runtime.epoch_ticks();
+        std::thread::sleep(EPOCH_TICK * 100);
+        (before, runtime.epoch_ticks())
+    }
+
+    #[test]
+    fn the_epoch_advances_only_while_a_guest_call_is_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = runtime_in(dir.path());
+        let (before, after) = ticks_over_a_while(&runtime);
+        assert_eq!(before, after, "the epoch advanced with no call in flight");
+        for _ in 0..3 {
+            let calls = [runtime.calls().start(), runtime.calls().start()];
+            let (before, after) = ticks_over_a_while(&runtime);
+            assert!(after > before, "the epoch stood still during a call");
+            drop(calls);
+            let (before, after) = ticks_over_a_while(&runtime);
+            assert_eq!(before, after, "the epoch advanced after the calls returned");
+        }
     }
 
     #[test]

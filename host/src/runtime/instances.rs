@@ -5,7 +5,8 @@
 //! instance that trapped or timed out is never returned to the pool. Every call runs under a
 //! deadline enforced twice: the epoch callback interrupts guest code past it (and yields to the
 //! executor on every tick, so a busy guest cannot starve others), and a tokio timeout bounds time
-//! spent waiting on host calls.
+//! spent waiting on host calls. Every call counts itself in flight for as long as it runs, which
+//! is what keeps the epoch ticking.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +18,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use crate::object::ObjectKey;
+use crate::runtime::Runtime;
 use crate::runtime::bindings::{Reconciler, ReconcilerPre};
+use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
 
@@ -48,6 +51,7 @@ struct Instance {
 /// The instances of one plugin version.
 pub(crate) struct Instances {
     engine: Engine,
+    calls: GuestCalls,
     pre: ReconcilerPre<StoreState>,
     context: Arc<PluginContext>,
     mode: InstanceMode,
@@ -61,14 +65,15 @@ pub(crate) struct Instances {
 
 impl Instances {
     pub(crate) fn new(
-        engine: Engine,
+        runtime: &Runtime,
         pre: ReconcilerPre<StoreState>,
         context: Arc<PluginContext>,
         mode: InstanceMode,
         max_instances: u32,
     ) -> Self {
         Instances {
-            engine,
+            engine: runtime.engine.clone(),
+            calls: runtime.calls(),
             pre,
             context,
             mode,
@@ -108,6 +113,7 @@ impl Instances {
         call: impl for<'a> FnOnce(&'a Reconciler, &'a mut Store<StoreState>) -> Call<'a, R>,
     ) -> Result<R, DispatchError> {
         let deadline = Instant::now() + limit;
+        let _in_flight = self.calls.start();
         let run = async {
             let mut instance = self
                 .checkout(deadline)

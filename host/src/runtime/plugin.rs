@@ -156,7 +156,7 @@ impl Runtime {
             observer: Arc::new(()),
         };
         let describing = Instances::new(
-            self.engine.clone(),
+            self,
             pre.clone(),
             Arc::new(anonymous),
             InstanceMode::Fresh,
@@ -196,13 +196,7 @@ impl Runtime {
             limits: options.limits,
             observer,
         });
-        let instances = Instances::new(
-            self.engine.clone(),
-            pre,
-            context.clone(),
-            options.mode,
-            asked.instances,
-        );
+        let instances = Instances::new(self, pre, context.clone(), options.mode, asked.instances);
         Ok(Plugin {
             file,
             registration,

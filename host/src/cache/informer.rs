@@ -211,16 +211,14 @@ impl Informer {
         }
     }
 
-    fn applied(&self, object: WatchedObject, initial: bool) -> ObjectKey {
-        let new = Arc::new(CachedObject::from(object));
-        let key = new.key.clone();
-        let old = self.write().apply(new.clone());
+    fn applied(&self, object: WatchedObject, initial: bool) -> Arc<CachedObject> {
+        let (new, old) = self.write().apply(object.into());
         self.notify(Change {
             old,
-            new: Some(new),
+            new: Some(new.clone()),
             initial,
         });
-        key
+        new
     }
 
     fn deleted(&self, key: &ObjectKey) {
@@ -235,12 +233,13 @@ impl Informer {
     }
 
     /// Deletes what a completed relist of `namespace` (all when `None`) did not list.
-    fn relisted(&self, listed: &HashSet<ObjectKey>, namespace: Option<&str>) {
+    fn relisted(&self, listed: &[Arc<CachedObject>], namespace: Option<&str>) {
+        let listed: HashSet<&ObjectKey> = listed.iter().map(|o| &o.key).collect();
         let gone: Vec<ObjectKey> = self
             .read()
-            .keys()
-            .filter(|k| namespace.is_none_or(|ns| k.namespace == ns) && !listed.contains(*k))
-            .cloned()
+            .in_namespace(namespace)
+            .filter(|o| !listed.contains(&o.key))
+            .map(|o| o.key.clone())
             .collect();
         for key in gone {
             self.deleted(&key);
@@ -273,7 +272,8 @@ impl Drop for Informer {
 async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Option<String>) {
     let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(events);
-    let mut listed: Option<HashSet<ObjectKey>> = None;
+    // What a (re)list delivered: the objects themselves, one pointer each, not copies of keys.
+    let mut listed: Option<Vec<Arc<CachedObject>>> = None;
     let mut first = true;
     while let Some(event) = events.next().await {
         let Some(informer) = informer.upgrade() else {
@@ -283,10 +283,10 @@ async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Optio
             informer.watching();
         }
         match event {
-            Ok(Event::Init) => listed = Some(HashSet::new()),
+            Ok(Event::Init) => listed = Some(Vec::new()),
             Ok(Event::InitApply(object)) => {
-                let key = informer.applied(object, true);
-                listed.get_or_insert_default().insert(key);
+                let object = informer.applied(object, true);
+                listed.get_or_insert_default().push(object);
             }
             Ok(Event::InitDone) => {
                 informer.relisted(&listed.take().unwrap_or_default(), namespace.as_deref());
@@ -297,13 +297,7 @@ async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Optio
             Ok(Event::Apply(object)) => {
                 informer.applied(object, false);
             }
-            Ok(Event::Delete(object)) => {
-                let key = ObjectKey::new(
-                    object.meta.namespace.unwrap_or_default(),
-                    object.meta.name.unwrap_or_default(),
-                );
-                informer.deleted(&key);
-            }
+            Ok(Event::Delete(object)) => informer.deleted(&object.object.key),
             Err(error) => {
                 tracing::warn!(kind = %informer.kind.kind, "watch failed, retrying with backoff: {error}");
                 *informer

@@ -1,25 +1,32 @@
 //! One cached object: its JSON text (what guests receive, never re-serialised per read) beside
 //! the few parsed fields the cache indexes and filters on.
+//!
+//! Decoding streams the apiserver's text straight into the cached text, leaving out
+//! `metadata.managedFields`, without building a tree of the object: every other member is copied
+//! as it was sent (order and duplicates kept; numbers written back exactly), and only the metadata
+//! fields kept parsed are read again from the span just written. The parsed fields never disagree
+//! with the text: each is the last occurrence of its member, as a JSON parser reads the text.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::core::{ApiResource, Resource};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::object::ObjectKey;
 
-/// An object as the cache holds it.
+/// An object as the cache holds it: the JSON text and the few fields parsed from it, with labels
+/// and annotations shared between the objects of a store that carry equal ones.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedObject {
     /// Namespace and name.
     pub key: ObjectKey,
-    /// metadata.uid.
-    pub uid: String,
     /// metadata.resourceVersion.
-    pub resource_version: String,
+    pub resource_version: ResourceVersion,
     /// metadata.generation (0 when the kind has none).
     pub generation: i64,
     /// metadata.labels.
@@ -27,7 +34,7 @@ pub struct CachedObject {
     /// metadata.annotations.
     pub annotations: StringMap,
     /// The controller owner, if any.
-    pub controller: Option<ControllerRef>,
+    pub controller: Option<Box<ControllerRef>>,
     /// The whole object without managedFields, as JSON text.
     pub json: Arc<str>,
 }
@@ -58,33 +65,83 @@ impl CachedObject {
     }
 }
 
-/// Labels or annotations, sorted by key in one boxed slice: most objects carry only a few, and
-/// a B-tree map's first node alone costs about half a KiB.
+/// A resourceVersion: opaque text, in one exact allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StringMap(Box<[(String, String)]>);
+pub struct ResourceVersion(Box<str>);
+
+impl ResourceVersion {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for ResourceVersion {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Labels or annotations, sorted by key in one boxed slice behind one shared pointer: most
+/// objects carry only a few, many carry the same ones (a store interns them), and a B-tree map's
+/// first node alone costs about half a KiB.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct StringMap(Arc<Pairs>);
+
+/// A [`StringMap`]'s pairs, sorted by key.
+type Pairs = Box<[(Box<str>, Box<str>)]>;
 
 impl StringMap {
     /// The value under `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        let found = self.0.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
-        Some(self.0[found].1.as_str())
+        let found = self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        Some(&self.0[found].1)
     }
 
     /// The pairs in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.0.iter().map(|(k, v)| (&**k, &**v))
     }
 }
 
 impl From<BTreeMap<String, String>> for StringMap {
     fn from(map: BTreeMap<String, String>) -> Self {
-        StringMap(map.into_iter().collect())
+        let pairs = map.into_iter().map(|(k, v)| (k.into(), v.into()));
+        StringMap(Arc::new(pairs.collect()))
     }
 }
 
 impl FromIterator<(String, String)> for StringMap {
     fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Self {
         pairs.into_iter().collect::<BTreeMap<_, _>>().into()
+    }
+}
+
+/// The distinct label and annotation maps of one store, so objects carrying equal ones share
+/// one copy. Maps no object holds any more are dropped whenever the set has doubled.
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    maps: HashSet<StringMap>,
+    sweep_at: usize,
+}
+
+impl Interner {
+    /// Maps held before the first sweep.
+    const FIRST_SWEEP: usize = 64;
+
+    /// The shared copy of `map`.
+    pub(crate) fn intern(&mut self, map: StringMap) -> StringMap {
+        if let Some(shared) = self.maps.get(&map) {
+            return shared.clone();
+        }
+        self.maps.insert(map.clone());
+        if self.maps.len() >= self.sweep_at.max(Self::FIRST_SWEEP) {
+            self.maps.retain(|m| Arc::strong_count(&m.0) > 1);
+            self.sweep_at = self.maps.len() * 2;
+        }
+        map
     }
 }
 
@@ -101,25 +158,314 @@ pub struct ControllerRef {
     pub uid: String,
 }
 
-/// What the watcher decodes each object into: metadata for its bookkeeping, and the JSON text
-/// with managedFields stripped.
+/// What the watcher decodes each object into: the cached object, and metadata holding only its
+/// resourceVersion, all kube's watcher reads of it.
 #[derive(Debug, Clone)]
 pub(crate) struct WatchedObject {
     pub meta: ObjectMeta,
-    pub json: Arc<str>,
+    pub object: CachedObject,
+}
+
+impl From<WatchedObject> for CachedObject {
+    fn from(object: WatchedObject) -> Self {
+        object.object
+    }
 }
 
 impl<'de> Deserialize<'de> for WatchedObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut value = Value::deserialize(deserializer)?;
-        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("managedFields");
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+/// The metadata fields kept parsed, each from its last occurrence.
+#[derive(Default)]
+struct Metadata {
+    name: Option<String>,
+    namespace: Option<String>,
+    resource_version: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    annotations: Option<BTreeMap<String, String>>,
+    owners: Option<Vec<OwnerReference>>,
+}
+
+/// Decodes the top-level object: copies every member, the metadata through [`MetadataSeed`].
+struct ObjectVisitor;
+
+impl<'de> Visitor<'de> for ObjectVisitor {
+    type Value = WatchedObject;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WatchedObject, A::Error> {
+        let mut out = vec![b'{'];
+        let mut metadata = None;
+        while let Some(key) = map.next_key_seed(KeySeed {
+            out: &mut out,
+            skip: None,
+        })? {
+            if key == Member::Metadata {
+                metadata = Some(map.next_value_seed(MetadataSeed { out: &mut out })?);
+            } else {
+                map.next_value_seed(Copy { out: &mut out })?;
+            }
         }
-        let meta = ObjectMeta::deserialize(&value["metadata"]).map_err(serde::de::Error::custom)?;
-        Ok(WatchedObject {
-            meta,
-            json: value.to_string().into(),
-        })
+        out.push(b'}');
+        let metadata: Metadata = metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
+        let json = String::from_utf8(out).map_err(de::Error::custom)?;
+        let controller = metadata
+            .owners
+            .into_iter()
+            .flatten()
+            .find(|o| o.controller == Some(true));
+        let resource_version: Box<str> = metadata.resource_version.unwrap_or_default().into();
+        let meta = ObjectMeta {
+            resource_version: Some(resource_version.to_string()),
+            ..ObjectMeta::default()
+        };
+        let object = CachedObject {
+            key: ObjectKey::new(
+                metadata.namespace.unwrap_or_default(),
+                metadata.name.unwrap_or_default(),
+            ),
+            resource_version: ResourceVersion(resource_version),
+            generation: metadata.generation.unwrap_or_default(),
+            labels: metadata.labels.unwrap_or_default().into(),
+            annotations: metadata.annotations.unwrap_or_default().into(),
+            controller: controller.map(|o| {
+                Box::new(ControllerRef {
+                    api_version: o.api_version,
+                    kind: o.kind,
+                    name: o.name,
+                    uid: o.uid,
+                })
+            }),
+            json: json.into(),
+        };
+        Ok(WatchedObject { meta, object })
+    }
+}
+
+/// The members the decoder treats apart.
+#[derive(Debug, PartialEq, Eq)]
+enum Member {
+    Metadata,
+    ManagedFields,
+    Name,
+    Namespace,
+    ResourceVersion,
+    Generation,
+    Labels,
+    Annotations,
+    OwnerReferences,
+    Other,
+}
+
+impl Member {
+    fn of(key: &str) -> Member {
+        match key {
+            "metadata" => Member::Metadata,
+            "managedFields" => Member::ManagedFields,
+            "name" => Member::Name,
+            "namespace" => Member::Namespace,
+            "resourceVersion" => Member::ResourceVersion,
+            "generation" => Member::Generation,
+            "labels" => Member::Labels,
+            "annotations" => Member::Annotations,
+            "ownerReferences" => Member::OwnerReferences,
+            _ => Member::Other,
+        }
+    }
+}
+
+/// Reads a member's key and, unless it is the member `skip`, writes it (after a comma when a
+/// member came before) to `out`; says which member it is.
+struct KeySeed<'a> {
+    out: &'a mut Vec<u8>,
+    skip: Option<Member>,
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Member;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Member, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = Member;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Member, E> {
+        let member = Member::of(key);
+        if self.skip.as_ref() != Some(&member) {
+            if self.out.last() != Some(&b'{') {
+                self.out.push(b',');
+            }
+            write(self.out, key)?;
+            self.out.push(b':');
+        }
+        Ok(member)
+    }
+}
+
+/// Writes `value` as JSON to `out`.
+fn write<T: serde::Serialize + ?Sized, E: de::Error>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), E> {
+    serde_json::to_writer(out, value).map_err(E::custom)
+}
+
+/// Decodes the metadata: copies every member but managedFields, and parses the kept fields
+/// again from the span just written.
+struct MetadataSeed<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for MetadataSeed<'_> {
+    type Value = Metadata;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Metadata, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetadataSeed<'_> {
+    type Value = Metadata;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("object metadata")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
+        let out = self.out;
+        out.push(b'{');
+        let mut metadata = Metadata::default();
+        while let Some(member) = map.next_key_seed(KeySeed {
+            out: &mut *out,
+            skip: Some(Member::ManagedFields),
+        })? {
+            if member == Member::ManagedFields {
+                map.next_value::<de::IgnoredAny>()?;
+                continue;
+            }
+            let start = out.len();
+            map.next_value_seed(Copy { out: &mut *out })?;
+            let written = &out[start..];
+            match member {
+                Member::Name => metadata.name = parse(written)?,
+                Member::Namespace => metadata.namespace = parse(written)?,
+                Member::ResourceVersion => metadata.resource_version = parse(written)?,
+                Member::Generation => metadata.generation = parse(written)?,
+                Member::Labels => metadata.labels = parse(written)?,
+                Member::Annotations => metadata.annotations = parse(written)?,
+                Member::OwnerReferences => metadata.owners = parse(written)?,
+                Member::Metadata | Member::ManagedFields | Member::Other => {}
+            }
+        }
+        out.push(b'}');
+        Ok(metadata)
+    }
+}
+
+/// Parses a member's value from the text just written for it.
+fn parse<T: DeserializeOwned, E: de::Error>(written: &[u8]) -> Result<T, E> {
+    serde_json::from_slice(written).map_err(E::custom)
+}
+
+/// Copies one value to `out` as compact JSON.
+struct Copy<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for Copy<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Copy<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        write(self.out, &v)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        write(self.out, &v)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        write(self.out, &v)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        write(self.out, &v)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        write(self.out, v)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let out = self.out;
+        out.push(b'[');
+        let mut first = true;
+        loop {
+            let comma = out.len();
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            if seq.next_element_seed(Copy { out: &mut *out })?.is_none() {
+                out.truncate(comma);
+                break;
+            }
+        }
+        out.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let out = self.out;
+        out.push(b'{');
+        while map
+            .next_key_seed(KeySeed {
+                out: &mut *out,
+                skip: None,
+            })?
+            .is_some()
+        {
+            map.next_value_seed(Copy { out: &mut *out })?;
+        }
+        out.push(b'}');
+        Ok(())
     }
 }
 
@@ -150,35 +496,6 @@ impl Resource for WatchedObject {
     }
 }
 
-impl From<WatchedObject> for CachedObject {
-    fn from(object: WatchedObject) -> Self {
-        let meta = object.meta;
-        let controller = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true));
-        CachedObject {
-            key: ObjectKey::new(
-                meta.namespace.clone().unwrap_or_default(),
-                meta.name.clone().unwrap_or_default(),
-            ),
-            uid: meta.uid.unwrap_or_default(),
-            resource_version: meta.resource_version.unwrap_or_default(),
-            generation: meta.generation.unwrap_or_default(),
-            controller: controller.map(|o| ControllerRef {
-                api_version: o.api_version.clone(),
-                kind: o.kind.clone(),
-                name: o.name.clone(),
-                uid: o.uid.clone(),
-            }),
-            labels: meta.labels.unwrap_or_default().into(),
-            annotations: meta.annotations.unwrap_or_default().into(),
-            json: object.json,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,12 +510,8 @@ mod tests {
         assert!(!cached.json.contains("managedFields"));
         assert_eq!(cached.key, ObjectKey::new("shop", "web"));
         assert_eq!(
-            (
-                cached.uid.as_str(),
-                cached.resource_version.as_str(),
-                cached.generation
-            ),
-            ("u1", "7", 3)
+            (cached.resource_version.as_str(), cached.generation),
+            ("7", 3)
         );
         let owner = cached.controller.as_ref().unwrap();
         assert_eq!(
@@ -223,5 +536,53 @@ mod tests {
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"x":-4.2611357284857228e+68}"#;
         let cached = CachedObject::from(serde_json::from_str::<WatchedObject>(json).unwrap());
         assert_eq!(cached.value()["x"].as_f64(), Some(-4.2611357284857228e+68));
+    }
+
+    #[test]
+    fn members_are_copied_as_sent_and_the_last_occurrence_is_the_one_parsed() {
+        let json = r#"{"kind":"ConfigMap","metadata":{"managedFields":[{"manager":"a"}],"name":"a","labels":{"x":"1"},
+            "managedFields":null,"name":"b","labels":{"x":"2"}},"data":{"k":"v\"\u00e9","n":[1,2.5,-3,true,null,{}]},"apiVersion":"v1"}"#;
+        let cached = CachedObject::from(serde_json::from_str::<WatchedObject>(json).unwrap());
+        assert_eq!(
+            &*cached.json,
+            r#"{"kind":"ConfigMap","metadata":{"name":"a","labels":{"x":"1"},"name":"b","labels":{"x":"2"}},"data":{"k":"v\"é","n":[1,2.5,-3,true,null,{}]},"apiVersion":"v1"}"#
+        );
+        assert_eq!(cached.key.name, "b");
+        assert_eq!(cached.labels.get("x"), Some("2"));
+        assert_eq!(cached.value()["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn objects_without_metadata_or_with_mistyped_fields_are_refused() {
+        for json in [
+            r#"{"kind":"ConfigMap"}"#,
+            r#"{"metadata":null}"#,
+            r#"{"metadata":{"labels":{"a":1}}}"#,
+            r#"{"metadata":{"generation":"3"}}"#,
+            r#"[]"#,
+        ] {
+            assert!(
+                serde_json::from_str::<WatchedObject>(json).is_err(),
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn equal_maps_are_interned_and_unused_ones_dropped() {
+        let mut interner = Interner::default();
+        let map = |i: usize| StringMap::from_iter([("app".to_owned(), i.to_string())]);
+        let first = interner.intern(map(0));
+        let again = interner.intern(map(0));
+        assert!(Arc::ptr_eq(&first.0, &again.0));
+        for i in 1..1000 {
+            interner.intern(map(i));
+        }
+        assert!(
+            interner.maps.len() < 200,
+            "{} maps kept",
+            interner.maps.len()
+        );
+        assert!(interner.maps.contains(&first), "a map in use was dropped");
     }
 }

@@ -1,6 +1,8 @@
 //! The cost of one reconcile dispatch — store, instantiate, call, one 4 KiB cache get — in fresh
 //! and warm instance modes, beside the bare wasmtime floor for the same component measured in
-//! the same run: its `InstancePre` instantiated and called with no host work.
+//! the same run: its `InstancePre` instantiated and called with no host work. Every figure is
+//! measured in each of [`REPEATS`] repeats that alternate floor and wasmop, and printed as the
+//! median of the repeats with their range.
 //!
 //! Run with `cargo bench -p wasmop --bench dispatch` after building the guests.
 
@@ -17,14 +19,14 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 mod support;
 
-use support::{median, repo};
+use support::{Spread, median, repo};
 
 mod floor {
     wasmtime::component::bindgen!({ world: "reconciler", path: "../wit", exports: { default: async } });
 }
 
 const ROUNDS: usize = 2000;
-/// Each measurement is repeated, alternating floor and wasmop, so the machine's noise hits both.
+/// Repeats of every figure, alternating floor and wasmop, so the machine's noise hits both.
 const REPEATS: usize = 5;
 
 struct Bare {
@@ -64,14 +66,8 @@ async fn measure<F: AsyncFnMut()>(mut once: F) -> Duration {
     median(samples)
 }
 
-/// The median cost of one wasmop dispatch of `key`; an empty namespace makes guest-bench skip its
-/// cache get, so only the host's own dispatch work is measured.
-async fn wasmop_dispatch(
-    runtime: &Runtime,
-    component: &Path,
-    mode: InstanceMode,
-    key: ObjectKey,
-) -> Duration {
+/// guest-bench loaded into wasmop against an in-memory host holding a 4 KiB ConfigMap.
+async fn wasmop_plugin(runtime: &Runtime, component: &Path, mode: InstanceMode) -> Plugin {
     let host = MemoryHost::new();
     let padding = "x".repeat(4000);
     host.insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "bench", "name": "four-kib"}, "data": {"payload": padding}}));
@@ -79,68 +75,97 @@ async fn wasmop_dispatch(
         mode,
         ..PluginOptions::default()
     };
-    let plugin: Plugin = runtime
-        .load(component, options, |_| host.services())
+    runtime
+        .load(component, options, move |_| host.services())
         .await
-        .expect("guest-bench loads");
+        .expect("guest-bench loads")
+}
+
+/// The median cost of one wasmop dispatch of `key`; an empty namespace makes guest-bench skip its
+/// cache get, so only the host's own dispatch work is measured.
+async fn wasmop_dispatch(plugin: &Plugin, key: &ObjectKey) -> Duration {
     measure(async || {
-        plugin.reconcile(&key).await.expect("reconcile succeeds");
+        plugin.reconcile(key).await.expect("reconcile succeeds");
     })
     .await
 }
 
-fn floor_engine() -> Engine {
-    let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(100).max_memory_size(1 << 30);
-    let mut config = Config::new();
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&config).expect("the floor engine starts")
+/// The bare wasmtime floor: guest-bench's `InstancePre` on a plain pooling engine, its imports
+/// stubbed, no host work around the call.
+struct Floor {
+    engine: Engine,
+    pre: floor::ReconcilerPre<Bare>,
+    request: floor::wasmop::reconciler::types::ObjectKey,
 }
 
-async fn floor_dispatch(component: &Path, warm: bool) -> Duration {
-    let engine = floor_engine();
-    let component = Component::from_file(&engine, component).expect("guest-bench compiles");
-    let mut linker: Linker<Bare> = Linker::new(&engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("WASI links");
-    linker
-        .define_unknown_imports_as_traps(&component)
-        .expect("stub imports");
-    let pre = floor::ReconcilerPre::new(linker.instantiate_pre(&component).expect("links"))
-        .expect("typed");
-    let request = floor::wasmop::reconciler::types::ObjectKey {
-        namespace: String::new(),
-        name: String::new(),
-    };
-    if warm {
-        let mut store = bare_store(&engine);
-        let instance = pre
+impl Floor {
+    fn new(component: &Path) -> Floor {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(100).max_memory_size(1 << 30);
+        let mut config = Config::new();
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).expect("the floor engine starts");
+        let component = Component::from_file(&engine, component).expect("guest-bench compiles");
+        let mut linker: Linker<Bare> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("WASI links");
+        linker
+            .define_unknown_imports_as_traps(&component)
+            .expect("stub imports");
+        let pre = floor::ReconcilerPre::new(linker.instantiate_pre(&component).expect("links"))
+            .expect("typed");
+        let request = floor::wasmop::reconciler::types::ObjectKey {
+            namespace: String::new(),
+            name: String::new(),
+        };
+        Floor {
+            engine,
+            pre,
+            request,
+        }
+    }
+
+    async fn instance(&self) -> (Store<Bare>, floor::Reconciler) {
+        let mut store = bare_store(&self.engine);
+        let instance = self
+            .pre
             .instantiate_async(&mut store)
             .await
             .expect("instantiates");
-        measure(async || call(&instance, &mut store, &request).await).await
-    } else {
-        measure(async || {
-            let mut store = bare_store(&engine);
-            let instance = pre
-                .instantiate_async(&mut store)
-                .await
-                .expect("instantiates");
-            call(&instance, &mut store, &request).await
-        })
-        .await
+        (store, instance)
+    }
+
+    async fn call(&self, instance: &floor::Reconciler, store: &mut Store<Bare>) {
+        instance
+            .call_reconcile(store, &self.request)
+            .await
+            .expect("calls")
+            .expect("done");
+    }
+
+    /// The median cost of one call, in a new instance each time unless `warm`.
+    async fn dispatch(&self, warm: bool) -> Duration {
+        if warm {
+            let (mut store, instance) = self.instance().await;
+            measure(async || self.call(&instance, &mut store).await).await
+        } else {
+            measure(async || {
+                let (mut store, instance) = self.instance().await;
+                self.call(&instance, &mut store).await
+            })
+            .await
+        }
     }
 }
 
-async fn call(
-    instance: &floor::Reconciler,
-    store: &mut Store<Bare>,
-    request: &floor::wasmop::reconciler::types::ObjectKey,
-) {
-    instance
-        .call_reconcile(store, request)
-        .await
-        .expect("calls")
-        .expect("done");
+/// One instance mode's figures, one per repeat.
+struct Row {
+    mode: &'static str,
+    warm: bool,
+    bare: Plugin,
+    with_get: Plugin,
+    floor_times: Vec<Duration>,
+    bare_times: Vec<Duration>,
+    get_times: Vec<Duration>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -152,6 +177,7 @@ async fn main() {
         component.display()
     );
     let runtime = Runtime::new(RuntimeConfig::default()).expect("the runtime starts");
+    let floor = Floor::new(&component);
 
     let get = ObjectKey::new("bench", "four-kib");
     let nothing = ObjectKey::default();
@@ -164,30 +190,53 @@ async fn main() {
         ("fresh", InstanceMode::Fresh, false),
         ("warm", warm_mode, true),
     ] {
-        let floor = floor_dispatch(&component, warm).await;
-        let bare = wasmop_dispatch(&runtime, &component, instances, nothing.clone()).await;
-        let with_get = wasmop_dispatch(&runtime, &component, instances, get.clone()).await;
-        rows.push((mode, floor, bare, with_get));
+        rows.push(Row {
+            mode,
+            warm,
+            bare: wasmop_plugin(&runtime, &component, instances).await,
+            with_get: wasmop_plugin(&runtime, &component, instances).await,
+            floor_times: Vec::with_capacity(REPEATS),
+            bare_times: Vec::with_capacity(REPEATS),
+            get_times: Vec::with_capacity(REPEATS),
+        });
+    }
+    for repeat in 1..=REPEATS {
+        eprintln!("[dispatch] repeat {repeat}/{REPEATS}");
+        for row in &mut rows {
+            row.floor_times.push(floor.dispatch(row.warm).await);
+            row.bare_times
+                .push(wasmop_dispatch(&row.bare, &nothing).await);
+            row.get_times
+                .push(wasmop_dispatch(&row.with_get, &get).await);
+        }
     }
 
-    let micros = |d: Duration| d.as_secs_f64() * 1e6;
+    let micros = |times: &[Duration]| Spread::of(times.iter().map(|d| d.as_secs_f64() * 1e6));
+    let ratios = |times: &[Duration], floors: &[Duration]| {
+        Spread::of(
+            times
+                .iter()
+                .zip(floors)
+                .map(|(time, floor)| time.as_secs_f64() / floor.as_secs_f64()),
+        )
+    };
     let size = std::fs::metadata(&component).map(|m| m.len()).unwrap_or(0);
     println!(
-        "one reconcile dispatch of guest-bench ({size} bytes): median of {REPEATS} alternating runs, each the median of {ROUNDS} calls"
+        "one reconcile dispatch of guest-bench ({size} bytes): median (min–max) over {REPEATS} alternating repeats, each figure of a repeat the median of {ROUNDS} calls; ratios are to the same repeat's floor"
     );
     println!(
-        "{:<6} {:>14} {:>16} {:>7} {:>20} {:>7}",
-        "mode", "wasmtime floor", "wasmop, no get", "ratio", "wasmop + 4 KiB get", "ratio"
+        "| mode | wasmtime floor, µs | wasmop, no get, µs | ratio | wasmop + 4 KiB get, µs | ratio |"
     );
-    for (mode, floor, bare, with_get) in rows {
-        let ratio = |d: Duration| micros(d) / micros(floor);
+    println!("|---|---|---|---|---|---|");
+    for row in rows {
         println!(
-            "{mode:<6} {:>11.2} µs {:>13.2} µs {:>6.2}x {:>17.2} µs {:>6.2}x",
-            micros(floor),
-            micros(bare),
-            ratio(bare),
-            micros(with_get),
-            ratio(with_get)
+            "| {} | {} | {} | {}x | {} | {}x |",
+            row.mode,
+            micros(&row.floor_times).show(2),
+            micros(&row.bare_times).show(2),
+            ratios(&row.bare_times, &row.floor_times).show(2),
+            micros(&row.get_times).show(2),
+            ratios(&row.get_times, &row.floor_times).show(2),
         );
     }
 }

@@ -5,15 +5,16 @@
 //! written), then the converged WebApp reconciled again (reads only), in fresh and warm instance
 //! modes — and the JSON bytes the host hands the guest per reconcile (cache reads and the objects
 //! writes return). The objects live in the in-memory host, so the figures are the plugin's and
-//! the host's, not an apiserver's. Repeats alternate the languages so the machine's noise hits
-//! all.
+//! the host's, not an apiserver's. Every repeat loads each language anew (a new empty compile
+//! cache) and measures every figure once; repeats alternate the languages so the machine's noise
+//! hits all, and each figure is printed as the median of the repeats with their range.
 //!
 //! Run with `cargo bench -p wasmop --bench languages` after `make guests`; a language whose
 //! component is not built is listed as missing.
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +24,7 @@ use wasmop::runtime::memory::MemoryHost;
 use wasmop::runtime::{InstanceMode, Plugin, PluginOptions, Runtime, RuntimeConfig};
 
 use support::counting::{Counter, counted};
-use support::{median, repo};
+use support::{Spread, median, repo};
 
 /// The languages, by the file their `webapp` builds to under `target/components/`.
 const LANGUAGES: [(&str, &str); 4] = [
@@ -32,29 +33,50 @@ const LANGUAGES: [(&str, &str); 4] = [
     ("TypeScript", "webapp-js.wasm"),
     ("Go", "webapp-go.wasm"),
 ];
-/// Runs of the reconcile measurements per language, alternating languages.
+/// Repeats of every measurement per language, alternating languages.
 const REPEATS: usize = 3;
-/// New WebApps reconciled per run.
+/// New WebApps reconciled per repeat.
 const CREATES: usize = 20;
-/// Reconciles of converged WebApps per run and instance mode.
+/// Reconciles of converged WebApps per repeat and instance mode.
 const CONVERGED: usize = 100;
 /// Reconciles a new WebApp may take to stop writing.
 const SETTLE_ROUNDS: usize = 5;
 
-/// One language's plugin, loaded twice (fresh and warm instances) against its own objects.
+/// One language's plugin in one repeat, loaded twice (fresh instances from an empty compile
+/// cache, warm ones from the cache) against its own objects.
 struct Subject {
     name: &'static str,
-    size: u64,
     cold_load: Duration,
     cached_load: Duration,
     host: Arc<MemoryHost>,
     bytes: Arc<Counter>,
     fresh: Plugin,
     warm: Plugin,
-    created: usize,
+    /// The runtimes the plugins were loaded into, kept so their epoch tickers run.
+    _runtimes: [Runtime; 2],
+    /// The compile cache the runtimes were given.
+    _cache: tempfile::TempDir,
     create: Vec<Duration>,
     converged_fresh: Vec<Duration>,
     converged_warm: Vec<Duration>,
+}
+
+/// One repeat's figures for one language.
+struct Repeat {
+    cold_load: Duration,
+    cached_load: Duration,
+    mean_instantiation: Duration,
+    create: Duration,
+    converged_fresh: Duration,
+    converged_warm: Duration,
+}
+
+/// One language's repeats, and the JSON bytes its reconciles were handed over all of them.
+struct Language {
+    name: &'static str,
+    file: PathBuf,
+    size: u64,
+    repeats: Vec<Repeat>,
     create_bytes: Vec<usize>,
     converged_bytes: Vec<usize>,
 }
@@ -111,19 +133,17 @@ impl Subject {
         let (warm, cached_load) = load(&cached, file, &host, &bytes, warm_mode).await;
         Subject {
             name,
-            size: std::fs::metadata(file).map(|m| m.len()).unwrap_or(0),
             cold_load,
             cached_load,
             host,
             bytes,
             fresh,
             warm,
-            created: 0,
+            _runtimes: [cold, cached],
+            _cache: cache,
             create: Vec::new(),
             converged_fresh: Vec::new(),
             converged_warm: Vec::new(),
-            create_bytes: Vec::new(),
-            converged_bytes: Vec::new(),
         }
     }
 
@@ -138,14 +158,14 @@ impl Subject {
         (took, !self.host.take_writes().is_empty())
     }
 
-    /// One run: new WebApps reconciled until they settle, then converged ones re-reconciled.
-    async fn run(&mut self) {
-        let first = self.created;
-        for i in first..first + CREATES {
+    /// One repeat: new WebApps reconciled until they settle, then converged ones re-reconciled;
+    /// the JSON bytes handed to the guest go to `language`.
+    async fn run(mut self, language: &mut Language) -> Repeat {
+        for i in 0..CREATES {
             self.host.insert(webapp(i));
             self.bytes.take();
             let (took, wrote) = self.reconcile(&self.fresh, &key(i)).await;
-            self.create_bytes.push(self.bytes.take());
+            language.create_bytes.push(self.bytes.take());
             assert!(
                 wrote,
                 "{}: a new WebApp was reconciled without a write",
@@ -155,14 +175,13 @@ impl Subject {
             self.settle(&key(i)).await;
             self.bytes.take();
         }
-        self.created += CREATES;
         for round in 0..CONVERGED {
-            let key = key(round % self.created);
+            let key = key(round % CREATES);
             for warm in [false, true] {
                 let plugin = if warm { &self.warm } else { &self.fresh };
                 let (took, wrote) = self.reconcile(plugin, &key).await;
                 assert!(!wrote, "{}: the converged {key} was written", self.name);
-                self.converged_bytes.push(self.bytes.take());
+                language.converged_bytes.push(self.bytes.take());
                 let samples = if warm {
                     &mut self.converged_warm
                 } else {
@@ -170,6 +189,15 @@ impl Subject {
                 };
                 samples.push(took);
             }
+        }
+        let (count, total) = self.fresh.instantiations();
+        Repeat {
+            cold_load: self.cold_load,
+            cached_load: self.cached_load,
+            mean_instantiation: total / u32::try_from(count.max(1)).unwrap_or(u32::MAX),
+            create: median(self.create),
+            converged_fresh: median(self.converged_fresh),
+            converged_warm: median(self.converged_warm),
         }
     }
 
@@ -184,35 +212,46 @@ impl Subject {
             self.name
         );
     }
-
-    fn mean_instantiation(&self) -> Duration {
-        let (count, total) = self.fresh.instantiations();
-        total / u32::try_from(count.max(1)).unwrap_or(u32::MAX)
-    }
 }
 
-fn print(subjects: Vec<Subject>, missing: &[&str]) {
-    let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
+/// One figure of `language` over its repeats, in seconds times `unit`, as `median (min–max)`.
+fn spread(
+    language: &Language,
+    figure: fn(&Repeat) -> Duration,
+    unit: f64,
+    decimals: usize,
+) -> String {
+    Spread::of(
+        language
+            .repeats
+            .iter()
+            .map(|repeat| figure(repeat).as_secs_f64() * unit),
+    )
+    .show(decimals)
+}
+
+fn print(languages: &[Language], missing: &[&str]) {
+    const MS: f64 = 1e3;
     println!(
-        "webapp per guest language: medians over {REPEATS} alternating runs ({CREATES} new WebApps, {CONVERGED} converged reconciles per mode each)"
+        "webapp per guest language: median (min–max) over {REPEATS} alternating repeats; each repeat loads every language anew and reconciles {CREATES} new WebApps and {CONVERGED} converged ones per mode; a reconcile figure of a repeat is the median of its reconciles, instantiate the mean of its fresh instances; JSON bytes are medians over all repeats"
     );
     println!(
-        "| language | component | load, empty cache | load, cached | instantiate (mean) | new WebApp, fresh | converged, fresh | converged, warm | JSON to guest, new / converged |"
+        "| language | component | load, empty cache, s | load, cached, ms | instantiate (mean), ms | new WebApp, fresh, ms | converged, fresh, ms | converged, warm, ms | JSON to guest, new / converged |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for s in subjects {
+    for language in languages {
         println!(
-            "| {} | {:.1} MiB | {:.2} s | {} | {} | {} | {} | {} | {} / {} B |",
-            s.name,
-            s.size as f64 / (1 << 20) as f64,
-            s.cold_load.as_secs_f64(),
-            ms(s.cached_load),
-            ms(s.mean_instantiation()),
-            ms(median(s.create.clone())),
-            ms(median(s.converged_fresh.clone())),
-            ms(median(s.converged_warm.clone())),
-            median(s.create_bytes.clone()),
-            median(s.converged_bytes.clone()),
+            "| {} | {:.1} MiB | {} | {} | {} | {} | {} | {} | {} / {} B |",
+            language.name,
+            language.size as f64 / (1 << 20) as f64,
+            spread(language, |r| r.cold_load, 1.0, 2),
+            spread(language, |r| r.cached_load, MS, 1),
+            spread(language, |r| r.mean_instantiation, MS, 3),
+            spread(language, |r| r.create, MS, 2),
+            spread(language, |r| r.converged_fresh, MS, 2),
+            spread(language, |r| r.converged_warm, MS, 3),
+            median(language.create_bytes.clone()),
+            median(language.converged_bytes.clone()),
         );
     }
     for name in missing {
@@ -223,7 +262,7 @@ fn print(subjects: Vec<Subject>, missing: &[&str]) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let components = repo().join("target/components");
-    let mut subjects = Vec::new();
+    let mut languages = Vec::new();
     let mut missing = Vec::new();
     for (name, file) in LANGUAGES {
         let file = components.join(file);
@@ -235,14 +274,26 @@ async fn main() {
             missing.push(name);
             continue;
         }
-        eprintln!("[languages] {name}: compiling {} ...", file.display());
-        subjects.push(Subject::load(name, &file).await);
+        languages.push(Language {
+            name,
+            size: std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0),
+            file,
+            repeats: Vec::with_capacity(REPEATS),
+            create_bytes: Vec::new(),
+            converged_bytes: Vec::new(),
+        });
     }
     for repeat in 1..=REPEATS {
-        for subject in &mut subjects {
-            eprintln!("[languages] run {repeat}/{REPEATS}: {}", subject.name);
-            subject.run().await;
+        for language in &mut languages {
+            eprintln!(
+                "[languages] repeat {repeat}/{REPEATS}: {} (compiling {})",
+                language.name,
+                language.file.display()
+            );
+            let subject = Subject::load(language.name, &language.file).await;
+            let figures = subject.run(language).await;
+            language.repeats.push(figures);
         }
     }
-    print(subjects, &missing);
+    print(&languages, &missing);
 }

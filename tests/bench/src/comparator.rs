@@ -15,8 +15,8 @@ enum Runner {
     KubeRs,
     /// The kopf operator in Python (`tests/bench/kopf`), in its virtualenv.
     Kopf,
-    /// The wasmop host with the `webapp` plugin built to this component.
-    Wasmop(&'static str),
+    /// The wasmop host with these components loaded, the `webapp` plugin first.
+    Wasmop(&'static [&'static str]),
 }
 
 /// One operator of the comparison.
@@ -39,17 +39,35 @@ pub const ALL: [Comparator; 5] = [
     },
     Comparator {
         name: "wasmop + Rust",
-        runner: Runner::Wasmop("webapp.wasm"),
+        runner: Runner::Wasmop(&["webapp.wasm"]),
     },
     Comparator {
         name: "wasmop + Python",
-        runner: Runner::Wasmop("webapp-python.wasm"),
+        runner: Runner::Wasmop(&["webapp-python.wasm"]),
     },
     Comparator {
         name: "kopf",
         runner: Runner::Kopf,
     },
 ];
+
+/// wasmop with ten plugins loaded (the Rust `webapp`, the example plugins and test guests), for
+/// the idle memory of a host that runs many; not one of the compared operators.
+pub const TEN_PLUGINS: Comparator = Comparator {
+    name: "wasmop + 10 plugins",
+    runner: Runner::Wasmop(&[
+        "webapp.wasm",
+        "configmap-sync.wasm",
+        "hello.wasm",
+        "guest-good.wasm",
+        "guest-bench.wasm",
+        "guest-slow.wasm",
+        "guest-undeclared-write.wasm",
+        "guest-hostile.wasm",
+        "guest-hog.wasm",
+        "guest-panic.wasm",
+    ]),
+};
 
 impl Comparator {
     /// The comparator whose name, lowercased with spaces and `+` dropped, is `key`
@@ -101,27 +119,28 @@ impl Comparator {
                 command.arg(repo.join("tests/bench/kopf/webapp.py"));
                 command
             }
-            Runner::Wasmop(component) => {
+            Runner::Wasmop(components) => {
                 let program = built(
                     repo,
                     "target/release/wasmop",
                     "cargo build --release --bin wasmop",
                 )?;
-                let plugin = built(
-                    repo,
-                    &format!("target/components/{component}"),
-                    "make guests",
-                )?;
                 let mut command = Command::new(program);
-                command
-                    .args(["run", "--namespaces", namespace, "--plugin"])
-                    .arg(plugin)
-                    .args([
-                        "--metrics-bind-address",
-                        "0",
-                        "--health-probe-bind-address",
-                        "0",
-                    ]);
+                command.args(["run", "--namespaces", namespace]);
+                for component in components {
+                    let plugin = built(
+                        repo,
+                        &format!("target/components/{component}"),
+                        "make guests",
+                    )?;
+                    command.arg("--plugin").arg(plugin);
+                }
+                command.args([
+                    "--metrics-bind-address",
+                    "0",
+                    "--health-probe-bind-address",
+                    "0",
+                ]);
                 command
             }
         };

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::comparator::TEN_PLUGINS;
 use crate::scenario::{CompileCache, Converge, Startup};
 
 /// Every run of one bench invocation.
@@ -206,7 +207,8 @@ impl Results {
         let baseline = self.baseline();
         let _ = writeln!(
             out,
-            "\n**Idle** (one WebApp converged, nothing to do: RSS, and CPU over 5 s, from the {smallest}-WebApp runs)\n"
+            "\n**Idle** (one WebApp converged, nothing to do: RSS 3 s after it did, and CPU over the next 5 s, from the {smallest}-WebApp runs; {} started the same way in the start-up runs' empty namespace)\n",
+            TEN_PLUGINS.name
         );
         out.push_str("| operator | idle RSS | ratio | idle CPU |\n|---|---|---|---|\n");
         for name in &self.comparators {
@@ -219,6 +221,11 @@ impl Results {
                 rss.ratio(&self.converge(&baseline, smallest, |r| r.idle_rss)),
                 cpu.ranged(2),
             );
+        }
+        let many = TEN_PLUGINS.name;
+        let rss = self.startup(many, (0, CompileCache::Warm), |r| r.rss);
+        if rss.runs > 0 {
+            let _ = writeln!(out, "| {many} | {} MiB | | |", rss.ranged(0));
         }
     }
 

@@ -289,8 +289,9 @@ pub struct GuestArgs {
     /// over the rate waits for its turn.
     #[arg(long, env = "WASMOP_WRITE_RATE", default_value = "500:1000", value_parser = rate)]
     pub write_rate: Rate,
-    /// Events per second per plugin, and their burst; an event over it waits for its turn.
-    #[arg(long, env = "WASMOP_EVENT_RATE", default_value = "10:50", value_parser = rate)]
+    /// Events per second per plugin, and their burst; an event over it waits for its turn (the
+    /// write rate by default: a reconciler records one per object it creates).
+    #[arg(long, env = "WASMOP_EVENT_RATE", default_value = "500:1000", value_parser = rate)]
     pub event_rate: Rate,
     /// Log lines per second per plugin, and their burst; a line over it waits for its turn.
     #[arg(long, env = "WASMOP_LOG_RATE", default_value = "100:500", value_parser = rate)]

@@ -24,7 +24,8 @@ pub struct GuestLimits {
     pub map_keys: usize,
     /// Apiserver writes per second; a write over the rate waits for its turn.
     pub writes: Rate,
-    /// Events per second; an event over the rate waits for its turn.
+    /// Events per second; an event over the rate waits for its turn. Events are writes, and a
+    /// reconciler records one per object it creates, so they keep pace with writes by default.
     pub events: Rate,
     /// Log lines per second; a line over the rate waits for its turn.
     pub logs: Rate,
@@ -43,7 +44,7 @@ impl Default for GuestLimits {
             event_bytes: 1 << 10,
             map_keys: 10_000,
             writes: Rate::new(500.0, 1000),
-            events: Rate::new(10.0, 50),
+            events: Rate::new(500.0, 1000),
             logs: Rate::new(100.0, 500),
             requeues: Rate::new(100.0, 1000),
         }

@@ -121,11 +121,11 @@ fn rss() -> usize {
     kib * 1024
 }
 
-/// RSS once it has stopped falling: past jemalloc's decay of dirty pages (10 s), two readings a
-/// second apart within 0.5 %, or after a minute.
+/// RSS once it has stopped falling: past jemalloc's decay of dirty pages (1 s, set in
+/// `.cargo/config.toml`), two readings a second apart within 0.5 %, or after a minute.
 async fn settled_rss() -> usize {
     let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let mut last = rss();
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -91,6 +91,18 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Installs deploy/'s CRDs before a test's dry run of a kustomization holding them: the tests
+/// share one control plane, and a dry run that finds a CRD missing fails with AlreadyExists when
+/// another test installs it between the dry run's read and its create. can-i also resolves
+/// resources through discovery, so the CRDs must be served.
+async fn install_crds(plane: &ControlPlane) -> anyhow::Result<()> {
+    let crds = deploy().join("crds");
+    plane
+        .install_crds(&[crds.join("webapp.yaml"), crds.join("wasmreconciler.yaml")])
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Result<()> {
     within(LIMIT, "deploy/ on the real apiserver", async {
@@ -99,6 +111,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
         let deploy = deploy.to_str().expect("a UTF-8 path");
         // A dry run creates nothing, so the namespace its objects live in must exist already.
         kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
+        install_crds(plane).await?;
         let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", deploy]).await?;
         assert!(ok, "{printed}");
         for object in [
@@ -115,13 +128,6 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             assert!(printed.contains(object), "{object} missing from\n{printed}");
         }
 
-        // can-i resolves resources through discovery, so the CRD must be served.
-        plane
-            .install_crds(&[
-                format!("{deploy}/crds/webapp.yaml"),
-                format!("{deploy}/crds/wasmreconciler.yaml"),
-            ])
-            .await?;
         let rbac = format!("{deploy}/manager/rbac.yaml");
         let (ok, printed) = kubectl(plane, &["apply", "-n", "wasmop-system", "-f", &rbac]).await?;
         assert!(ok, "{printed}");
@@ -254,6 +260,7 @@ async fn the_identities_overlay_applies_and_matches_wasmop_rbac() -> anyhow::Res
             );
         }
         let _ = kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
+        install_crds(plane).await?;
         let overlay = overlay.to_str().expect("a UTF-8 path");
         let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", overlay]).await?;
         assert!(ok, "{printed}");

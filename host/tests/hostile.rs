@@ -379,6 +379,10 @@ async fn an_event_flood_waits_for_its_rate_and_memory_stays_bounded() -> anyhow:
         let options = PluginOptions {
             memory_limit: GUEST_MEMORY,
             reconcile_timeout: Some(Duration::from_secs(5)),
+            limits: GuestLimits {
+                events: Rate::new(10.0, 50),
+                ..GuestLimits::default()
+            },
             ..PluginOptions::default()
         };
         let hostile = Arc::new(arena.load("guest-hostile", options).await?);

@@ -1,8 +1,7 @@
 //! The one wasmtime [`Engine`] of the process: component model, async calls, a pooling
 //! allocator that makes a fresh instance per reconcile cheap, epoch interruption driven by a
 //! ticker thread that runs only while a guest call is in flight (an idle host never wakes for
-//! it), and an on-disk cache of compiled components keyed by content hash and engine
-//! configuration, so a restart does not recompile.
+//! it), and compiled components from the on-disk compile cache, so a restart does not recompile.
 //!
 //! Guest code is compiled by Winch, wasmtime's single-pass baseline compiler, not Cranelift: a
 //! first start must compile inside the pod's memory limit, and Cranelift's register allocator
@@ -13,23 +12,21 @@
 //! lower opt level or no address map save little.
 //!
 //! Components are compiled on a short-lived second engine with the same compilation settings
-//! and handed to the long-lived engine through the cache, so what the compiler allocates (its
-//! reusable contexts, Cranelift's for the trampolines) goes with it. The cache lives in the
-//! user's cache directory unless configured elsewhere; wasmtime bounds its size.
+//! and handed to the long-lived engine as artifacts of the compile cache ([`Artifacts`]), so what
+//! the compiler allocates (its reusable contexts, Cranelift's for the trampolines) goes with it,
+//! and the long-lived engine maps the code from the cache's file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::thread::Thread;
 use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{
-    Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig,
-    Strategy,
-};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 use crate::runtime::RuntimeError;
+use crate::runtime::artifacts::{Artifacts, default_cache_dir};
 use crate::runtime::bindings::Reconciler;
 use crate::runtime::host::StoreState;
 use crate::runtime::policy::Ceiling;
@@ -76,13 +73,9 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the engine and linker and starts the epoch ticker.
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
-        let (cache, compiler_cache) = (
-            open_cache(&config.cache_dir)?,
-            open_cache(&config.cache_dir)?,
-        );
-        let mut engine_config = pooled(compilation_config(), &config);
-        engine_config.cache(Some(cache.clone()));
-        let engine = Engine::new(&engine_config).map_err(RuntimeError::Engine)?;
+        let engine =
+            Engine::new(&pooled(compilation_config(), &config)).map_err(RuntimeError::Engine)?;
+        let artifacts = Arc::new(Artifacts::open(&config.cache_dir, &engine)?);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(RuntimeError::Engine)?;
         Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
@@ -92,8 +85,7 @@ impl Runtime {
             linker,
             compiler: Compiler {
                 engine: engine.clone(),
-                cache,
-                compiler_cache,
+                artifacts,
             },
             engine,
             config,
@@ -128,12 +120,12 @@ impl Runtime {
 
     /// Compiled components found in the on-disk cache so far.
     pub fn cache_hits(&self) -> usize {
-        self.compiler.compiler_cache.cache_hits()
+        self.compiler.artifacts.hits()
     }
 
     /// Compiled components that were not in the on-disk cache so far.
     pub fn cache_misses(&self) -> usize {
-        self.compiler.compiler_cache.cache_misses()
+        self.compiler.artifacts.misses()
     }
 
     /// How many times the epoch has advanced: only while a guest call is in flight.
@@ -164,90 +156,16 @@ impl Drop for Reservation {
 #[derive(Clone)]
 pub(crate) struct Compiler {
     engine: Engine,
-    cache: Cache,
-    compiler_cache: Cache,
+    artifacts: Arc<Artifacts>,
 }
 
 impl Compiler {
-    /// Compiles `bytes` on a throwaway engine unless the cache has them, then loads the result
-    /// from the cache into the runtime's engine. Blocking: call it off the async runtime.
+    /// Maps the component of `bytes` from the compile cache, compiling it first on a throwaway
+    /// engine when the cache has no artifact for it. Blocking: call it off the async runtime.
     pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
-        let mut config = compilation_config();
-        config.cache(Some(self.compiler_cache.clone()));
-        Component::new(&Engine::new(&config)?, bytes)?;
-        let misses = self.cache.cache_misses();
-        let component = Component::new(&self.engine, bytes)?;
-        if self.cache.cache_misses() > misses {
-            tracing::warn!("the compiled component was not found in the cache; compiled it again");
-        }
-        Ok(component)
-    }
-
-    /// Components the runtime's own engine had to compile (zero unless the cache failed).
-    #[cfg(test)]
-    fn resident_compiles(&self) -> usize {
-        self.cache.cache_misses()
-    }
-}
-
-fn open_cache(dir: &Path) -> Result<Cache, RuntimeError> {
-    private_dir(dir)?;
-    let mut config = CacheConfig::new();
-    config.with_directory(dir);
-    Cache::new(config).map_err(RuntimeError::Engine)
-}
-
-/// Makes `dir` (mode 0700 when it is new) and refuses it when another user owns it or anyone but
-/// its owner may write it: compiled code found there runs without being checked again, so only
-/// this user may put it there.
-fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let unsafe_cache = |reason: String| RuntimeError::CompileCache {
-        dir: dir.to_owned(),
-        reason,
-    };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| unsafe_cache(format!("cannot create it: {e}")))?;
-    let owner = std::fs::metadata(dir).map_err(|e| unsafe_cache(e.to_string()))?;
-    let me = current_uid().map_err(|e| unsafe_cache(e.to_string()))?;
-    if owner.uid() != me {
-        return Err(unsafe_cache(format!(
-            "it belongs to uid {}, not to this process's uid {me}",
-            owner.uid()
-        )));
-    }
-    if owner.mode() & 0o022 != 0 {
-        return Err(unsafe_cache(format!(
-            "its mode {:o} lets other users write compiled code into it",
-            owner.mode() & 0o777
-        )));
-    }
-    Ok(())
-}
-
-/// The uid this process runs as (the owner of its `/proc/self`).
-fn current_uid() -> std::io::Result<u32> {
-    use std::os::unix::fs::MetadataExt;
-    Ok(std::fs::metadata("/proc/self")?.uid())
-}
-
-/// `$XDG_CACHE_HOME/wasmop/compiled`, else `~/.cache/wasmop/compiled`, else a directory of this
-/// user's own under the temp dir (refused if someone else made it first).
-pub fn default_cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
-    match base {
-        Some(base) => base.join("wasmop").join("compiled"),
-        None => {
-            let uid = current_uid().unwrap_or(0);
-            std::env::temp_dir()
-                .join(format!("wasmop-{uid}"))
-                .join("compiled")
-        }
+        self.artifacts.load(&self.engine, bytes, |bytes| {
+            Engine::new(&compilation_config())?.precompile_component(bytes)
+        })
     }
 }
 
@@ -356,6 +274,7 @@ impl Drop for Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// The empty component: magic, component-model version and layer.
     const COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
@@ -370,12 +289,11 @@ mod tests {
     }
 
     #[test]
-    fn the_long_lived_engine_never_compiles() {
+    fn a_second_load_is_served_from_the_cache() {
         let dir = tempfile::tempdir().unwrap();
         let runtime = runtime_in(dir.path());
         runtime.compiler.compile(COMPONENT).unwrap();
         runtime.compiler.compile(COMPONENT).unwrap();
-        assert_eq!(runtime.compiler.resident_compiles(), 0);
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
     }
 
@@ -394,26 +312,7 @@ mod tests {
         drop(first);
         let restarted = Runtime::new(config).unwrap();
         restarted.compiler.compile(&bytes).unwrap();
-        assert_eq!(restarted.compiler.resident_compiles(), 0);
         assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
-    }
-
-    #[test]
-    fn a_compile_cache_others_may_write_is_refused() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let cache = dir.path().join("compiled");
-        private_dir(&cache).expect("a new cache is made private");
-        let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let refused = Runtime::new(RuntimeConfig {
-            cache_dir: cache,
-            ..RuntimeConfig::default()
-        })
-        .err()
-        .expect("a world-writable cache is refused");
-        assert!(refused.to_string().contains("mode 777"), "{refused}");
     }
 
     /// Waits out the tick that may be under way, then reads the ticks over many ticks' time.

@@ -1,7 +1,7 @@
 //! The WebAssembly runtime: the only part of the host that knows wasmtime.
 //!
 //! One [`Runtime`] per process owns the engine (component model, pooling allocator, epoch
-//! interruption, compiled-component cache) and a linker with WASI p2 — with nothing granted: no
+//! interruption), the compile cache, and a linker with WASI p2 — with nothing granted: no
 //! files, sockets, environment or arguments — and the `wasmop:reconciler` imports. A [`Plugin`]
 //! is one loaded component version; each call runs in a fresh instance (or a warm one from its
 //! pool) under a memory cap and a deadline. Everything a guest hands the host passes one boundary
@@ -10,6 +10,7 @@
 //! trap, loop, exhaust memory, write what it did not declare, send malformed JSON — ends as a
 //! typed error naming the plugin; the host and other plugins carry on.
 
+mod artifacts;
 mod bindings;
 pub(crate) mod boundary;
 mod budget;
@@ -25,8 +26,9 @@ mod plugin;
 mod policy;
 pub(crate) mod registration;
 
+pub use artifacts::{CACHE_LIMIT, default_cache_dir};
 pub use budget::Refusal;
-pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig, default_cache_dir};
+pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;
 pub use imports::{Observer, Services};

@@ -1,0 +1,341 @@
+//! The compile cache: each component compiled once into a wasmtime artifact file in a private
+//! directory, keyed by the component's sha256 and the engine's compilation settings, and mapped
+//! from there into the engine on every load. A mapped artifact's code and memory image are pages
+//! of the file: resident only where touched, shared by every instance, and given back by the
+//! kernel under pressure, where a copied artifact would be private memory for as long as the
+//! plugin is loaded.
+//!
+//! Invariants, which make mapping an artifact sound: only this process's user may write the
+//! directory (checked when it is opened); an artifact is written under a temporary name and renamed
+//! into place, never modified afterwards, so a mapping keeps the bytes it loaded; the engine
+//! checks each artifact's settings before using it, and one it refuses is compiled again. The
+//! directory holds at most [`CACHE_LIMIT`] bytes, the least recently used artifacts going first.
+
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::runtime::RuntimeError;
+
+/// The most bytes of artifacts the cache directory keeps.
+pub const CACHE_LIMIT: u64 = 1 << 30;
+
+/// The file name suffix of an artifact.
+const SUFFIX: &str = ".cwasm";
+
+/// A private directory of compiled components for one engine's settings.
+pub(crate) struct Artifacts {
+    dir: PathBuf,
+    settings: String,
+    limit: u64,
+    hits: AtomicUsize,
+    misses: AtomicUsize,
+}
+
+impl Artifacts {
+    /// Opens (creating it private if new) the cache in `dir` for artifacts `engine` can load.
+    pub(crate) fn open(dir: &Path, engine: &Engine) -> Result<Self, RuntimeError> {
+        private_dir(dir)?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        Ok(Artifacts {
+            dir: dir.to_owned(),
+            settings: format!("{:016x}", hasher.finish()),
+            limit: CACHE_LIMIT,
+            hits: AtomicUsize::new(0),
+            misses: AtomicUsize::new(0),
+        })
+    }
+
+    /// The component of `bytes` for `engine`: mapped from its artifact when the cache has one the
+    /// engine accepts, else compiled by `compile` (which returns the artifact), stored, and mapped.
+    /// Blocking: call it off the async runtime.
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        compile: impl FnOnce(&[u8]) -> wasmtime::Result<Vec<u8>>,
+    ) -> wasmtime::Result<Component> {
+        let path = self.path(bytes);
+        if path.exists() {
+            match map(engine, &path) {
+                Ok(component) => {
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    touch(&path);
+                    return Ok(component);
+                }
+                Err(error) => tracing::warn!(
+                    artifact = %path.display(),
+                    "the cached artifact was refused, compiling again: {error:#}"
+                ),
+            }
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let artifact = compile(bytes)?;
+        self.store(&path, &artifact)?;
+        drop(artifact);
+        self.evict(&path);
+        map(engine, &path)
+    }
+
+    /// Loads served from the cache so far.
+    pub(crate) fn hits(&self) -> usize {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Loads that had to compile so far.
+    pub(crate) fn misses(&self) -> usize {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    fn path(&self, bytes: &[u8]) -> PathBuf {
+        let digest = Sha256::digest(bytes);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{hex}-{}{SUFFIX}", self.settings))
+    }
+
+    /// Writes `artifact` to `path` through a temporary file renamed into place.
+    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+        let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+        file.write_all(artifact)?;
+        file.as_file().sync_data()?;
+        file.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Removes the least recently used artifacts, never `keep`, until the rest fit the limit.
+    fn evict(&self, keep: &Path) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut artifacts: Vec<(SystemTime, u64, PathBuf)> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(SUFFIX))
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                Some((meta.modified().ok()?, meta.len(), e.path()))
+            })
+            .collect();
+        artifacts.sort();
+        let mut total: u64 = artifacts.iter().map(|(_, len, _)| len).sum();
+        for (_, len, path) in artifacts {
+            if total <= self.limit {
+                break;
+            }
+            if path != keep && std::fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
+        }
+    }
+}
+
+/// Maps the artifact at `path` into `engine`.
+#[allow(unsafe_code)]
+fn map(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: wasmtime requires the file to be an artifact of `Engine::precompile_component` that
+    // is not modified while mapped. Only this user may write the cache directory (`private_dir`),
+    // this module writes each artifact whole under a temporary name before renaming it into
+    // place and never writes it again (eviction unlinks, which leaves mappings intact), and
+    // wasmtime checks the artifact's header and settings against `engine` before using it.
+    unsafe { Component::deserialize_file(engine, path) }
+}
+
+/// Marks the artifact at `path` as used now, for eviction's order.
+fn touch(path: &Path) {
+    if let Ok(file) = File::options().write(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
+/// Makes `dir` (mode 0700 when it is new) and refuses it when another user owns it or anyone but
+/// its owner may write it: compiled code found there runs without being checked again, so only
+/// this user may put it there.
+fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let unsafe_cache = |reason: String| RuntimeError::CompileCache {
+        dir: dir.to_owned(),
+        reason,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| unsafe_cache(format!("cannot create it: {e}")))?;
+    let owner = std::fs::metadata(dir).map_err(|e| unsafe_cache(e.to_string()))?;
+    let me = current_uid().map_err(|e| unsafe_cache(e.to_string()))?;
+    if owner.uid() != me {
+        return Err(unsafe_cache(format!(
+            "it belongs to uid {}, not to this process's uid {me}",
+            owner.uid()
+        )));
+    }
+    if owner.mode() & 0o022 != 0 {
+        return Err(unsafe_cache(format!(
+            "its mode {:o} lets other users write compiled code into it",
+            owner.mode() & 0o777
+        )));
+    }
+    Ok(())
+}
+
+/// The uid this process runs as (the owner of its `/proc/self`).
+fn current_uid() -> std::io::Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata("/proc/self")?.uid())
+}
+
+/// `$XDG_CACHE_HOME/wasmop/compiled`, else `~/.cache/wasmop/compiled`, else a directory of this
+/// user's own under the temp dir (refused if someone else made it first).
+pub fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
+    match base {
+        Some(base) => base.join("wasmop").join("compiled"),
+        None => {
+            let uid = current_uid().unwrap_or(0);
+            std::env::temp_dir()
+                .join(format!("wasmop-{uid}"))
+                .join("compiled")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The empty component: magic, component-model version and layer.
+    const COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    fn engine() -> Engine {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        Engine::new(&config).unwrap()
+    }
+
+    fn precompile(engine: &Engine) -> impl Fn(&[u8]) -> wasmtime::Result<Vec<u8>> + '_ {
+        |bytes| engine.precompile_component(bytes)
+    }
+
+    fn artifacts_in(dir: &Path) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn a_loaded_component_is_mapped_from_its_artifact_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        let component = artifacts
+            .load(&engine, COMPONENT, precompile(&engine))
+            .unwrap();
+        let files = artifacts_in(dir.path());
+        assert_eq!(files.len(), 1, "one artifact, no temporary file left");
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(
+            maps.contains(&*files[0].to_string_lossy()),
+            "{} is not mapped",
+            files[0].display()
+        );
+        drop(component);
+    }
+
+    #[test]
+    fn a_corrupt_artifact_is_compiled_again_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        artifacts
+            .load(&engine, COMPONENT, precompile(&engine))
+            .unwrap();
+        let file = artifacts_in(dir.path()).remove(0);
+        std::fs::write(&file, b"not an artifact").unwrap();
+        artifacts
+            .load(&engine, COMPONENT, precompile(&engine))
+            .expect("compiled again");
+        assert_eq!((artifacts.hits(), artifacts.misses()), (0, 2));
+        artifacts
+            .load(&engine, COMPONENT, |_| panic!("served from the cache"))
+            .unwrap();
+        assert_eq!((artifacts.hits(), artifacts.misses()), (1, 2));
+    }
+
+    #[test]
+    fn another_engines_settings_miss_instead_of_loading_its_artifacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        Artifacts::open(dir.path(), &engine)
+            .unwrap()
+            .load(&engine, COMPONENT, precompile(&engine))
+            .unwrap();
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true).epoch_interruption(true);
+        let other = Engine::new(&config).unwrap();
+        let artifacts = Artifacts::open(dir.path(), &other).unwrap();
+        artifacts
+            .load(&other, COMPONENT, precompile(&other))
+            .unwrap();
+        assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
+        assert_eq!(artifacts_in(dir.path()).len(), 2, "one artifact per engine");
+    }
+
+    #[test]
+    fn the_least_recently_used_artifacts_go_when_the_cache_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let mut artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        let old = dir.path().join(format!("old{SUFFIX}"));
+        let used = dir.path().join(format!("used{SUFFIX}"));
+        let other = dir.path().join("not-an-artifact");
+        for path in [&old, &used, &other] {
+            std::fs::write(path, vec![0; 1000]).unwrap();
+        }
+        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+        File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(hour_ago - std::time::Duration::from_secs(60))
+            .unwrap();
+        File::options()
+            .write(true)
+            .open(&used)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        artifacts.limit = 1500;
+        artifacts
+            .load(&engine, COMPONENT, precompile(&engine))
+            .unwrap();
+        let left = artifacts_in(dir.path());
+        assert!(!left.contains(&old), "the oldest artifact stays: {left:?}");
+        assert!(left.contains(&other), "a file not an artifact is kept");
+        assert_eq!(left.len(), 2, "the new artifact is kept: {left:?}");
+    }
+
+    #[test]
+    fn a_cache_directory_is_made_private_and_refused_when_others_may_write_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("compiled");
+        private_dir(&cache).expect("a new cache is made private");
+        let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let refused = private_dir(&cache).expect_err("a world-writable cache is refused");
+        assert!(refused.to_string().contains("mode 777"), "{refused}");
+    }
+}

@@ -5,7 +5,7 @@
  */
 /// <reference path="../generated/wit/reconciler.d.ts" />
 
-import { get, list, listByIndex } from 'wasmop:reconciler/cache@0.1.0';
+import { get, list, listByIndex } from 'wasmop:reconciler/cache@0.1.1';
 import {
   create,
   delete as remove,
@@ -13,12 +13,12 @@ import {
   patchStatus,
   update,
   updateStatus,
-} from 'wasmop:reconciler/client@0.1.0';
-import { record } from 'wasmop:reconciler/events@0.1.0';
-import { log } from 'wasmop:reconciler/log@0.1.0';
+} from 'wasmop:reconciler/client@0.1.1';
+import { record } from 'wasmop:reconciler/events@0.1.1';
+import { log } from 'wasmop:reconciler/log@0.1.1';
 
-export type * as types from 'wasmop:reconciler/types@0.1.0';
-export type * as plugin from 'wasmop:reconciler/plugin@0.1.0';
+export type * as types from 'wasmop:reconciler/types@0.1.1';
+export type * as plugin from 'wasmop:reconciler/plugin@0.1.1';
 
 /** The `cache` interface: reads from the host's informer cache. */
 export const cache = { get, list, listByIndex };

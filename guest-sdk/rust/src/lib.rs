@@ -48,6 +48,7 @@ pub mod log;
 pub mod meta;
 pub mod raw;
 mod reconciler;
+pub mod webhooks;
 
 pub use cache::{Cache, ListOptions, cache};
 pub use client::{Client, DeleteOptions, Propagation, client};

@@ -5,7 +5,7 @@
 #![allow(unsafe_code, missing_docs, clippy::all)]
 
 wit_bindgen::generate!({
-    world: "reconciler",
+    world: "webhook-reconciler",
     path: "../../wit",
     additional_derives: [PartialEq, Eq],
     pub_export_macro: true,

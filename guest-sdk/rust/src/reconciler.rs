@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::error::ReconcileError;
 use crate::kind::{Gvk, Kind, ObjectKey};
 use crate::raw;
+use crate::raw::exports::wasmop::reconciler::webhooks as wit;
 use crate::raw::wasmop::reconciler::plugin;
 pub use crate::raw::wasmop::reconciler::plugin::{Mapping, Predicate, Verb};
+use crate::webhooks::{AdmissionRequest, Denial, Verdict, Webhooks};
 
 /// One reconcile request: the key of a primary object, which the reconciler reads from the cache.
 pub type Request = ObjectKey;
@@ -28,6 +30,33 @@ pub trait Reconciler {
     fn map(kind: &Gvk, object: &str) -> Vec<ObjectKey> {
         let _ = (kind, object);
         Vec::new()
+    }
+
+    /// Declares the admission and conversion webhooks the plugin serves; none by default.
+    fn webhooks() -> Webhooks {
+        Webhooks::none()
+    }
+
+    /// Admits or refuses an admission request for a kind declared with [`Webhooks::validating`].
+    fn validate(request: &AdmissionRequest) -> Verdict {
+        let _ = request;
+        Verdict::allowed()
+    }
+
+    /// Returns the request's object (JSON text) with its defaults set, for a kind declared with
+    /// [`Webhooks::defaulting`]; the host sends the difference to the apiserver as a patch.
+    fn default(request: &AdmissionRequest) -> Result<String, Denial> {
+        request
+            .object
+            .clone()
+            .ok_or_else(|| Denial::new("no object to default"))
+    }
+
+    /// Converts `object` (JSON text) to `api_version`, for a kind declared with
+    /// [`Webhooks::converting`].
+    fn convert(object: &str, api_version: &str) -> Result<String, String> {
+        let _ = object;
+        Err(format!("this plugin does not convert to {api_version}"))
     }
 }
 
@@ -193,6 +222,24 @@ impl<R: Reconciler> raw::Guest for Export<R> {
 
     fn map(kind: Gvk, obj: String) -> Vec<ObjectKey> {
         R::map(&kind, &obj)
+    }
+}
+
+impl<R: Reconciler> wit::Guest for Export<R> {
+    fn describe_webhooks() -> wit::Registration {
+        R::webhooks().into_raw()
+    }
+
+    fn validate(req: AdmissionRequest) -> Verdict {
+        R::validate(&req)
+    }
+
+    fn default(req: AdmissionRequest) -> Result<String, Denial> {
+        R::default(&req)
+    }
+
+    fn convert(obj: String, api_version: String) -> Result<String, String> {
+        R::convert(&obj, &api_version)
     }
 }
 

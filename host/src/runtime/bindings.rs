@@ -20,13 +20,31 @@ mod generated {
     });
 }
 
+/// The `webhook-reconciler` world, for its `webhooks` export only: its imports are the ones above.
+mod generated_webhooks {
+    wasmtime::component::bindgen!({
+        world: "webhook-reconciler",
+        path: "../wit",
+        exports: { default: async },
+        with: {
+            "wasmop:reconciler/types": super::generated::wasmop::reconciler::types,
+            "wasmop:reconciler/cache": super::generated::wasmop::reconciler::cache,
+            "wasmop:reconciler/client": super::generated::wasmop::reconciler::client,
+            "wasmop:reconciler/events": super::generated::wasmop::reconciler::events,
+            "wasmop:reconciler/log": super::generated::wasmop::reconciler::log,
+            "wasmop:reconciler/plugin": super::generated::wasmop::reconciler::plugin,
+        },
+    });
+}
+
 pub(crate) use generated::wasmop::reconciler::{cache, client, events, log, plugin, types};
-pub(crate) use generated::{Reconciler, ReconcilerPre};
+pub(crate) use generated::{Reconciler, ReconcilerIndices};
+pub(crate) use generated_webhooks::exports::wasmop::reconciler::webhooks;
 
 /// The WIT package this host speaks; components must import the same major version.
 pub(crate) const WIT_PACKAGE: &str = "wasmop:reconciler";
 /// The WIT package's version.
-pub(crate) const WIT_VERSION: &str = "0.1.0";
+pub(crate) const WIT_VERSION: &str = "0.1.1";
 
 impl From<types::Gvk> for GroupVersionKind {
     fn from(gvk: types::Gvk) -> Self {

@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use crate::object::ObjectKey;
 use crate::runtime::Runtime;
-use crate::runtime::bindings::{Reconciler, ReconcilerPre};
+use crate::runtime::bindings::{Reconciler, ReconcilerIndices, webhooks};
 use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
@@ -41,9 +42,56 @@ pub enum InstanceMode {
 /// A future returned by a call into an instance.
 pub(crate) type Call<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
 
+/// A component linked against the host's imports, with its exports looked up once.
+#[derive(Clone)]
+pub(crate) struct Linked {
+    pre: InstancePre<StoreState>,
+    reconciler: ReconcilerIndices,
+    webhooks: Option<webhooks::GuestIndices>,
+}
+
+impl Linked {
+    /// Finds the reconciler world's exports of `pre` (an error if one is missing) and its
+    /// `webhooks` interface if it exports one.
+    pub(crate) fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+        Ok(Linked {
+            reconciler: ReconcilerIndices::new(&pre)?,
+            webhooks: webhooks::GuestIndices::new(&pre).ok(),
+            pre,
+        })
+    }
+
+    /// Whether the component exports the `webhooks` interface.
+    pub(crate) fn has_webhooks(&self) -> bool {
+        self.webhooks.is_some()
+    }
+
+    async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Exports> {
+        let instance = self.pre.instantiate_async(&mut *store).await?;
+        let reconciler = self.reconciler.load(&mut *store, &instance)?;
+        let webhooks = match &self.webhooks {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
+        Ok(Exports {
+            reconciler,
+            webhooks,
+        })
+    }
+}
+
+/// What one instance exports: the reconciler world's functions and, when the component has
+/// them, its webhooks.
+pub(crate) struct Exports {
+    /// `describe`, `reconcile` and `map`.
+    pub(crate) reconciler: Reconciler,
+    /// `describe-webhooks`, `validate`, `default` and `convert`.
+    pub(crate) webhooks: Option<webhooks::Guest>,
+}
+
 struct Instance {
     store: Store<StoreState>,
-    bindings: Reconciler,
+    exports: Exports,
     uses: u64,
     _share: OwnedSemaphorePermit,
 }
@@ -52,7 +100,7 @@ struct Instance {
 pub(crate) struct Instances {
     engine: Engine,
     calls: GuestCalls,
-    pre: ReconcilerPre<StoreState>,
+    linked: Linked,
     context: Arc<PluginContext>,
     mode: InstanceMode,
     /// One permit per instance this plugin may have at once, busy or idle.
@@ -66,7 +114,7 @@ pub(crate) struct Instances {
 impl Instances {
     pub(crate) fn new(
         runtime: &Runtime,
-        pre: ReconcilerPre<StoreState>,
+        linked: Linked,
         context: Arc<PluginContext>,
         mode: InstanceMode,
         max_instances: u32,
@@ -74,7 +122,7 @@ impl Instances {
         Instances {
             engine: runtime.engine.clone(),
             calls: runtime.calls(),
-            pre,
+            linked,
             context,
             mode,
             share: Arc::new(Semaphore::new(max_instances as usize)),
@@ -110,7 +158,7 @@ impl Instances {
         &self,
         key: &ObjectKey,
         limit: Duration,
-        call: impl for<'a> FnOnce(&'a Reconciler, &'a mut Store<StoreState>) -> Call<'a, R>,
+        call: impl for<'a> FnOnce(&'a Exports, &'a mut Store<StoreState>) -> Call<'a, R>,
     ) -> Result<R, DispatchError> {
         let deadline = Instant::now() + limit;
         let _in_flight = self.calls.start();
@@ -119,7 +167,7 @@ impl Instances {
                 .checkout(deadline)
                 .await
                 .map_err(|(e, store)| self.trapped(key, e, &store))?;
-            let result = call(&instance.bindings, &mut instance.store).await;
+            let result = call(&instance.exports, &mut instance.store).await;
             self.note_memory(&instance.store);
             match result {
                 Ok(value) => {
@@ -151,8 +199,8 @@ impl Instances {
                 let share = share.expect("the instance share is never closed");
                 let mut store = self.new_store(deadline);
                 let started = Instant::now();
-                match self.pre.instantiate_async(&mut store).await {
-                    Ok(bindings) => {
+                match self.linked.instantiate(&mut store).await {
+                    Ok(exports) => {
                         let took = started.elapsed();
                         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
                         self.context.observer.instantiated(took);
@@ -160,7 +208,7 @@ impl Instances {
                         self.instantiation_nanos.fetch_add(nanos, Ordering::Relaxed);
                         Instance {
                             store,
-                            bindings,
+                            exports,
                             uses: 0,
                             _share: share,
                         }

@@ -25,6 +25,7 @@ mod output;
 mod plugin;
 mod policy;
 pub(crate) mod registration;
+mod webhooks;
 
 pub use artifacts::{CACHE_LIMIT, default_cache_dir};
 pub use budget::Refusal;
@@ -37,3 +38,7 @@ pub use limits::GuestLimits;
 pub use plugin::{Outcome, Plugin, PluginOptions};
 pub use policy::{Allowance, Asked, Ceiling, KindPattern};
 pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
+pub use webhooks::{
+    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, Operation, Rule, UserInfo, Verdict,
+    WebhookRegistration,
+};

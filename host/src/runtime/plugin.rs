@@ -9,17 +9,18 @@ use wasmtime::component::Component;
 
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::Runtime;
-use crate::runtime::bindings::{ReconcilerPre, WIT_PACKAGE, WIT_VERSION, plugin, types};
+use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::boundary;
 use crate::runtime::budget::{Budget, Refusal};
 use crate::runtime::engine::Reservation;
 use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
 use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::imports::Services;
-use crate::runtime::instances::{InstanceMode, Instances};
+use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::limits::GuestLimits;
 use crate::runtime::policy::{Asked, Ceiling};
 use crate::runtime::registration::Registration;
+use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, WebhookRegistration};
 
 /// The exports every reconciler component must have.
 const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
@@ -38,8 +39,10 @@ pub struct PluginOptions {
     pub reconcile_timeout: Option<Duration>,
     /// How many reconciles may run at once, overriding the plugin's own.
     pub max_concurrent_reconciles: Option<u32>,
-    /// How long `describe` may take.
+    /// How long `describe` (and `describe-webhooks`) may take.
     pub describe_timeout: Duration,
+    /// How long one validate, default or convert call may take.
+    pub webhook_timeout: Duration,
     /// What the plugin may make the host spend.
     pub limits: GuestLimits,
     /// The most instances the plugin may have at once; its workers, one for `map` and its warm
@@ -58,6 +61,7 @@ impl Default for PluginOptions {
             reconcile_timeout: None,
             max_concurrent_reconciles: None,
             describe_timeout: Duration::from_secs(5),
+            webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
             limits: GuestLimits::default(),
             max_instances: None,
             ceiling: None,
@@ -83,9 +87,11 @@ pub enum Outcome {
 pub struct Plugin {
     file: PathBuf,
     registration: Arc<Registration>,
-    context: Arc<PluginContext>,
-    instances: Instances,
+    pub(crate) webhooks: Option<WebhookRegistration>,
+    pub(crate) context: Arc<PluginContext>,
+    pub(crate) instances: Instances,
     timeout: Duration,
+    pub(crate) webhook_timeout: Duration,
     workers: u32,
     _share: Reservation,
 }
@@ -142,7 +148,7 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(compile_error)?;
-        let pre = ReconcilerPre::new(pre).map_err(compile_error)?;
+        let linked = Linked::new(pre).map_err(compile_error)?;
 
         let name: Arc<str> = file
             .file_stem()
@@ -157,7 +163,7 @@ impl Runtime {
         };
         let describing = Instances::new(
             self,
-            pre.clone(),
+            linked.clone(),
             Arc::new(anonymous),
             InstanceMode::Fresh,
             1,
@@ -166,7 +172,7 @@ impl Runtime {
             .dispatch(
                 &ObjectKey::default(),
                 options.describe_timeout,
-                |bindings, store| Box::pin(bindings.call_describe(store)),
+                |exports, store| Box::pin(exports.reconciler.call_describe(store)),
             )
             .await
             .map_err(|e| RuntimeError::Describe {
@@ -180,6 +186,10 @@ impl Runtime {
                 file: file.clone(),
                 reason,
             })?;
+        let webhooks = match linked.has_webhooks() {
+            true => describe_webhooks(&file, &describing, options.describe_timeout).await?,
+            false => None,
+        };
         let (asked, share) = self.admit(&file, &registration, &options)?;
 
         let registration = Arc::new(registration);
@@ -196,13 +206,16 @@ impl Runtime {
             limits: options.limits,
             observer,
         });
-        let instances = Instances::new(self, pre, context.clone(), options.mode, asked.instances);
+        let instances =
+            Instances::new(self, linked, context.clone(), options.mode, asked.instances);
         Ok(Plugin {
             file,
             registration,
+            webhooks,
             context,
             instances,
             timeout: asked.timeout,
+            webhook_timeout: options.webhook_timeout,
             workers: asked.concurrency,
             _share: share,
         })
@@ -307,6 +320,32 @@ impl Runtime {
     }
 }
 
+/// Asks a component that exports `webhooks` which it serves: `None` when it declares none.
+async fn describe_webhooks(
+    file: &Path,
+    describing: &Instances,
+    timeout: Duration,
+) -> Result<Option<WebhookRegistration>, RuntimeError> {
+    let refused = |reason: String| RuntimeError::Describe {
+        file: file.to_owned(),
+        reason: format!("describe-webhooks: {reason}"),
+    };
+    let declared: WebhookRegistration = describing
+        .dispatch(&ObjectKey::default(), timeout, |exports, store| {
+            Box::pin(async move {
+                match &exports.webhooks {
+                    Some(guest) => guest.call_describe_webhooks(store).await,
+                    None => Err(wasmtime::format_err!("no webhooks export")),
+                }
+            })
+        })
+        .await
+        .map_err(|e| refused(e.to_string()))?
+        .into();
+    declared.validate().map_err(refused)?;
+    Ok((!declared.is_empty()).then_some(declared))
+}
+
 /// Semver compatibility: the same major version, or for 0.x the same minor.
 fn compatible(found: &str, ours: &str) -> bool {
     let parts = |v: &str| v.split('.').map(str::to_owned).collect::<Vec<_>>();
@@ -365,8 +404,8 @@ impl Plugin {
         let request = types::ObjectKey::from(key);
         let result = self
             .instances
-            .dispatch(key, self.timeout, move |bindings, store| {
-                Box::pin(async move { bindings.call_reconcile(store, &request).await })
+            .dispatch(key, self.timeout, move |exports, store| {
+                Box::pin(async move { exports.reconciler.call_reconcile(store, &request).await })
             })
             .await?;
         match result {
@@ -401,8 +440,8 @@ impl Plugin {
         let (kind, object) = (types::Gvk::from(kind), object.to_owned());
         let keys = self
             .instances
-            .dispatch(key, self.timeout, move |bindings, store| {
-                Box::pin(async move { bindings.call_map(store, &kind, &object).await })
+            .dispatch(key, self.timeout, move |exports, store| {
+                Box::pin(async move { exports.reconciler.call_map(store, &kind, &object).await })
             })
             .await?;
         let max = self.context.limits.map_keys;

@@ -14,10 +14,10 @@ var _ Imports = Host{}
 // exportArena keeps the result of the last export alive until its post-return.
 var exportArena abi.Arena
 
-//go:wasmimport wasmop:reconciler/cache@0.1.0 get
+//go:wasmimport wasmop:reconciler/cache@0.1.1 get
 func wasmimportCacheGet(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, ret uint32)
 
-// CacheGet calls `get` of wasmop:reconciler/cache@0.1.0.
+// CacheGet calls `get` of wasmop:reconciler/cache@0.1.1.
 //
 // Gets one object; `namespace` is empty for cluster-scoped kinds. Missing: `not-found`.
 func (Host) CacheGet(kind Gvk, namespace string, name string) Result[Object, Error] {
@@ -34,10 +34,10 @@ func (Host) CacheGet(kind Gvk, namespace string, name string) Result[Object, Err
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/cache@0.1.0 list
+//go:wasmimport wasmop:reconciler/cache@0.1.1 list
 func wasmimportCacheList(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32, f11 uint32, f12 uint32, f13 uint32, f14 uint32, ret uint32)
 
-// CacheList calls `list` of wasmop:reconciler/cache@0.1.0.
+// CacheList calls `list` of wasmop:reconciler/cache@0.1.1.
 //
 // Lists objects of a kind the plugin watches.
 func (Host) CacheList(kind Gvk, options ListOptions) Result[[]Object, Error] {
@@ -53,10 +53,10 @@ func (Host) CacheList(kind Gvk, options ListOptions) Result[[]Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/cache@0.1.0 list-by-index
+//go:wasmimport wasmop:reconciler/cache@0.1.1 list-by-index
 func wasmimportCacheListByIndex(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, ret uint32)
 
-// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.0.
+// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.1.
 //
 // Lists the objects whose value for a field index the plugin declared equals `value`.
 func (Host) CacheListByIndex(kind Gvk, index string, value string) Result[[]Object, Error] {
@@ -73,10 +73,10 @@ func (Host) CacheListByIndex(kind Gvk, index string, value string) Result[[]Obje
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.0 create
+//go:wasmimport wasmop:reconciler/client@0.1.1 create
 func wasmimportClientCreate(f0 uint32, f1 uint32, ret uint32)
 
-// ClientCreate calls `create` of wasmop:reconciler/client@0.1.0.
+// ClientCreate calls `create` of wasmop:reconciler/client@0.1.1.
 //
 // Creates an object (namespace and kind taken from the object itself).
 func (Host) ClientCreate(obj Object) Result[Object, Error] {
@@ -91,10 +91,10 @@ func (Host) ClientCreate(obj Object) Result[Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.0 update
+//go:wasmimport wasmop:reconciler/client@0.1.1 update
 func wasmimportClientUpdate(f0 uint32, f1 uint32, ret uint32)
 
-// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.0.
+// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.1.
 //
 // Replaces an object; its metadata.resourceVersion guards against lost updates (`conflict`).
 func (Host) ClientUpdate(obj Object) Result[Object, Error] {
@@ -109,10 +109,10 @@ func (Host) ClientUpdate(obj Object) Result[Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.0 patch
+//go:wasmimport wasmop:reconciler/client@0.1.1 patch
 func wasmimportClientPatch(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32, f11 uint32, f12 uint32, f13 uint32, ret uint32)
 
-// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.0.
+// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.1.
 //
 // Patches an object; `namespace` is empty for cluster-scoped kinds.
 func (Host) ClientPatch(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error] {
@@ -130,10 +130,10 @@ func (Host) ClientPatch(kind Gvk, namespace string, name string, body PatchBody)
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.0 delete
+//go:wasmimport wasmop:reconciler/client@0.1.1 delete
 func wasmimportClientDelete(params uint32, ret uint32)
 
-// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.0.
+// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.1.
 //
 // Deletes an object. Deleting an object that is already gone is `not-found`.
 func (Host) ClientDelete(kind Gvk, namespace string, name string, options DeleteOptions) Result[Unit, Error] {
@@ -151,10 +151,10 @@ func (Host) ClientDelete(kind Gvk, namespace string, name string, options Delete
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.0 update-status
+//go:wasmimport wasmop:reconciler/client@0.1.1 update-status
 func wasmimportClientUpdateStatus(f0 uint32, f1 uint32, ret uint32)
 
-// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.0.
+// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.1.
 //
 // Replaces the status subresource of an object.
 func (Host) ClientUpdateStatus(obj Object) Result[Object, Error] {
@@ -169,10 +169,10 @@ func (Host) ClientUpdateStatus(obj Object) Result[Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.0 patch-status
+//go:wasmimport wasmop:reconciler/client@0.1.1 patch-status
 func wasmimportClientPatchStatus(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32, f11 uint32, f12 uint32, f13 uint32, ret uint32)
 
-// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.0.
+// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.1.
 //
 // Patches the status subresource of an object.
 func (Host) ClientPatchStatus(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error] {
@@ -190,10 +190,10 @@ func (Host) ClientPatchStatus(kind Gvk, namespace string, name string, body Patc
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/events@0.1.0 record
+//go:wasmimport wasmop:reconciler/events@0.1.1 record
 func wasmimportEventsRecord(params uint32)
 
-// EventsRecord calls `record` of wasmop:reconciler/events@0.1.0.
+// EventsRecord calls `record` of wasmop:reconciler/events@0.1.1.
 //
 // Records an event; `reason` is a short CamelCase word, `message` a sentence.
 func (Host) EventsRecord(about Regarding, type_ EventType, reason string, message string) {
@@ -208,10 +208,10 @@ func (Host) EventsRecord(about Regarding, type_ EventType, reason string, messag
 	a.Free()
 }
 
-//go:wasmimport wasmop:reconciler/log@0.1.0 log
+//go:wasmimport wasmop:reconciler/log@0.1.1 log
 func wasmimportLogLog(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32)
 
-// LogLog calls `log` of wasmop:reconciler/log@0.1.0.
+// LogLog calls `log` of wasmop:reconciler/log@0.1.1.
 //
 // Writes one log line with key-value fields.
 func (Host) LogLog(level Level, message string, fields []Tuple2[string, string]) {

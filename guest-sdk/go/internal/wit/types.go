@@ -519,47 +519,47 @@ const (
 
 // Imports are the functions the host provides.
 type Imports interface {
-	// CacheGet calls `get` of wasmop:reconciler/cache@0.1.0.
+	// CacheGet calls `get` of wasmop:reconciler/cache@0.1.1.
 	//
 	// Gets one object; `namespace` is empty for cluster-scoped kinds. Missing: `not-found`.
 	CacheGet(kind Gvk, namespace string, name string) Result[Object, Error]
-	// CacheList calls `list` of wasmop:reconciler/cache@0.1.0.
+	// CacheList calls `list` of wasmop:reconciler/cache@0.1.1.
 	//
 	// Lists objects of a kind the plugin watches.
 	CacheList(kind Gvk, options ListOptions) Result[[]Object, Error]
-	// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.0.
+	// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.1.
 	//
 	// Lists the objects whose value for a field index the plugin declared equals `value`.
 	CacheListByIndex(kind Gvk, index string, value string) Result[[]Object, Error]
-	// ClientCreate calls `create` of wasmop:reconciler/client@0.1.0.
+	// ClientCreate calls `create` of wasmop:reconciler/client@0.1.1.
 	//
 	// Creates an object (namespace and kind taken from the object itself).
 	ClientCreate(obj Object) Result[Object, Error]
-	// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.0.
+	// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.1.
 	//
 	// Replaces an object; its metadata.resourceVersion guards against lost updates (`conflict`).
 	ClientUpdate(obj Object) Result[Object, Error]
-	// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.0.
+	// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.1.
 	//
 	// Patches an object; `namespace` is empty for cluster-scoped kinds.
 	ClientPatch(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error]
-	// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.0.
+	// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.1.
 	//
 	// Deletes an object. Deleting an object that is already gone is `not-found`.
 	ClientDelete(kind Gvk, namespace string, name string, options DeleteOptions) Result[Unit, Error]
-	// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.0.
+	// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.1.
 	//
 	// Replaces the status subresource of an object.
 	ClientUpdateStatus(obj Object) Result[Object, Error]
-	// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.0.
+	// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.1.
 	//
 	// Patches the status subresource of an object.
 	ClientPatchStatus(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error]
-	// EventsRecord calls `record` of wasmop:reconciler/events@0.1.0.
+	// EventsRecord calls `record` of wasmop:reconciler/events@0.1.1.
 	//
 	// Records an event; `reason` is a short CamelCase word, `message` a sentence.
 	EventsRecord(about Regarding, type_ EventType, reason string, message string)
-	// LogLog calls `log` of wasmop:reconciler/log@0.1.0.
+	// LogLog calls `log` of wasmop:reconciler/log@0.1.1.
 	//
 	// Writes one log line with key-value fields.
 	LogLog(level Level, message string, fields []Tuple2[string, string])

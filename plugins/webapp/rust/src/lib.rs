@@ -3,6 +3,7 @@
 //! Its status reports the Deployment's ready replicas and a `Ready` condition. A converged WebApp
 //! is reconciled without a single write.
 
+mod admission;
 mod desired;
 mod resource;
 
@@ -15,6 +16,7 @@ use wasmop_guest::meta::{
     add_finalizer, controller_owner_ref, finalizers_patch, has_finalizer, is_deleting,
     remove_finalizer,
 };
+use wasmop_guest::webhooks::{AdmissionRequest, Denial, Operation, Verdict, Webhooks};
 use wasmop_guest::{
     Error, ObjectKey, OptionalExt, Outcome, ReconcileError, Reconciler, Registration, Request,
     Verb, cache, client, events,
@@ -42,6 +44,26 @@ impl Reconciler for WebAppReconciler {
             .permit::<ConfigMap>(&[Get, Create, Delete])
             .max_concurrent_reconciles(4)
             .reconcile_timeout(Duration::from_secs(10))
+    }
+
+    fn webhooks() -> Webhooks {
+        let writes = [Operation::Create, Operation::Update];
+        Webhooks::none()
+            .validating::<WebApp>(&writes)
+            .defaulting::<WebApp>(&writes)
+            .converting::<WebApp>()
+    }
+
+    fn validate(request: &AdmissionRequest) -> Verdict {
+        admission::validate(request)
+    }
+
+    fn default(request: &AdmissionRequest) -> Result<String, Denial> {
+        admission::default(request)
+    }
+
+    fn convert(object: &str, api_version: &str) -> Result<String, String> {
+        admission::convert(object, api_version)
     }
 
     fn reconcile(req: Request) -> Result<Outcome, ReconcileError> {

@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 
 use alias::Pinned;
 use wasmop_guest::k8s_openapi::api::core::v1::ConfigMap;
+use wasmop_guest::raw::exports::wasmop::reconciler::webhooks;
 use wasmop_guest::raw::wasmop::reconciler::plugin;
 use wasmop_guest::{Gvk, ObjectKey, Registration, raw};
 
@@ -44,6 +45,28 @@ impl raw::Guest for DescribeFlood {
 
     fn map(_: Gvk, _: String) -> Vec<ObjectKey> {
         Vec::new()
+    }
+}
+
+impl webhooks::Guest for DescribeFlood {
+    fn describe_webhooks() -> webhooks::Registration {
+        webhooks::Registration {
+            validate: Vec::new(),
+            default: Vec::new(),
+            convert: Vec::new(),
+        }
+    }
+
+    fn validate(_: webhooks::AdmissionRequest) -> webhooks::Verdict {
+        webhooks::Verdict::Allowed(Vec::new())
+    }
+
+    fn default(req: webhooks::AdmissionRequest) -> Result<String, webhooks::Denial> {
+        Ok(req.object.unwrap_or_default())
+    }
+
+    fn convert(obj: String, _: String) -> Result<String, String> {
+        Ok(obj)
     }
 }
 

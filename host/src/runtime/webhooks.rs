@@ -1,0 +1,470 @@
+//! A plugin's admission and conversion webhooks, as the runtime sees them: what the plugin declared
+//! it serves (`describe-webhooks`, checked when it loads), and the calls that validate, default
+//! and convert one object in its sandbox, with the same instances, memory cap and budget as its
+//! reconciles and a deadline of their own, short enough to answer inside the apiserver's timeout.
+//!
+//! Whatever the guest answers is checked before the host uses it: an object must be a JSON object
+//! of at most the plugin's object bound; messages and warnings are cut to a bounded length and
+//! count. A guest that traps, loops or answers garbage yields a [`DispatchError`]; what the
+//! apiserver is told then is the webhook server's business (its failure policy).
+
+use std::time::Duration;
+
+use crate::object::{GroupVersionKind, ObjectKey};
+use crate::runtime::bindings::{types, webhooks as wit};
+use crate::runtime::boundary::{self, MAX_SHORT_TEXT};
+use crate::runtime::budget::Refusal;
+use crate::runtime::error::{DispatchError, TrapKind};
+use crate::runtime::plugin::Plugin;
+
+/// The most warnings one answer may carry; further ones are dropped.
+pub const MAX_WARNINGS: usize = 16;
+/// The longest message or warning, in bytes; longer ones are cut.
+pub const MAX_MESSAGE: usize = 1024;
+/// The most rules a plugin may declare for each of validate, default and convert.
+const MAX_RULES: usize = 64;
+
+/// What an admission request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// A create.
+    Create,
+    /// An update.
+    Update,
+    /// A delete.
+    Delete,
+    /// A connect (exec, attach, port-forward, proxy).
+    Connect,
+}
+
+impl Operation {
+    /// Every operation, in the apiserver's order.
+    pub const ALL: [Operation; 4] = [
+        Operation::Create,
+        Operation::Update,
+        Operation::Delete,
+        Operation::Connect,
+    ];
+
+    /// Its name in admission.k8s.io/v1 (`CREATE`, `UPDATE`, `DELETE`, `CONNECT`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+
+    /// The operation named `name` in admission.k8s.io/v1.
+    pub fn parse(name: &str) -> Option<Operation> {
+        Operation::ALL.into_iter().find(|op| op.as_str() == name)
+    }
+}
+
+/// The operations a validating or defaulting webhook is called for, on one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The kind.
+    pub kind: GroupVersionKind,
+    /// Its operations (at least one).
+    pub operations: Vec<Operation>,
+}
+
+/// The webhooks a plugin serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WebhookRegistration {
+    /// What `validate` is called for.
+    pub validate: Vec<Rule>,
+    /// What `default` is called for.
+    pub default: Vec<Rule>,
+    /// Custom resources (group and kind) whose versions `convert` converts between.
+    pub convert: Vec<GroupVersionKind>,
+}
+
+impl WebhookRegistration {
+    /// Whether it declares no webhook at all.
+    pub fn is_empty(&self) -> bool {
+        self.validate.is_empty() && self.default.is_empty() && self.convert.is_empty()
+    }
+
+    /// Checks every kind and rule, naming the first that is not valid.
+    pub fn validate(&self) -> Result<(), String> {
+        for (what, rules) in [("validate", &self.validate), ("default", &self.default)] {
+            if rules.len() > MAX_RULES {
+                return Err(format!(
+                    "{} {what} rules, over the limit of {MAX_RULES}",
+                    rules.len()
+                ));
+            }
+            for rule in rules {
+                boundary::kind(&rule.kind).map_err(|e| format!("{what} rule: {e}"))?;
+                if rule.operations.is_empty() {
+                    return Err(format!(
+                        "{what} rule for {} {} names no operation",
+                        rule.kind.api_version(),
+                        rule.kind.kind
+                    ));
+                }
+            }
+        }
+        if self.convert.len() > MAX_RULES {
+            return Err(format!(
+                "{} convert kinds, over the limit of {MAX_RULES}",
+                self.convert.len()
+            ));
+        }
+        for kind in &self.convert {
+            boundary::kind(kind).map_err(|e| format!("convert kind: {e}"))?;
+            if kind.group.is_empty() {
+                return Err(format!(
+                    "convert kind {} is in the core group; only custom resources convert",
+                    kind.kind
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who sent an admission request, as the apiserver authenticated them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user name.
+    pub username: String,
+    /// The user's uid.
+    pub uid: String,
+    /// The user's groups.
+    pub groups: Vec<String>,
+}
+
+/// One admission request, as the guest sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionRequest {
+    /// The request's uid.
+    pub uid: String,
+    /// The object's kind, in the version the webhook is registered for.
+    pub kind: GroupVersionKind,
+    /// The object's namespace and name (either may be empty).
+    pub key: ObjectKey,
+    /// What the request is for.
+    pub operation: Operation,
+    /// The object as it would be stored; absent on delete.
+    pub object: Option<String>,
+    /// The object as stored; absent on create.
+    pub old_object: Option<String>,
+    /// Who sent it.
+    pub user: UserInfo,
+    /// Whether the request persists nothing.
+    pub dry_run: bool,
+}
+
+/// A refusal, for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// Why.
+    pub message: String,
+    /// Warnings besides.
+    pub warnings: Vec<String>,
+}
+
+/// The answer of `validate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Admitted, with these warnings.
+    Allowed(Vec<String>),
+    /// Refused.
+    Denied(Denial),
+}
+
+impl From<wit::Registration> for WebhookRegistration {
+    fn from(r: wit::Registration) -> Self {
+        let rules = |rules: Vec<wit::Rule>| {
+            rules
+                .into_iter()
+                .map(|rule| Rule {
+                    kind: rule.kind.into(),
+                    operations: rule.operations.into_iter().map(Into::into).collect(),
+                })
+                .collect()
+        };
+        WebhookRegistration {
+            validate: rules(r.validate),
+            default: rules(r.default),
+            convert: r.convert.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<wit::Operation> for Operation {
+    fn from(op: wit::Operation) -> Self {
+        match op {
+            wit::Operation::Create => Operation::Create,
+            wit::Operation::Update => Operation::Update,
+            wit::Operation::Delete => Operation::Delete,
+            wit::Operation::Connect => Operation::Connect,
+        }
+    }
+}
+
+impl From<Operation> for wit::Operation {
+    fn from(op: Operation) -> Self {
+        match op {
+            Operation::Create => wit::Operation::Create,
+            Operation::Update => wit::Operation::Update,
+            Operation::Delete => wit::Operation::Delete,
+            Operation::Connect => wit::Operation::Connect,
+        }
+    }
+}
+
+impl From<&AdmissionRequest> for wit::AdmissionRequest {
+    fn from(r: &AdmissionRequest) -> Self {
+        wit::AdmissionRequest {
+            uid: r.uid.clone(),
+            kind: types::Gvk::from(&r.kind),
+            namespace: r.key.namespace.clone(),
+            name: r.key.name.clone(),
+            operation: r.operation.into(),
+            object: r.object.clone(),
+            old_object: r.old_object.clone(),
+            user_info: wit::UserInfo {
+                username: r.user.username.clone(),
+                uid: r.user.uid.clone(),
+                groups: r.user.groups.clone(),
+            },
+            dry_run: r.dry_run,
+        }
+    }
+}
+
+/// Cuts a guest's message to [`MAX_MESSAGE`] bytes.
+fn message(text: String) -> String {
+    boundary::truncated(text, MAX_MESSAGE)
+}
+
+/// Keeps at most [`MAX_WARNINGS`] warnings, each cut to [`MAX_MESSAGE`] bytes.
+fn warnings(warnings: Vec<String>) -> Vec<String> {
+    warnings
+        .into_iter()
+        .take(MAX_WARNINGS)
+        .map(message)
+        .collect()
+}
+
+impl From<wit::Denial> for Denial {
+    fn from(d: wit::Denial) -> Self {
+        Denial {
+            message: message(d.message),
+            warnings: warnings(d.warnings),
+        }
+    }
+}
+
+impl Plugin {
+    /// The webhooks the plugin declared; `None` when it serves none.
+    pub fn webhooks(&self) -> Option<&WebhookRegistration> {
+        self.webhooks.as_ref()
+    }
+
+    /// Asks the plugin to admit or refuse `request`.
+    pub async fn validate(&self, request: &AdmissionRequest) -> Result<Verdict, DispatchError> {
+        let arg = wit::AdmissionRequest::from(request);
+        let verdict = self
+            .call_webhook(&request.key, move |guest, store| {
+                Box::pin(async move { guest.call_validate(store, &arg).await })
+            })
+            .await?;
+        Ok(match verdict {
+            wit::Verdict::Allowed(list) => Verdict::Allowed(warnings(list)),
+            wit::Verdict::Denied(denial) => Verdict::Denied(denial.into()),
+        })
+    }
+
+    /// Asks the plugin for `request`'s object with its defaults set: the object (checked to be a
+    /// JSON object within the object bound), or a refusal.
+    pub async fn default(
+        &self,
+        request: &AdmissionRequest,
+    ) -> Result<Result<String, Denial>, DispatchError> {
+        let arg = wit::AdmissionRequest::from(request);
+        let answer = self
+            .call_webhook(&request.key, move |guest, store| {
+                Box::pin(async move { guest.call_default(store, &arg).await })
+            })
+            .await?;
+        match answer {
+            Ok(object) => Ok(Ok(self.checked_object(&request.key, object)?)),
+            Err(denial) => Ok(Err(denial.into())),
+        }
+    }
+
+    /// Asks the plugin to convert `object` to `api_version`: the converted object (checked to
+    /// be a JSON object of that apiVersion within the object bound), or why it cannot.
+    pub async fn convert(
+        &self,
+        key: &ObjectKey,
+        object: &str,
+        api_version: &str,
+    ) -> Result<Result<String, String>, DispatchError> {
+        let (object, api_version) = (object.to_owned(), api_version.to_owned());
+        let wanted = api_version.clone();
+        let answer = self
+            .call_webhook(key, move |guest, store| {
+                Box::pin(async move { guest.call_convert(store, &object, &api_version).await })
+            })
+            .await?;
+        let converted = match answer {
+            Ok(converted) => self.checked_object(key, converted)?,
+            Err(reason) => return Ok(Err(message(reason))),
+        };
+        let found = serde_json::from_str::<serde_json::Value>(&converted)
+            .ok()
+            .and_then(|v| v.get("apiVersion")?.as_str().map(str::to_owned));
+        if found.as_deref() != Some(wanted.as_str()) {
+            return Err(self.garbage(
+                key,
+                format!(
+                    "convert to {wanted} returned apiVersion {}",
+                    found.as_deref().map_or("(none)", boundary::cut)
+                ),
+            ));
+        }
+        Ok(Ok(converted))
+    }
+
+    /// Runs one webhook call under the webhook deadline; a plugin that declared no webhooks
+    /// cannot be called.
+    async fn call_webhook<R>(
+        &self,
+        key: &ObjectKey,
+        call: impl for<'a> FnOnce(
+            &'a wit::Guest,
+            &'a mut wasmtime::Store<crate::runtime::host::StoreState>,
+        ) -> crate::runtime::instances::Call<'a, R>,
+    ) -> Result<R, DispatchError> {
+        if self.webhooks.is_none() {
+            return Err(self.garbage(key, "the plugin serves no webhooks".to_owned()));
+        }
+        let name = self.name().to_owned();
+        self.instances
+            .dispatch(
+                key,
+                self.webhook_timeout,
+                move |exports, store| match exports.webhooks.as_ref() {
+                    Some(guest) => call(guest, store),
+                    None => Box::pin(async move {
+                        Err(wasmtime::format_err!(
+                            "plugin {name} has no webhooks export"
+                        ))
+                    }),
+                },
+            )
+            .await
+    }
+
+    /// `object` if it is a JSON object within the plugin's object bound.
+    fn checked_object(&self, key: &ObjectKey, object: String) -> Result<String, DispatchError> {
+        let max = self.context.limits.object_bytes;
+        if object.len() > max {
+            return Err(self.garbage(
+                key,
+                format!(
+                    "returned an object of {} bytes, over the limit of {max}",
+                    object.len()
+                ),
+            ));
+        }
+        match serde_json::from_str::<serde_json::Value>(&object) {
+            Ok(serde_json::Value::Object(_)) => Ok(object),
+            Ok(_) => Err(self.garbage(key, "returned JSON that is not an object".to_owned())),
+            Err(e) => Err(self.garbage(key, format!("returned invalid JSON: {e}"))),
+        }
+    }
+
+    /// A webhook answer the host cannot use, counted as an invalid call at the boundary.
+    fn garbage(&self, key: &ObjectKey, message: String) -> DispatchError {
+        self.context.budget.refuse(Refusal::Invalid);
+        DispatchError::Trapped {
+            plugin: self.name().to_owned(),
+            key: key.clone(),
+            kind: TrapKind::Trap,
+            message: boundary::truncated(message, MAX_SHORT_TEXT),
+        }
+    }
+}
+
+/// How long one webhook call may take when the operator sets nothing: well inside the
+/// apiserver's default webhook timeout of 10 s.
+pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(group: &str, kind: &str, operations: Vec<Operation>) -> Rule {
+        Rule {
+            kind: GroupVersionKind::gvk(group, "v1", kind),
+            operations,
+        }
+    }
+
+    #[test]
+    fn operations_round_trip_through_their_admission_names() {
+        for op in Operation::ALL {
+            assert_eq!(Operation::parse(op.as_str()), Some(op));
+        }
+        assert_eq!(Operation::parse("create"), None);
+    }
+
+    #[test]
+    fn registrations_name_their_first_bad_rule() {
+        let good = WebhookRegistration {
+            validate: vec![rule("apps.example.com", "WebApp", vec![Operation::Create])],
+            default: vec![],
+            convert: vec![GroupVersionKind::gvk("apps.example.com", "v1", "WebApp")],
+        };
+        assert_eq!(good.validate(), Ok(()));
+        assert!(!good.is_empty());
+        assert!(WebhookRegistration::default().is_empty());
+
+        let no_operation = WebhookRegistration {
+            default: vec![rule("apps.example.com", "WebApp", vec![])],
+            ..good.clone()
+        };
+        let error = no_operation.validate().unwrap_err();
+        assert!(
+            error.contains("default rule") && error.contains("no operation"),
+            "{error}"
+        );
+
+        let bad_kind = WebhookRegistration {
+            validate: vec![rule("apps.example.com", "Web/App", vec![Operation::Update])],
+            ..good.clone()
+        };
+        assert!(bad_kind.validate().unwrap_err().contains("validate rule"));
+
+        let core = WebhookRegistration {
+            convert: vec![GroupVersionKind::gvk("", "v1", "ConfigMap")],
+            ..good.clone()
+        };
+        assert!(core.validate().unwrap_err().contains("core group"));
+
+        let flood = WebhookRegistration {
+            validate: vec![rule("a.b", "C", vec![Operation::Create]); MAX_RULES + 1],
+            ..good
+        };
+        assert!(flood.validate().unwrap_err().contains("over the limit"));
+    }
+
+    #[test]
+    fn guest_messages_and_warnings_are_bounded() {
+        let denial = Denial::from(wit::Denial {
+            message: "x".repeat(MAX_MESSAGE * 4),
+            warnings: vec!["w".repeat(MAX_MESSAGE * 2); MAX_WARNINGS * 3],
+        });
+        assert!(denial.message.len() <= MAX_MESSAGE + 32);
+        assert_eq!(denial.warnings.len(), MAX_WARNINGS);
+        assert!(denial.warnings.iter().all(|w| w.len() <= MAX_MESSAGE + 32));
+    }
+}

@@ -23,3 +23,4 @@ pub mod rate;
 pub mod rbac;
 pub mod runtime;
 pub mod selector;
+pub mod webhook;

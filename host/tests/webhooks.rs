@@ -1,7 +1,7 @@
 //! A plugin's webhooks in the runtime: what it declares, the answers of `webapp`'s validate,
 //! default and convert, a guest that loops in `validate` stopped at the webhook timeout, and
 //! plugins without webhooks — built with the SDK, or against the WIT before webhooks — loading
-//! and reconciling as before.
+//! and reconciling as before; then the reviews the apiserver sends, answered as it expects.
 
 mod common;
 
@@ -13,6 +13,7 @@ use wasmop::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{
     AdmissionRequest, DispatchError, Operation, Outcome, PluginOptions, TrapKind, UserInfo, Verdict,
 };
+use wasmop::webhook::{FailurePolicy, Hook, ReviewError, admission, conversion};
 use wasmop_envtest::within;
 
 const GROUP: &str = "example.wasmop.dev";
@@ -156,6 +157,191 @@ async fn plugins_without_webhooks_load_and_reconcile_as_before() {
             .await
             .expect("a 0.1.0 plugin reconciles");
         assert_eq!(outcome, Outcome::Done);
+    })
+    .await
+}
+
+/// An AdmissionReview as the apiserver posts it for a create of `object`.
+fn review(kind: (&str, &str, &str), object: Value) -> Vec<u8> {
+    let (group, version, kind) = kind;
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "0df28fbd-5f5f-11e8-bc74-36e6bb280816",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": "webapps"},
+            "requestKind": {"group": group, "version": version, "kind": kind},
+            "requestResource": {"group": group, "version": version, "resource": "webapps"},
+            "name": "shop",
+            "namespace": "default",
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "uid": "1", "groups": ["system:authenticated"]},
+            "object": object,
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn webapp_object(spec: Value) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1alpha1"),
+        "kind": "WebApp",
+        "metadata": {"name": "shop", "namespace": "default"},
+        "spec": spec,
+    })
+}
+
+fn response(answer: &[u8]) -> Value {
+    let review: Value = serde_json::from_slice(answer).unwrap();
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(review["kind"], "AdmissionReview");
+    assert_eq!(
+        review["response"]["uid"],
+        "0df28fbd-5f5f-11e8-bc74-36e6bb280816"
+    );
+    review["response"].clone()
+}
+
+#[tokio::test]
+async fn admission_reviews_are_answered_with_the_verdict_and_the_defaults_as_a_patch() {
+    within(LIMIT, "admission reviews", async {
+        let runtime = runtime();
+        let (plugin, _host) = load(&runtime, "webapp", PluginOptions::default()).await;
+        let kind = (GROUP, "v1alpha1", "WebApp");
+
+        let crowded = review(
+            kind,
+            webapp_object(json!({"image": "nginx", "replicas": 99})),
+        );
+        let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &crowded).await;
+        let answer = response(&answer.unwrap());
+        assert_eq!(answer["allowed"], false);
+        let message = answer["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("spec.replicas must be between 0 and 50"),
+            "{message}"
+        );
+
+        let portless = review(kind, webapp_object(json!({"image": "nginx"})));
+        let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &portless).await;
+        assert_eq!(response(&answer.unwrap())["allowed"], true);
+        let answer = admission(&plugin, Hook::Default, FailurePolicy::Fail, &portless).await;
+        let answer = response(&answer.unwrap());
+        assert_eq!(answer["allowed"], true);
+        assert_eq!(answer["patchType"], "JSONPatch");
+        let patch: Vec<u8> = serde_json::from_value(answer["patch"].clone()).unwrap();
+        let patch: Value = serde_json::from_slice(&patch).unwrap();
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/spec/port", "value": 8080}])
+        );
+
+        let ported = review(kind, webapp_object(json!({"image": "nginx", "port": 9090})));
+        let answer = admission(&plugin, Hook::Default, FailurePolicy::Fail, &ported).await;
+        let answer = response(&answer.unwrap());
+        assert!(
+            answer.get("patch").is_none(),
+            "nothing to default: {answer}"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_failing_plugin_gets_the_answer_of_its_failure_policy() {
+    within(LIMIT, "failure policies", async {
+        let runtime = runtime();
+        let options = PluginOptions {
+            webhook_timeout: Duration::from_millis(300),
+            ..PluginOptions::default()
+        };
+        let (plugin, _host) = load(&runtime, "guest-spin", options).await;
+        let body = review(("", "v1", "ConfigMap"), configmap("default", "shop"));
+
+        let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &body).await;
+        let answer = response(&answer.unwrap());
+        assert_eq!(answer["allowed"], false);
+        let message = answer["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("guest-spin") && message.contains("timeout"),
+            "{message}"
+        );
+
+        let answer = admission(&plugin, Hook::Validate, FailurePolicy::Ignore, &body).await;
+        let answer = response(&answer.unwrap());
+        assert_eq!(answer["allowed"], true);
+        let warning = answer["warnings"][0].as_str().unwrap();
+        assert!(
+            warning.contains("failurePolicy Ignore") && warning.contains("guest-spin"),
+            "{warning}"
+        );
+
+        let garbage = admission(
+            &plugin,
+            Hook::Validate,
+            FailurePolicy::Fail,
+            b"{\"kind\": 7}",
+        )
+        .await;
+        assert!(
+            matches!(garbage, Err(ReviewError::Malformed { .. })),
+            "{garbage:?}"
+        );
+        let huge = vec![b' '; wasmop::webhook::review::MAX_BODY + 1];
+        let huge = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &huge).await;
+        assert!(matches!(huge, Err(ReviewError::TooLarge(_))), "{huge:?}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn conversion_reviews_convert_every_object_or_fail_as_a_whole() {
+    within(LIMIT, "conversion reviews", async {
+        let runtime = runtime();
+        let (plugin, _host) = load(&runtime, "webapp", PluginOptions::default()).await;
+        let body = |desired: &str| {
+            json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "ConversionReview",
+                "request": {
+                    "uid": "c0ffee",
+                    "desiredAPIVersion": desired,
+                    "objects": [
+                        webapp_object(json!({"image": "nginx", "replicas": 2})),
+                        webapp_object(json!({"image": "httpd", "replicas": 5})),
+                    ]
+                }
+            })
+            .to_string()
+            .into_bytes()
+        };
+        let answer = conversion(&plugin, &body(&format!("{GROUP}/v1beta1")))
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        let response = &answer["response"];
+        assert_eq!(response["uid"], "c0ffee");
+        assert_eq!(response["result"]["status"], "Success");
+        let converted = response["convertedObjects"].as_array().unwrap();
+        assert_eq!(converted.len(), 2);
+        assert_eq!(converted[1]["apiVersion"], format!("{GROUP}/v1beta1"));
+        assert_eq!(converted[1]["spec"]["instances"], 5);
+
+        let answer = conversion(&plugin, &body(&format!("{GROUP}/v7")))
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(answer["response"]["result"]["status"], "Failure");
+        assert!(
+            answer["response"]["convertedObjects"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+        );
     })
     .await
 }

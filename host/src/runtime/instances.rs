@@ -166,7 +166,7 @@ impl Instances {
             let mut instance = self
                 .checkout(deadline)
                 .await
-                .map_err(|(e, store)| self.trapped(key, e, &store))?;
+                .map_err(|(e, store)| self.trapped(key, limit, e, &store))?;
             let result = call(&instance.exports, &mut instance.store).await;
             self.note_memory(&instance.store);
             match result {
@@ -174,7 +174,7 @@ impl Instances {
                     self.checkin(instance);
                     Ok(value)
                 }
-                Err(error) => Err(self.trapped(key, error, &instance.store)),
+                Err(error) => Err(self.trapped(key, limit, error, &instance.store)),
             }
         };
         tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
@@ -264,12 +264,13 @@ impl Instances {
     fn trapped(
         &self,
         key: &ObjectKey,
+        limit: Duration,
         error: wasmtime::Error,
         store: &Store<StoreState>,
     ) -> DispatchError {
         let kind = classify(&error);
         let mut message = match kind {
-            TrapKind::Timeout => "interrupted at its reconcile timeout".to_owned(),
+            TrapKind::Timeout => format!("interrupted at its timeout of {limit:?}"),
             _ => error.root_cause().to_string(),
         };
         let stderr = store.data().stderr.recent();

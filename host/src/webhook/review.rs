@@ -1,0 +1,233 @@
+//! One review in, its answer out: the body the apiserver posted (bounded, parsed with kube's
+//! admission and conversion types), the plugin's call, and the review to send back. Defaulting
+//! answers carry the difference between the object sent and the object the plugin returned as a
+//! JSONPatch; a conversion converts every object of the review or fails as a whole.
+
+use json_patch::Patch;
+use kube::core::admission::{AdmissionRequest as Review, AdmissionResponse, AdmissionReview};
+use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+use kube::core::{DynamicObject, Status};
+use serde_json::Value;
+
+use crate::object::{GroupVersionKind, ObjectKey};
+use crate::runtime::{AdmissionRequest, DispatchError, Operation, Plugin, UserInfo, Verdict};
+
+/// The largest review body accepted: the apiserver's own request limit is 3 MiB, and an update's
+/// review carries the object twice.
+pub const MAX_BODY: usize = 7 << 20;
+
+/// Which admission call a review is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// `validate`: admitted or refused.
+    Validate,
+    /// `default`: the object patched.
+    Default,
+}
+
+/// What the apiserver is told when the plugin fails to answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Refuse the request (the apiserver's default).
+    #[default]
+    Fail,
+    /// Admit it unchanged, with a warning.
+    Ignore,
+}
+
+/// A review that cannot be answered at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// The body is larger than [`MAX_BODY`].
+    #[error("the review is {0} bytes, over the limit of {MAX_BODY}")]
+    TooLarge(usize),
+    /// The body is not a review of the expected kind.
+    #[error("not a {kind}: {reason}")]
+    Malformed {
+        /// AdmissionReview or ConversionReview.
+        kind: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Answers an AdmissionReview `body` with `plugin`'s `hook`.
+pub async fn admission(
+    plugin: &Plugin,
+    hook: Hook,
+    policy: FailurePolicy,
+    body: &[u8],
+) -> Result<Vec<u8>, ReviewError> {
+    let malformed = |reason: String| ReviewError::Malformed {
+        kind: "AdmissionReview",
+        reason,
+    };
+    bounded(body)?;
+    let review: AdmissionReview<DynamicObject> =
+        serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+    let review: Review<DynamicObject> = review
+        .try_into()
+        .map_err(|_| malformed("it has no request".to_owned()))?;
+    let request = request(&review).map_err(malformed)?;
+    let response = AdmissionResponse::from(&review);
+    let response = match hook {
+        Hook::Validate => validated(plugin, &request, response, policy).await,
+        Hook::Default => defaulted(plugin, &request, response, policy).await,
+    };
+    Ok(serde_json::to_vec(&response.into_review()).expect("a review serialises"))
+}
+
+/// Answers a ConversionReview `body` with `plugin`'s `convert`.
+pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Vec<u8>, ReviewError> {
+    bounded(body)?;
+    let review: ConversionReview =
+        serde_json::from_slice(body).map_err(|e| ReviewError::Malformed {
+            kind: "ConversionReview",
+            reason: e.to_string(),
+        })?;
+    let request = ConversionRequest::from_review(review).map_err(|_| ReviewError::Malformed {
+        kind: "ConversionReview",
+        reason: "it has no request".to_owned(),
+    })?;
+    let desired = request.desired_api_version.clone();
+    let objects = request.objects.clone();
+    let response = ConversionResponse::for_request(request);
+    let response = match convert_all(plugin, &objects, &desired).await {
+        Ok(converted) => response.success(converted),
+        Err(message) => response.failure(Status::failure(&message, "ConversionFailed")),
+    };
+    Ok(serde_json::to_vec(&response.into_review()).expect("a review serialises"))
+}
+
+async fn convert_all(
+    plugin: &Plugin,
+    objects: &[Value],
+    desired: &str,
+) -> Result<Vec<Value>, String> {
+    let mut converted = Vec::with_capacity(objects.len());
+    for object in objects {
+        let key = ObjectKey::new(
+            object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        );
+        let answer = plugin
+            .convert(&key, &object.to_string(), desired)
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = answer.map_err(|reason| format!("plugin {}: {reason}", plugin.name()))?;
+        converted.push(serde_json::from_str(&text).map_err(|e| e.to_string())?);
+    }
+    Ok(converted)
+}
+
+async fn validated(
+    plugin: &Plugin,
+    request: &AdmissionRequest,
+    response: AdmissionResponse,
+    policy: FailurePolicy,
+) -> AdmissionResponse {
+    match plugin.validate(request).await {
+        Ok(Verdict::Allowed(warnings)) => warned(response, warnings),
+        Ok(Verdict::Denied(denial)) => warned(response.deny(denial.message), denial.warnings),
+        Err(error) => failed(response, &error, policy),
+    }
+}
+
+async fn defaulted(
+    plugin: &Plugin,
+    request: &AdmissionRequest,
+    response: AdmissionResponse,
+    policy: FailurePolicy,
+) -> AdmissionResponse {
+    let Some(sent) = &request.object else {
+        return response;
+    };
+    let returned = match plugin.default(request).await {
+        Ok(Ok(object)) => object,
+        Ok(Err(denial)) => return warned(response.deny(denial.message), denial.warnings),
+        Err(error) => return failed(response, &error, policy),
+    };
+    let (Ok(sent), Ok(returned)) = (
+        serde_json::from_str::<Value>(sent),
+        serde_json::from_str::<Value>(&returned),
+    ) else {
+        return response.deny("the object could not be read back");
+    };
+    let patch: Patch = json_patch::diff(&sent, &returned);
+    if patch.0.is_empty() {
+        return response;
+    }
+    match response.clone().with_patch(patch) {
+        Ok(patched) => patched,
+        Err(error) => response.deny(error.to_string()),
+    }
+}
+
+/// The answer `policy` gives for a plugin that failed with `error`.
+fn failed(
+    response: AdmissionResponse,
+    error: &DispatchError,
+    policy: FailurePolicy,
+) -> AdmissionResponse {
+    match policy {
+        FailurePolicy::Fail => response.deny(error.to_string()),
+        FailurePolicy::Ignore => warned(
+            response,
+            vec![format!(
+                "admitted without its webhook (failurePolicy Ignore): {error}"
+            )],
+        ),
+    }
+}
+
+fn warned(mut response: AdmissionResponse, warnings: Vec<String>) -> AdmissionResponse {
+    if !warnings.is_empty() {
+        response.warnings = Some(warnings);
+    }
+    response
+}
+
+fn bounded(body: &[u8]) -> Result<(), ReviewError> {
+    match body.len() > MAX_BODY {
+        true => Err(ReviewError::TooLarge(body.len())),
+        false => Ok(()),
+    }
+}
+
+/// The plugin's view of a review's request.
+fn request(review: &Review<DynamicObject>) -> Result<AdmissionRequest, String> {
+    let operation = match review.operation {
+        kube::core::admission::Operation::Create => Operation::Create,
+        kube::core::admission::Operation::Update => Operation::Update,
+        kube::core::admission::Operation::Delete => Operation::Delete,
+        kube::core::admission::Operation::Connect => Operation::Connect,
+    };
+    let json = |object: &Option<DynamicObject>| {
+        object
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| e.to_string())
+    };
+    let user = &review.user_info;
+    Ok(AdmissionRequest {
+        uid: review.uid.clone(),
+        kind: GroupVersionKind::gvk(&review.kind.group, &review.kind.version, &review.kind.kind),
+        key: ObjectKey::new(review.namespace.as_deref().unwrap_or(""), &review.name),
+        operation,
+        object: json(&review.object)?,
+        old_object: json(&review.old_object)?,
+        user: UserInfo {
+            username: user.username.clone().unwrap_or_default(),
+            uid: user.uid.clone().unwrap_or_default(),
+            groups: user.groups.clone().unwrap_or_default(),
+        },
+        dry_run: review.dry_run,
+    })
+}

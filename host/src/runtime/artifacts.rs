@@ -10,6 +10,8 @@
 //! into place, never modified afterwards, so a mapping keeps the bytes it loaded; the engine
 //! checks each artifact's settings before using it, and one it refuses is compiled again. The
 //! directory holds at most [`CACHE_LIMIT`] bytes, the least recently used artifacts going first.
+//! A cache that cannot be written (a full or read-only disk) costs a copy in memory, never a
+//! plugin.
 
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -79,7 +81,13 @@ impl Artifacts {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let artifact = compile(bytes)?;
-        self.store(&path, &artifact)?;
+        if let Err(error) = self.store(&path, &artifact) {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                "cannot write the compiled component to the cache, keeping it in memory: {error}"
+            );
+            return copy(engine, &artifact);
+        }
         drop(artifact);
         self.evict(&path);
         map(engine, &path)
@@ -145,6 +153,14 @@ fn map(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // place and never writes it again (eviction unlinks, which leaves mappings intact), and
     // wasmtime checks the artifact's header and settings against `engine` before using it.
     unsafe { Component::deserialize_file(engine, path) }
+}
+
+/// Loads `artifact`, just compiled in this process, into `engine` by copying it.
+#[allow(unsafe_code)]
+fn copy(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `artifact` is what `Engine::precompile_component` returned moments ago in this
+    // process, for an engine of the same settings; wasmtime checks its header and settings again.
+    unsafe { Component::deserialize(engine, artifact) }
 }
 
 /// Marks the artifact at `path` as used now, for eviction's order.
@@ -290,6 +306,21 @@ mod tests {
             .unwrap();
         assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
         assert_eq!(artifacts_in(dir.path()).len(), 2, "one artifact per engine");
+    }
+
+    #[test]
+    fn a_cache_that_cannot_be_written_leaves_the_component_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let mut artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        let not_a_dir = dir.path().join("a-file");
+        std::fs::write(&not_a_dir, b"").unwrap();
+        artifacts.dir = not_a_dir;
+        artifacts
+            .load(&engine, COMPONENT, precompile(&engine))
+            .expect("loaded without the cache");
+        assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
+        assert_eq!(artifacts_in(dir.path()), [dir.path().join("a-file")]);
     }
 
     #[test]

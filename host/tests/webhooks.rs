@@ -9,11 +9,16 @@ use std::time::{Duration, Instant};
 
 use common::{LIMIT, configmap, load, runtime};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use wasmop::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{
     AdmissionRequest, DispatchError, Operation, Outcome, PluginOptions, TrapKind, UserInfo, Verdict,
 };
-use wasmop::webhook::{FailurePolicy, Hook, ReviewError, admission, conversion};
+
+use tokio::sync::watch;
+use wasmop::http::{ConnectionLimits, SecureServing, Tls, listen};
+use wasmop::webhook::{FailurePolicy, Hook, ReviewError, WebhookServer, admission, conversion};
 use wasmop_envtest::within;
 
 const GROUP: &str = "example.wasmop.dev";
@@ -342,6 +347,108 @@ async fn conversion_reviews_convert_every_object_or_fail_as_a_whole() {
                 .as_array()
                 .is_none_or(Vec::is_empty)
         );
+    })
+    .await
+}
+
+/// `POST path` with `body` over HTTPS to `address`, trusting only `tls`'s certificate: the
+/// status and body.
+async fn post(
+    address: std::net::SocketAddr,
+    tls: &Tls,
+    path: &str,
+    body: Vec<u8>,
+) -> (u16, Vec<u8>) {
+    use http_body_util::{BodyExt, Full};
+    use tokio_rustls::rustls::pki_types::ServerName;
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+
+    let mut roots = RootCertStore::empty();
+    roots.add(tls.certificate()).unwrap();
+    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let name = ServerName::try_from("localhost").unwrap();
+    let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, stream)
+        .await
+        .unwrap();
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await.unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::post(path)
+        .header(hyper::header::HOST, "localhost")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(hyper::body::Bytes::from(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    (
+        status,
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+}
+
+#[tokio::test]
+async fn the_webhook_listener_answers_over_https_with_the_plugin_loaded_now() {
+    within(LIMIT, "the webhook listener", async {
+        let runtime = runtime();
+        let (webapp, _host) = load(&runtime, "webapp", PluginOptions::default()).await;
+        let (good, _good_host) = load(&runtime, "guest-good", PluginOptions::default()).await;
+        let loaded = BTreeMap::from([
+            ("webapp".to_owned(), Arc::new(webapp)),
+            ("guest-good".to_owned(), Arc::new(good)),
+        ]);
+        let (publish, plugins) = watch::channel(Arc::new(loaded));
+        let tls = Tls::load(&SecureServing::default()).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = Arc::new(WebhookServer::new(plugins, BTreeMap::new()));
+        let served = tokio::spawn(listen(
+            listener,
+            server,
+            Some(tls.clone()),
+            ConnectionLimits::default(),
+        ));
+
+        let kind = (GROUP, "v1alpha1", "WebApp");
+        let crowded = review(
+            kind,
+            webapp_object(json!({"image": "nginx", "replicas": 99})),
+        );
+        let (status, body) = post(address, &tls, "/validate/webapp", crowded.clone()).await;
+        assert_eq!(status, 200);
+        assert_eq!(response(&body)["allowed"], false);
+
+        let (status, _) = post(address, &tls, "/validate/guest-good", crowded.clone()).await;
+        assert_eq!(status, 404, "guest-good serves no webhooks");
+        let (status, _) = post(address, &tls, "/validate/nobody", crowded.clone()).await;
+        assert_eq!(status, 404);
+        let (status, _) = post(address, &tls, "/mutate/webapp", crowded.clone()).await;
+        assert_eq!(status, 404);
+        let (status, _) = post(address, &tls, "/validate/webapp", b"[]".to_vec()).await;
+        assert_eq!(status, 400);
+        let huge = vec![b' '; wasmop::webhook::review::MAX_BODY + 1];
+        let (status, _) = post(address, &tls, "/validate/webapp", huge).await;
+        assert_eq!(status, 413);
+
+        publish.send_modify(|loaded| {
+            let mut now = (**loaded).clone();
+            now.remove("webapp");
+            *loaded = Arc::new(now);
+        });
+        let (status, _) = post(address, &tls, "/validate/webapp", crowded).await;
+        assert_eq!(status, 404, "an unloaded plugin answers no more");
+        served.abort();
     })
     .await
 }

@@ -29,7 +29,7 @@ use crate::metrics::Metrics;
 use crate::plugins::Statuses;
 
 pub use auth::{AuthError, Authorizer, Decision};
-pub use serve::{Access, ConnectionLimits, serve};
+pub use serve::{Access, ConnectionLimits, Handler, Responding, listen, serve};
 pub use tls::{SecureServing, Tls, TlsError};
 
 /// The Prometheus text exposition format's content type.

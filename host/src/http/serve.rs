@@ -2,7 +2,9 @@
 //! connections ([`ConnectionLimits`]), TLS on a secure one, and routing each request.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -137,6 +139,27 @@ async fn route(
     }
 }
 
+/// A boxed future of a response, as a [`Handler`] returns it.
+pub type Responding<'a> = Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send + 'a>>;
+
+/// What a listener answers: one request in, one response out.
+pub trait Handler: Send + Sync + 'static {
+    /// The response to `request`.
+    fn handle(&self, request: Request<Incoming>) -> Responding<'_>;
+}
+
+/// The endpoints behind one listener's access.
+struct Routed {
+    endpoints: Arc<Endpoints>,
+    access: Access,
+}
+
+impl Handler for Routed {
+    fn handle(&self, request: Request<Incoming>) -> Responding<'_> {
+        Box::pin(async move { route(&self.endpoints, &self.access, &request).await })
+    }
+}
+
 /// Serves the endpoints on `listener` as `access` allows, within `limits`, until the task is
 /// dropped or aborted, which closes its connections too. A secure listener's certificate
 /// directory is reloaded meanwhile.
@@ -146,22 +169,38 @@ pub async fn serve(
     access: Access,
     limits: ConnectionLimits,
 ) {
-    let access = Arc::new(access);
+    let tls = match &access {
+        Access::Secure { tls, .. } => Some(tls.clone()),
+        _ => None,
+    };
+    let handler = Arc::new(Routed { endpoints, access });
+    listen(listener, handler, tls, limits).await;
+}
+
+/// Serves `handler` on `listener` within `limits`, over HTTPS when `tls` is given (its
+/// certificate directory reloaded meanwhile), until the task is dropped or aborted, which closes
+/// its connections too.
+pub async fn listen(
+    listener: TcpListener,
+    handler: Arc<dyn Handler>,
+    tls: Option<Tls>,
+    limits: ConnectionLimits,
+) {
     let reload = async {
-        match access.as_ref() {
-            Access::Secure { tls, .. } => tls.watch().await,
-            _ => std::future::pending().await,
+        match &tls {
+            Some(tls) => tls.watch().await,
+            None => std::future::pending().await,
         }
     };
-    tokio::join!(accept(listener, endpoints, &access, limits), reload);
+    tokio::join!(accept(listener, handler, tls.clone(), limits), reload);
 }
 
 /// Accepts connections while fewer than `limits.max_connections` are open, each in a task of
 /// its own, owned here.
 async fn accept(
     listener: TcpListener,
-    endpoints: Arc<Endpoints>,
-    access: &Arc<Access>,
+    handler: Arc<dyn Handler>,
+    tls: Option<Tls>,
     limits: ConnectionLimits,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -177,9 +216,9 @@ async fn accept(
                 continue;
             }
         };
-        let (endpoints, access) = (endpoints.clone(), access.clone());
+        let (handler, tls) = (handler.clone(), tls.clone());
         connections.spawn(async move {
-            connection(stream, peer, endpoints, access, limits).await;
+            connection(stream, peer, handler, tls, limits).await;
             drop(slot);
         });
     }
@@ -189,20 +228,20 @@ async fn accept(
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
-    endpoints: Arc<Endpoints>,
-    access: Arc<Access>,
+    handler: Arc<dyn Handler>,
+    tls: Option<Tls>,
     limits: ConnectionLimits,
 ) {
-    let served = match access.as_ref() {
-        Access::Secure { tls, .. } => {
+    let served = match tls {
+        Some(tls) => {
             let handshake = tls.acceptor().accept(stream);
             match tokio::time::timeout(limits.header_read_timeout, handshake).await {
-                Ok(Ok(stream)) => http(TokioIo::new(stream), endpoints, access, limits).await,
+                Ok(Ok(stream)) => http(TokioIo::new(stream), handler, limits).await,
                 Ok(Err(error)) => return tracing::debug!(%peer, "TLS handshake failed: {error}"),
                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
             }
         }
-        _ => http(TokioIo::new(stream), endpoints, access, limits).await,
+        None => http(TokioIo::new(stream), handler, limits).await,
     };
     if let Err(error) = served {
         tracing::debug!(%peer, "HTTP connection ended: {error}");
@@ -212,16 +251,15 @@ async fn connection(
 /// Serves HTTP/1.1 on `io` until the client closes it or the header-read timeout passes.
 async fn http<I>(
     io: I,
-    endpoints: Arc<Endpoints>,
-    access: Arc<Access>,
+    handler: Arc<dyn Handler>,
     limits: ConnectionLimits,
 ) -> Result<(), hyper::Error>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let service = service_fn(move |request: Request<Incoming>| {
-        let (endpoints, access) = (endpoints.clone(), access.clone());
-        async move { Ok::<_, Infallible>(route(&endpoints, &access, &request).await) }
+        let handler = handler.clone();
+        async move { Ok::<_, Infallible>(handler.handle(request).await) }
     });
     http1::Builder::new()
         .timer(TokioTimer::new())

@@ -294,7 +294,7 @@ impl Plugin {
             })
             .await?;
         match answer {
-            Ok(object) => Ok(Ok(self.checked_object(&request.key, object)?)),
+            Ok(object) => Ok(Ok(self.checked_object(&request.key, object)?.0)),
             Err(denial) => Ok(Err(denial.into())),
         }
     }
@@ -314,19 +314,17 @@ impl Plugin {
                 Box::pin(async move { guest.call_convert(store, &object, &api_version).await })
             })
             .await?;
-        let converted = match answer {
+        let (converted, fields) = match answer {
             Ok(converted) => self.checked_object(key, converted)?,
             Err(reason) => return Ok(Err(message(reason))),
         };
-        let found = serde_json::from_str::<serde_json::Value>(&converted)
-            .ok()
-            .and_then(|v| v.get("apiVersion")?.as_str().map(str::to_owned));
-        if found.as_deref() != Some(wanted.as_str()) {
+        let found = fields.get("apiVersion").and_then(serde_json::Value::as_str);
+        if found != Some(wanted.as_str()) {
             return Err(self.garbage(
                 key,
                 format!(
                     "convert to {wanted} returned apiVersion {}",
-                    found.as_deref().map_or("(none)", boundary::cut)
+                    found.map_or("(none)", boundary::cut)
                 ),
             ));
         }
@@ -363,8 +361,12 @@ impl Plugin {
             .await
     }
 
-    /// `object` if it is a JSON object within the plugin's object bound.
-    fn checked_object(&self, key: &ObjectKey, object: String) -> Result<String, DispatchError> {
+    /// `object` and its fields if it is a JSON object within the plugin's object bound.
+    fn checked_object(
+        &self,
+        key: &ObjectKey,
+        object: String,
+    ) -> Result<(String, serde_json::Map<String, serde_json::Value>), DispatchError> {
         let max = self.context.limits.object_bytes;
         if object.len() > max {
             return Err(self.garbage(
@@ -376,7 +378,7 @@ impl Plugin {
             ));
         }
         match serde_json::from_str::<serde_json::Value>(&object) {
-            Ok(serde_json::Value::Object(_)) => Ok(object),
+            Ok(serde_json::Value::Object(fields)) => Ok((object, fields)),
             Ok(_) => Err(self.garbage(key, "returned JSON that is not an object".to_owned())),
             Err(e) => Err(self.garbage(key, format!("returned invalid JSON: {e}"))),
         }

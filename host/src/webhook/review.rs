@@ -85,12 +85,13 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Vec<u8>, ReviewE
             kind: "ConversionReview",
             reason: e.to_string(),
         })?;
-    let request = ConversionRequest::from_review(review).map_err(|_| ReviewError::Malformed {
-        kind: "ConversionReview",
-        reason: "it has no request".to_owned(),
-    })?;
+    let mut request =
+        ConversionRequest::from_review(review).map_err(|_| ReviewError::Malformed {
+            kind: "ConversionReview",
+            reason: "it has no request".to_owned(),
+        })?;
     let desired = request.desired_api_version.clone();
-    let objects = request.objects.clone();
+    let objects = std::mem::take(&mut request.objects);
     let response = ConversionResponse::for_request(request);
     let response = match convert_all(plugin, &objects, &desired).await {
         Ok(converted) => response.success(converted),

@@ -34,6 +34,6 @@ find_componentize() {
 generate_bindings() {
   local componentize=$1
   rm -rf "$bindings"
-  "$componentize" -d "$repo/wit" -w reconciler bindings "$bindings" >/dev/null ||
+  "$componentize" -d "$repo/wit" -w webhook-reconciler bindings "$bindings" >/dev/null ||
     die "componentize-py could not generate bindings from $repo/wit"
 }

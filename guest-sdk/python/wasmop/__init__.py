@@ -33,11 +33,13 @@ from .object import Object
 from .outcome import Done, Outcome, RequeueAfter
 from .plugin import Reconciler, reconciler
 from .registration import Index, Label, Permission, Predicate, Registration, Verb, Watch
+from .webhooks import AdmissionRequest, ConversionFailed, Denied
 
 log.install()
 
 __all__ = [
-    "AlreadyExists", "ApiError", "Conflict", "DeniedBy", "Done", "Fields", "Forbidden", "Gvk",
+    "AdmissionRequest", "AlreadyExists", "ApiError", "Conflict", "ConversionFailed", "Denied",
+    "DeniedBy", "Done", "Fields", "Forbidden", "Gvk",
     "Index", "Invalid", "Label", "NotFound", "Object", "ObjectKey", "Other", "Outcome",
     "Permission", "Predicate", "ReconcileError", "Reconciler", "Registration", "Request",
     "RequeueAfter", "Retryable", "Terminal", "Timeout", "Unavailable", "Verb", "Watch", "cache",

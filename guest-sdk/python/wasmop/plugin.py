@@ -1,6 +1,7 @@
 """The reconciler a plugin declares: `@reconciler(...)` on its reconcile function registers the
 function with the plugin's `Registration`; `@<reconciler>.mapper` adds the function that maps
-objects of kinds watched with the `"guest"` mapping to requests.
+objects of kinds watched with the `"guest"` mapping to requests, and `@<reconciler>.validator`,
+`.defaulter` and `.converter` the webhooks it serves (`wasmop.webhooks`).
 
     @wasmop.reconciler(name="stamp", version="0.1.0", primary=ConfigMap,
                        permissions=[Permission(ConfigMap, ["patch"])])
@@ -11,12 +12,17 @@ A component holds one reconciler; the build imports the plugin and fails when it
 or a bad registration.
 """
 
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, TypeVar, Union
 
+from . import webhooks
 from .names import Gvk, ObjectKey, Request
 from .object import Object
 from .outcome import Outcome
 from .registration import Registration
+
+V = TypeVar("V", bound=webhooks.Validator)
+D = TypeVar("D", bound=webhooks.Defaulter)
+C = TypeVar("C", bound=webhooks.Converter)
 
 ReconcileFunction = Callable[[Request], Outcome]
 """Converges the primary object a request names; raises `Retryable` or `Terminal` on failure."""
@@ -36,6 +42,9 @@ class Reconciler:
         """The reconcile function."""
         self.map: MapFunction = lambda kind, obj: []
         """The mapper; maps nothing unless the plugin sets one with `mapper`."""
+        self.webhooks = webhooks.Webhooks()
+        """The webhooks it serves; none unless the plugin sets them with `validator`,
+        `defaulter` and `converter`."""
 
     def __call__(self, request: Request) -> Outcome:
         return self.reconcile(request)
@@ -44,6 +53,33 @@ class Reconciler:
         """Decorator: makes `function` this reconciler's mapper."""
         self.map = function
         return function
+
+    def validator(self, *kinds: Union[type, Gvk],
+                  operations: Iterable[str] = ("create", "update")) -> Callable[[V], V]:
+        """Decorator: makes `function` the validating webhook for `kinds` and `operations`."""
+        rules = [webhooks.rule(kind, operations) for kind in kinds]
+        return self._serve("validate", "validator", rules)
+
+    def defaulter(self, *kinds: Union[type, Gvk],
+                  operations: Iterable[str] = ("create", "update")) -> Callable[[D], D]:
+        """Decorator: makes `function` the defaulting webhook for `kinds` and `operations`."""
+        rules = [webhooks.rule(kind, operations) for kind in kinds]
+        return self._serve("default", "defaulter", rules)
+
+    def converter(self, *kinds: Union[type, Gvk]) -> Callable[[C], C]:
+        """Decorator: makes `function` the conversion webhook of the custom resources `kinds`
+        (their group and kind; the version is ignored)."""
+        gvks = [webhooks.rule(kind, ["create"]).kind for kind in kinds]
+        return self._serve("convert", "converter", gvks)
+
+    def _serve(self, declared: str, function: str, rules: list) -> Callable[[Any], Any]:
+        """A decorator that records `rules` as the webhooks' `declared` field and the function
+        it decorates as their `function` field."""
+        def register(decorated: Any) -> Any:
+            setattr(self.webhooks, declared, rules)
+            setattr(self.webhooks, function, decorated)
+            return decorated
+        return register
 
 
 _registered: Optional[Reconciler] = None

@@ -1,7 +1,8 @@
 """The `webapp` plugin: each `WebApp` (`example.wasmop.dev/v1alpha1`) becomes a Deployment and a
 ClusterIP Service it controls, plus an external marker ConfigMap that its finalizer deletes. Its
 status reports the Deployment's ready replicas and a `Ready` condition. A converged WebApp is
-reconciled without a single write.
+reconciled without a single write. Its webhooks (`admission`) validate, default and convert
+WebApps as the Rust plugin's do.
 
 The finalizer is added and removed by updating the whole WebApp at the resourceVersion it was
 read at, so a concurrent change makes the write fail with `Conflict`, which retries the
@@ -13,7 +14,7 @@ import logging
 from wasmop import AlreadyExists, Permission, Request, Terminal, cache, client, events, reconciler
 from wasmop.kinds import ConfigMap, Deployment, Service
 
-from . import desired
+from . import admission, desired
 from .resource import WebApp, WebAppSpec
 
 __all__ = ["FINALIZER", "WebApp", "WebAppSpec", "reconcile"]
@@ -60,6 +61,10 @@ def reconcile(req: Request) -> None:
     if app.status != status:
         client.patch_status(WebApp, req.namespace, req.name, {"status": status})
 
+
+reconcile.validator(WebApp)(admission.validate)
+reconcile.defaulter(WebApp)(admission.default)
+reconcile.converter(WebApp)(admission.convert)
 
 def finalize(app: WebApp) -> None:
     """Deletes the marker and releases the WebApp by removing the finalizer."""

@@ -184,6 +184,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         sync_timeout: args.cache_sync_timeout,
         identities: None,
         metrics_secure: args.secure_serving(),
+        webhook: args.webhooks.serving(),
     }
 }
 

@@ -1,7 +1,9 @@
 //! The manager owns the shared parts — the WebAssembly runtime, the informer cache, the apiserver
-//! client, the metrics and probe endpoints, the leader elector — and one controller per plugin.
+//! client, the metrics and probe endpoints, the webhook server, the leader elector — and one
+//! controller per plugin. Every replica serves the loaded plugins' webhooks; the leader also
+//! writes the configurations that make the apiserver call them.
 //!
-//! Start order: endpoints ([`Manager::serve`]: alive, not ready) → plugins loaded
+//! Start order: endpoints and webhooks ([`Manager::serve`]: alive, not ready) → plugins loaded
 //! ([`Manager::load_plugin`]) → [`Manager::run`]: ready (followers too), the plugin sources
 //! ([`Manager::add_runnable`]) started → the Lease acquired when electing → each controller once
 //! its informers have synced. Stop order is the reverse: not ready → the plugin sources
@@ -37,6 +39,7 @@ use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
 use crate::metrics::{Collecting, Metrics};
 use crate::plugins::{self, Command, Loader, PluginError, PluginHandle, Registry};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
+use crate::webhook::{WebhookServer, WebhookServing, Writer};
 
 /// The manager could not start, keep running, or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +101,9 @@ pub struct ManagerOptions {
     pub identities: Option<Identities>,
     /// Serve `/metrics` and `/plugins` over HTTPS to authorized callers only (probes stay open).
     pub metrics_secure: Option<http::SecureServing>,
+    /// Serve the plugins' webhooks (on every replica), and write their configurations (while
+    /// leading).
+    pub webhook: Option<WebhookServing>,
 }
 
 impl Default for ManagerOptions {
@@ -112,6 +118,7 @@ impl Default for ManagerOptions {
             sync_timeout: Duration::from_secs(120),
             identities: None,
             metrics_secure: None,
+            webhook: None,
         }
     }
 }
@@ -142,6 +149,7 @@ pub struct Manager {
     metrics: Arc<Metrics>,
     endpoints: Arc<Endpoints>,
     servers: Vec<JoinHandle<()>>,
+    webhook_tls: Option<http::Tls>,
     registry: Registry,
     handle: PluginHandle,
     commands: mpsc::Receiver<Command>,
@@ -179,6 +187,7 @@ impl Manager {
             metrics,
             options,
             servers: Vec::new(),
+            webhook_tls: None,
             registry,
             handle,
             commands,
@@ -230,6 +239,28 @@ impl Manager {
                 listener, endpoints, access, limits,
             )));
         }
+        if let Some(serving) = self.options.webhook.clone() {
+            self.serve_webhooks(&serving).await?;
+        }
+        Ok(())
+    }
+
+    /// Serves the loaded plugins' webhooks over HTTPS at `serving`'s address.
+    async fn serve_webhooks(&mut self, serving: &WebhookServing) -> Result<(), ManagerError> {
+        let address = serving.address;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| ManagerError::Listen { address, source })?;
+        let tls = http::Tls::load(&serving.tls).await?;
+        let server = WebhookServer::new(self.registry.live(), self.metrics.clone());
+        tracing::info!(%address, "serving the plugins' webhooks over HTTPS");
+        self.servers.push(tokio::spawn(http::listen(
+            listener,
+            Arc::new(server),
+            Some(tls.clone()),
+            http::ConnectionLimits::default(),
+        )));
+        self.webhook_tls = Some(tls);
         Ok(())
     }
 
@@ -363,6 +394,12 @@ impl Manager {
     fn lead(&mut self) {
         self.running = true;
         self.handle.set_leading(true);
+        let target = self.options.webhook.as_ref().and_then(|w| w.target.clone());
+        if let (Some(target), Some(tls)) = (target, self.webhook_tls.clone()) {
+            let writer = Writer::new(self.client.clone(), target);
+            let live = self.registry.live();
+            self.servers.push(tokio::spawn(writer.run(live, tls)));
+        }
         for (source, ticket, plugin, digest) in self.registry.unstarted() {
             self.prepare(Pending {
                 source,

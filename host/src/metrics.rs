@@ -10,7 +10,7 @@
 //! series leave with their owner. This module knows none of those owners.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus::core::Collector;
 use prometheus::{
@@ -71,6 +71,10 @@ struct Families {
     plugin_memory: IntGaugeVec,
     instantiations: IntCounterVec,
     instantiation_seconds: CounterVec,
+    webhook_requests: IntCounterVec,
+    webhook_latency: HistogramVec,
+    webhook_in_flight: IntGaugeVec,
+    webhook_failures: IntCounterVec,
 }
 
 /// Registers a freshly built metric; the names and labels are constants, so failure is a bug.
@@ -236,6 +240,31 @@ impl Families {
                     &["plugin"],
                 ),
             ),
+            webhook_requests: counter(
+                r,
+                "controller_runtime_webhook_requests_total",
+                "Total number of admission requests by HTTP status code",
+                &["webhook", "code"],
+            ),
+            webhook_latency: histogram(
+                r,
+                "controller_runtime_webhook_latency_seconds",
+                "Histogram of the latency of processing admission requests",
+                &["webhook"],
+                prometheus::DEFAULT_BUCKETS,
+            ),
+            webhook_in_flight: gauge(
+                r,
+                "controller_runtime_webhook_requests_in_flight",
+                "Current number of admission requests being served",
+                &["webhook"],
+            ),
+            webhook_failures: counter(
+                r,
+                "wasmop_webhook_plugin_failures_total",
+                "Webhook calls the plugin failed to answer (trap, timeout, garbage), answered by its failure policy",
+                &["webhook", "failure_policy"],
+            ),
         }
     }
 }
@@ -319,6 +348,20 @@ impl Metrics {
             .set(i64::from(leading));
     }
 
+    /// Counts a request to `webhook` (its path) in flight until the returned guard is answered
+    /// or dropped.
+    pub fn webhook_request(self: &Arc<Self>, webhook: &str) -> WebhookRequest {
+        self.families
+            .webhook_in_flight
+            .with_label_values(&[webhook])
+            .inc();
+        WebhookRequest {
+            metrics: self.clone(),
+            webhook: webhook.to_owned(),
+            started: Instant::now(),
+        }
+    }
+
     /// Renders every family and registered collector in Prometheus text format.
     pub fn gather(&self) -> String {
         let mut out = Vec::new();
@@ -326,6 +369,47 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut out)
             .expect("text encoding of gathered metrics");
         String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}
+
+/// A webhook request in flight, counted in `controller_runtime_webhook_requests_in_flight`
+/// while it lives.
+pub struct WebhookRequest {
+    metrics: Arc<Metrics>,
+    webhook: String,
+    started: Instant,
+}
+
+impl WebhookRequest {
+    /// Counts the answer: its HTTP status, its latency, and the failure policy that answered for
+    /// a plugin that failed, if one did.
+    pub fn answered(self, code: u16, failure_policy: Option<&str>) {
+        let families = &self.metrics.families;
+        let webhook = [self.webhook.as_str()];
+        families
+            .webhook_latency
+            .with_label_values(&webhook)
+            .observe(self.started.elapsed().as_secs_f64());
+        families
+            .webhook_requests
+            .with_label_values(&[self.webhook.as_str(), &code.to_string()])
+            .inc();
+        if let Some(policy) = failure_policy {
+            families
+                .webhook_failures
+                .with_label_values(&[self.webhook.as_str(), policy])
+                .inc();
+        }
+    }
+}
+
+impl Drop for WebhookRequest {
+    fn drop(&mut self) {
+        self.metrics
+            .families
+            .webhook_in_flight
+            .with_label_values(&[self.webhook.as_str()])
+            .dec();
     }
 }
 

@@ -18,6 +18,7 @@ use wasmop::runtime::{
 
 use tokio::sync::watch;
 use wasmop::http::{ConnectionLimits, SecureServing, Tls, listen};
+use wasmop::metrics::Metrics;
 use wasmop::webhook::{FailurePolicy, Hook, ReviewError, WebhookServer, admission, conversion};
 use wasmop_envtest::within;
 
@@ -48,9 +49,19 @@ fn webapp(version: &str, spec: Value) -> AdmissionRequest {
 
 #[tokio::test]
 async fn webapp_declares_its_webhooks_and_answers_them() {
+    webapp_webhooks("webapp").await
+}
+
+#[tokio::test]
+async fn the_python_webapp_answers_its_webhooks_as_the_rust_one_does() {
+    webapp_webhooks("webapp-python").await
+}
+
+/// Component `name`, a build of `webapp`, declares and answers webapp's webhooks.
+async fn webapp_webhooks(name: &str) {
     within(LIMIT, "webapp's webhooks", async {
         let runtime = runtime();
-        let (plugin, _host) = load(&runtime, "webapp", PluginOptions::default()).await;
+        let (plugin, _host) = load(&runtime, name, PluginOptions::default()).await;
         let declared = plugin.webhooks().expect("webapp serves webhooks");
         let webapp_kind = GroupVersionKind::gvk(GROUP, "v1alpha1", "WebApp");
         assert_eq!(declared.validate[0].kind, webapp_kind);
@@ -224,7 +235,7 @@ async fn admission_reviews_are_answered_with_the_verdict_and_the_defaults_as_a_p
             webapp_object(json!({"image": "nginx", "replicas": 99})),
         );
         let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &crowded).await;
-        let answer = response(&answer.unwrap());
+        let answer = response(&answer.unwrap().json);
         assert_eq!(answer["allowed"], false);
         let message = answer["status"]["message"].as_str().unwrap();
         assert!(
@@ -234,9 +245,9 @@ async fn admission_reviews_are_answered_with_the_verdict_and_the_defaults_as_a_p
 
         let portless = review(kind, webapp_object(json!({"image": "nginx"})));
         let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &portless).await;
-        assert_eq!(response(&answer.unwrap())["allowed"], true);
+        assert_eq!(response(&answer.unwrap().json)["allowed"], true);
         let answer = admission(&plugin, Hook::Default, FailurePolicy::Fail, &portless).await;
-        let answer = response(&answer.unwrap());
+        let answer = response(&answer.unwrap().json);
         assert_eq!(answer["allowed"], true);
         assert_eq!(answer["patchType"], "JSONPatch");
         let patch: Vec<u8> = serde_json::from_value(answer["patch"].clone()).unwrap();
@@ -248,7 +259,7 @@ async fn admission_reviews_are_answered_with_the_verdict_and_the_defaults_as_a_p
 
         let ported = review(kind, webapp_object(json!({"image": "nginx", "port": 9090})));
         let answer = admission(&plugin, Hook::Default, FailurePolicy::Fail, &ported).await;
-        let answer = response(&answer.unwrap());
+        let answer = response(&answer.unwrap().json);
         assert!(
             answer.get("patch").is_none(),
             "nothing to default: {answer}"
@@ -269,7 +280,9 @@ async fn a_failing_plugin_gets_the_answer_of_its_failure_policy() {
         let body = review(("", "v1", "ConfigMap"), configmap("default", "shop"));
 
         let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &body).await;
-        let answer = response(&answer.unwrap());
+        let answer = answer.unwrap();
+        assert!(answer.plugin_failed, "the timeout is the plugin's failure");
+        let answer = response(&answer.json);
         assert_eq!(answer["allowed"], false);
         let message = answer["status"]["message"].as_str().unwrap();
         assert!(
@@ -278,7 +291,7 @@ async fn a_failing_plugin_gets_the_answer_of_its_failure_policy() {
         );
 
         let answer = admission(&plugin, Hook::Validate, FailurePolicy::Ignore, &body).await;
-        let answer = response(&answer.unwrap());
+        let answer = response(&answer.unwrap().json);
         assert_eq!(answer["allowed"], true);
         let warning = answer["warnings"][0].as_str().unwrap();
         assert!(
@@ -328,7 +341,7 @@ async fn conversion_reviews_convert_every_object_or_fail_as_a_whole() {
         let answer = conversion(&plugin, &body(&format!("{GROUP}/v1beta1")))
             .await
             .unwrap();
-        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        let answer: Value = serde_json::from_slice(&answer.json).unwrap();
         let response = &answer["response"];
         assert_eq!(response["uid"], "c0ffee");
         assert_eq!(response["result"]["status"], "Success");
@@ -340,7 +353,7 @@ async fn conversion_reviews_convert_every_object_or_fail_as_a_whole() {
         let answer = conversion(&plugin, &body(&format!("{GROUP}/v7")))
             .await
             .unwrap();
-        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        let answer: Value = serde_json::from_slice(&answer.json).unwrap();
         assert_eq!(answer["response"]["result"]["status"], "Failure");
         assert!(
             answer["response"]["convertedObjects"]
@@ -412,7 +425,8 @@ async fn the_webhook_listener_answers_over_https_with_the_plugin_loaded_now() {
         let tls = Tls::load(&SecureServing::default()).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let server = Arc::new(WebhookServer::new(plugins, BTreeMap::new()));
+        let metrics = Arc::new(Metrics::new());
+        let server = Arc::new(WebhookServer::new(plugins, metrics.clone()));
         let served = tokio::spawn(listen(
             listener,
             server,
@@ -440,6 +454,23 @@ async fn the_webhook_listener_answers_over_https_with_the_plugin_loaded_now() {
         let huge = vec![b' '; wasmop::webhook::review::MAX_BODY + 1];
         let (status, _) = post(address, &tls, "/validate/webapp", huge).await;
         assert_eq!(status, 413);
+        let counted = metrics.gather();
+        for code in [200, 400, 413] {
+            let line = format!(
+                "controller_runtime_webhook_requests_total{{code=\"{code}\",webhook=\"/validate/webapp\"}} 1"
+            );
+            assert!(counted.contains(&line), "{line} in\n{counted}");
+        }
+        assert!(
+            counted.contains(
+                "controller_runtime_webhook_requests_in_flight{webhook=\"/validate/webapp\"} 0"
+            ),
+            "{counted}"
+        );
+        assert!(
+            !counted.contains("webhook=\"/validate/guest-good\""),
+            "a route no plugin serves is not counted"
+        );
 
         publish.send_modify(|loaded| {
             let mut now = (**loaded).clone();

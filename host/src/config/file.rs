@@ -13,14 +13,17 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::{Map, Value};
 
-use super::{ConfigError, PluginLimits, bytes, duration, positive};
+use super::{ConfigError, PluginLimits, bytes, duration, positive, webhook_timeout};
+use crate::runtime::FailurePolicy;
 
 /// The keys a `plugins` entry may have besides `file`.
-const OVERRIDES: [&str; 4] = [
+const OVERRIDES: [&str; 6] = [
     "memory-limit",
     "reconcile-timeout",
     "max-concurrent-reconciles",
     "warm-instances",
+    "webhook-timeout",
+    "webhook-failure-policy",
 ];
 
 /// What the file adds to the command line.
@@ -42,6 +45,10 @@ pub struct PluginOverrides {
     pub max_concurrent_reconciles: Option<u32>,
     /// Overrides `warm-instances`.
     pub warm_instances: Option<usize>,
+    /// Overrides `webhook-timeout`.
+    pub webhook_timeout: Option<Duration>,
+    /// Overrides `webhook-failure-policy`.
+    pub webhook_failure_policy: Option<FailurePolicy>,
 }
 
 impl PluginOverrides {
@@ -53,6 +60,10 @@ impl PluginOverrides {
             .max_concurrent_reconciles
             .or(limits.max_concurrent_reconciles);
         limits.warm_instances = self.warm_instances.unwrap_or(limits.warm_instances);
+        limits.webhook_timeout = self.webhook_timeout.unwrap_or(limits.webhook_timeout);
+        limits.webhook_failure_policy = self
+            .webhook_failure_policy
+            .unwrap_or(limits.webhook_failure_policy);
     }
 }
 
@@ -208,6 +219,12 @@ fn plugin(index: usize, fields: &Map<String, Value>) -> Result<(String, PluginOv
                     text.parse()
                         .map_err(|_| at(format!("`{text}` is not a whole number")))?,
                 )
+            }
+            "webhook-timeout" => {
+                overrides.webhook_timeout = Some(webhook_timeout(&text).map_err(at)?)
+            }
+            "webhook-failure-policy" => {
+                overrides.webhook_failure_policy = Some(FailurePolicy::parse(&text).map_err(at)?)
             }
             _ => {
                 return Err(at(format!(

@@ -8,6 +8,9 @@
 
 mod file;
 mod policy;
+mod webhook;
+
+pub use webhook::WebhookArgs;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -20,7 +23,7 @@ use crate::cache::Namespaces;
 use crate::http::SecureServing;
 use crate::rate::Rate;
 use crate::runtime::boundary::cut;
-use crate::runtime::{Ceiling, GuestLimits, InstanceMode, PluginOptions};
+use crate::runtime::{Ceiling, FailurePolicy, GuestLimits, InstanceMode, PluginOptions};
 
 pub use file::PluginOverrides;
 pub use policy::ceiling;
@@ -219,6 +222,9 @@ pub struct RunArgs {
     /// How long a plugin's informers may take to list everything before its start fails.
     #[arg(long, env = "WASMOP_CACHE_SYNC_TIMEOUT", default_value = "2m", value_parser = duration)]
     pub cache_sync_timeout: Duration,
+    /// The webhook server.
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
     /// Limits for every plugin.
     #[command(flatten)]
     pub limits: PluginLimits,
@@ -256,6 +262,14 @@ pub struct PluginLimits {
     /// and its warm instances when absent.
     #[arg(long, env = "WASMOP_MAX_INSTANCES", value_parser = positive)]
     pub max_instances: Option<u32>,
+    /// How long one validate, default or convert call may take (at most 25s); the apiserver is
+    /// told to wait 2 s longer.
+    #[arg(long, env = "WASMOP_WEBHOOK_TIMEOUT", default_value = "2s", value_parser = webhook_timeout)]
+    pub webhook_timeout: Duration,
+    /// What the apiserver is told when a plugin fails to answer a webhook, and does when it cannot
+    /// reach the host: `Fail` (refuse the request) or `Ignore` (admit it).
+    #[arg(long, env = "WASMOP_WEBHOOK_FAILURE_POLICY", default_value = "Fail", value_parser = FailurePolicy::parse)]
+    pub webhook_failure_policy: FailurePolicy,
     /// What a guest may make the host copy, keep, send and log.
     #[command(flatten)]
     pub guest: GuestArgs,
@@ -336,6 +350,8 @@ impl PluginLimits {
             max_concurrent_reconciles: self.max_concurrent_reconciles,
             limits: self.guest.limits(),
             max_instances: self.max_instances,
+            webhook_timeout: self.webhook_timeout,
+            failure_policy: self.webhook_failure_policy,
             ..PluginOptions::default()
         }
     }
@@ -363,6 +379,7 @@ impl RunArgs {
     pub fn secure_serving(&self) -> Option<SecureServing> {
         self.metrics_secure.then(|| SecureServing {
             cert_dir: self.metrics_cert_dir.clone(),
+            ..SecureServing::default()
         })
     }
 
@@ -377,6 +394,7 @@ impl RunArgs {
                     .into(),
             );
         }
+        self.webhooks.validate()?;
         if self.metrics_cert_dir.is_some() && !self.metrics_secure {
             return invalid(
                 "metrics-cert-dir",
@@ -509,6 +527,16 @@ pub(crate) fn rate(value: &str) -> Result<Rate, String> {
         burst => positive(burst).map_err(|_| malformed())?,
     };
     Ok(Rate::new(per_second, burst.max(1)))
+}
+
+/// A webhook call's timeout: a duration from 100ms to 25s, so the apiserver's own timeout (2 s
+/// longer, at most 30 s) is never the one that answers.
+fn webhook_timeout(value: &str) -> Result<Duration, String> {
+    let timeout = duration(value)?;
+    match timeout >= Duration::from_millis(100) && timeout <= Duration::from_secs(25) {
+        true => Ok(timeout),
+        false => Err(format!("`{value}` is outside 100ms..=25s")),
+    }
 }
 
 /// A listening address, or `0` for off, as controller-runtime's bind-address flags take them.
@@ -757,7 +785,13 @@ mod tests {
         std::fs::write(&file, "metrics-secure: true\nmetrics-cert-dir: /certs\n").unwrap();
         let run = load(&["--plugin=a.wasm", &format!("--config={}", file.display())]).unwrap();
         let cert_dir = Some(PathBuf::from("/certs"));
-        assert_eq!(run.secure_serving(), Some(SecureServing { cert_dir }));
+        assert_eq!(
+            run.secure_serving(),
+            Some(SecureServing {
+                cert_dir,
+                ..SecureServing::default()
+            })
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -27,11 +28,17 @@ pub const KEY_FILE: &str = "tls.key";
 /// How often a certificate directory is read again.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(10);
 
-/// How the metrics listener serves HTTPS.
+/// The CA's certificate in a certificate directory, as cert-manager writes it beside the pair.
+pub const CA_FILE: &str = "ca.crt";
+
+/// How a secure listener serves HTTPS.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SecureServing {
     /// A directory with `tls.crt` and `tls.key`; a self-signed certificate when `None`.
     pub cert_dir: Option<PathBuf>,
+    /// DNS names a self-signed certificate names besides localhost, the loopback addresses and
+    /// the hostname (a Service's, for the apiserver to call).
+    pub names: Vec<String>,
 }
 
 /// The serving certificate could not be read or made.
@@ -78,18 +85,24 @@ pub struct Tls {
     dir: Option<PathBuf>,
     /// The bytes of `tls.crt` and `tls.key` last loaded from `dir`.
     loaded: Arc<Mutex<(Vec<u8>, Vec<u8>)>>,
+    /// The PEM a client trusts the served certificate with, published on every change.
+    ca: Arc<watch::Sender<Vec<u8>>>,
 }
 
 impl Tls {
     /// TLS serving the certificate `serving` names, or a fresh self-signed one.
     pub async fn load(serving: &SecureServing) -> Result<Tls, TlsError> {
         let provider = Arc::new(ring::default_provider());
-        let (key, files) = match &serving.cert_dir {
+        let (key, files, ca) = match &serving.cert_dir {
             Some(dir) => {
                 let files = read(dir).await?;
-                (certified(dir, &files, &provider)?, files)
+                let ca = authority(dir, &files.0).await;
+                (certified(dir, &files, &provider)?, files, ca)
             }
-            None => (self_signed(&provider)?, Default::default()),
+            None => {
+                let (key, pem) = self_signed(&provider, &serving.names)?;
+                (key, Default::default(), pem)
+            }
         };
         let resolver = Arc::new(Resolver(RwLock::new(Arc::new(key))));
         let mut config = ServerConfig::builder_with_provider(provider.clone())
@@ -104,18 +117,30 @@ impl Tls {
             provider,
             dir: serving.cert_dir.clone(),
             loaded: Arc::new(Mutex::new(files)),
+            ca: Arc::new(watch::Sender::new(ca)),
         };
         let fingerprint = tls.fingerprint();
         match &tls.dir {
             Some(dir) => {
-                tracing::info!(dir = %dir.display(), %fingerprint, "serving the metrics certificate")
+                tracing::info!(dir = %dir.display(), %fingerprint, "serving the certificate of a directory")
             }
             None => tracing::info!(
                 %fingerprint,
-                "no --metrics-cert-dir: serving a self-signed certificate generated at start"
+                "serving a self-signed certificate generated at start"
             ),
         }
         Ok(tls)
+    }
+
+    /// The PEM that makes a client trust the certificate served now: the directory's `ca.crt`
+    /// when it has one, else its `tls.crt`; the self-signed certificate itself.
+    pub fn ca_bundle(&self) -> Vec<u8> {
+        self.ca.borrow().clone()
+    }
+
+    /// The CA bundle, marked changed whenever a reload changes it.
+    pub fn ca_changes(&self) -> watch::Receiver<Vec<u8>> {
+        self.ca.subscribe()
     }
 
     /// The acceptor for new connections.
@@ -147,8 +172,14 @@ impl Tls {
             return Ok(false);
         }
         let key = certified(dir, &files, &self.provider)?;
+        let ca = authority(dir, &files.0).await;
         *self.resolver.0.write().expect("certificate lock poisoned") = Arc::new(key);
         *self.loaded.lock().expect("loaded files lock poisoned") = files;
+        self.ca.send_if_modified(|now| {
+            let changed = *now != ca;
+            *now = ca;
+            changed
+        });
         Ok(true)
     }
 
@@ -162,11 +193,11 @@ impl Tls {
             tokio::time::sleep(RELOAD_INTERVAL).await;
             match self.reload().await {
                 Ok(true) => {
-                    tracing::info!(fingerprint = %self.fingerprint(), "metrics certificate reloaded")
+                    tracing::info!(fingerprint = %self.fingerprint(), "certificate reloaded")
                 }
                 Ok(false) => {}
                 Err(error) => {
-                    tracing::warn!("keeping the current metrics certificate: {error}")
+                    tracing::warn!("keeping the current certificate: {error}")
                 }
             }
         }
@@ -217,18 +248,32 @@ fn certified(
     })
 }
 
-/// A self-signed certificate for `localhost`, the loopback addresses and the pod's hostname.
-fn self_signed(provider: &CryptoProvider) -> Result<CertifiedKey, TlsError> {
+/// What a client of `dir`'s certificate trusts: its `ca.crt` if readable, else `cert` itself.
+async fn authority(dir: &Path, cert: &[u8]) -> Vec<u8> {
+    match tokio::fs::read(dir.join(CA_FILE)).await {
+        Ok(ca) if !ca.is_empty() => ca,
+        _ => cert.to_vec(),
+    }
+}
+
+/// A self-signed certificate for `localhost`, the loopback addresses, the pod's hostname and
+/// `extra` names, with its PEM.
+fn self_signed(
+    provider: &CryptoProvider,
+    extra: &[String],
+) -> Result<(CertifiedKey, Vec<u8>), TlsError> {
     let mut names = vec!["localhost".to_owned(), "127.0.0.1".into(), "::1".into()];
     let hostname = std::env::var("HOSTNAME").unwrap_or_default();
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
     if !hostname.is_empty() && hostname.chars().all(valid) {
         names.push(hostname);
     }
+    names.extend(extra.iter().cloned());
     let generated = rcgen::generate_simple_self_signed(names)?;
     let key = PrivateKeyDer::Pkcs8(generated.signing_key.serialize_der().into());
     let chain = vec![generated.cert.der().clone()];
-    CertifiedKey::from_der(chain, key, provider).map_err(TlsError::Config)
+    let certified = CertifiedKey::from_der(chain, key, provider).map_err(TlsError::Config)?;
+    Ok((certified, generated.cert.pem().into_bytes()))
 }
 
 #[cfg(test)]
@@ -249,6 +294,7 @@ mod tests {
         let first = write_pair(dir.path());
         let serving = SecureServing {
             cert_dir: Some(dir.path().to_owned()),
+            ..SecureServing::default()
         };
         let tls = Tls::load(&serving).await.unwrap();
         assert_eq!(tls.certificate(), first);
@@ -257,9 +303,17 @@ mod tests {
             "unchanged files are not reloaded"
         );
 
+        assert_eq!(
+            CertificateDer::from_pem_slice(&tls.ca_bundle()).unwrap(),
+            first,
+            "without ca.crt the certificate is trusted as it is"
+        );
+
         let second = write_pair(dir.path());
+        std::fs::write(dir.path().join(CA_FILE), "the CA's PEM").unwrap();
         assert!(tls.reload().await.unwrap());
         assert_eq!(tls.certificate(), second);
+        assert_eq!(tls.ca_bundle(), b"the CA's PEM", "ca.crt is the bundle");
 
         std::fs::write(dir.path().join(KEY_FILE), "not a key").unwrap();
         let error = tls.reload().await.unwrap_err().to_string();
@@ -276,6 +330,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let serving = SecureServing {
             cert_dir: Some(dir.path().to_owned()),
+            ..SecureServing::default()
         };
         let error = Tls::load(&serving).await.err().unwrap().to_string();
         assert!(error.contains(CERT_FILE), "{error}");
@@ -289,8 +344,24 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_directory_a_self_signed_certificate_is_made() {
-        let tls = Tls::load(&SecureServing::default()).await.unwrap();
+        let serving = SecureServing {
+            names: vec!["wasmop-webhooks.operators.svc".into()],
+            ..SecureServing::default()
+        };
+        let tls = Tls::load(&serving).await.unwrap();
         assert_eq!(tls.fingerprint().len(), 64);
         assert!(!tls.reload().await.unwrap());
+        let ca = tls.ca_bundle();
+        let trusted = CertificateDer::from_pem_slice(&ca).unwrap();
+        assert_eq!(
+            trusted,
+            tls.certificate(),
+            "a self-signed certificate is its own CA"
+        );
+        let name = b"wasmop-webhooks.operators.svc";
+        assert!(
+            trusted.windows(name.len()).any(|w| w == name),
+            "the extra name is among the certificate's DNS names"
+        );
     }
 }

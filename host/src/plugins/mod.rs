@@ -22,7 +22,7 @@ mod registry;
 
 pub use handle::{Installed, PluginHandle};
 pub use loader::{Loader, digest};
-pub use registry::{Registry, Statuses};
+pub use registry::{Live, Registry, Statuses};
 
 pub(crate) use handle::{Command, channel};
 

@@ -3,7 +3,8 @@
 //! Every method is synchronous and quick, because the manager's loop calls them: the slow work
 //! around a change (syncing a version's informers, draining a stopped controller) happens in
 //! tasks of the manager's, never here. After every change the table publishes its statuses to
-//! the read-only [`Statuses`] view, so readers never wait on the loop.
+//! the read-only [`Statuses`] view, and its loaded plugins to [`Live`], so readers never wait on
+//! the loop.
 //!
 //! Invariants: at most one entry per source and per plugin name; a change is asked for with a
 //! ticket, and only the source's latest ticket may change its entry (an older preparation that
@@ -11,6 +12,7 @@
 //! new one has taken over its controller (or there is none); a failed change leaves the entry's
 //! version and controller as they were.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -20,11 +22,16 @@ use crate::controller::{Controller, Prepared, Progress};
 use crate::metrics::Metrics;
 use crate::runtime::Plugin;
 
+/// The plugins loaded now, by name, as the registry publishes them: what the webhook server
+/// answers with, so a swap changes its answers at once.
+pub type Live = watch::Receiver<Arc<BTreeMap<String, Arc<Plugin>>>>;
+
 /// Every source's plugin.
 pub struct Registry {
     entries: Vec<Entry>,
     next_ticket: u64,
     published: watch::Sender<Arc<[Row]>>,
+    live: watch::Sender<Arc<BTreeMap<String, Arc<Plugin>>>>,
 }
 
 impl Default for Registry {
@@ -33,6 +40,7 @@ impl Default for Registry {
             entries: Vec::new(),
             next_ticket: 0,
             published: watch::Sender::new(Arc::from([])),
+            live: watch::Sender::new(Arc::default()),
         }
     }
 }
@@ -117,6 +125,11 @@ impl Registry {
     /// The read-only view of the statuses this table publishes.
     pub fn statuses(&self) -> Statuses {
         Statuses(self.published.subscribe())
+    }
+
+    /// The plugins loaded now, by name, current after every change.
+    pub fn live(&self) -> Live {
+        self.live.subscribe()
     }
 
     /// Asks to make a version named `name` the plugin of `source`; the ticket names that change
@@ -270,6 +283,23 @@ impl Registry {
     fn publish(&self) {
         let rows: Vec<Row> = self.entries.iter().map(Entry::row).collect();
         self.published.send_replace(rows.into());
+        let live: BTreeMap<String, Arc<Plugin>> = self
+            .entries
+            .iter()
+            .filter_map(|e| e.loaded.as_ref())
+            .map(|l| (l.plugin.name().to_owned(), l.plugin.clone()))
+            .collect();
+        self.live.send_if_modified(|now| {
+            let same = now.len() == live.len()
+                && now
+                    .iter()
+                    .zip(&live)
+                    .all(|((a, p), (b, q))| a == b && Arc::ptr_eq(p, q));
+            if !same {
+                *now = Arc::new(live);
+            }
+            !same
+        });
     }
 
     fn entry(&mut self, source: &str) -> &mut Entry {

@@ -39,6 +39,6 @@ pub use plugin::{Outcome, Plugin, PluginOptions};
 pub use policy::{Allowance, Asked, Ceiling, KindPattern};
 pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
 pub use webhooks::{
-    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, Operation, Rule, UserInfo, Verdict,
-    WebhookRegistration,
+    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, Operation, Rule, UserInfo,
+    Verdict, WebhookRegistration,
 };

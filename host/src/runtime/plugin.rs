@@ -20,7 +20,7 @@ use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::limits::GuestLimits;
 use crate::runtime::policy::{Asked, Ceiling};
 use crate::runtime::registration::Registration;
-use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, WebhookRegistration};
+use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, FailurePolicy, WebhookRegistration};
 
 /// The exports every reconciler component must have.
 const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
@@ -43,6 +43,8 @@ pub struct PluginOptions {
     pub describe_timeout: Duration,
     /// How long one validate, default or convert call may take.
     pub webhook_timeout: Duration,
+    /// What the apiserver is told when a webhook call fails.
+    pub failure_policy: FailurePolicy,
     /// What the plugin may make the host spend.
     pub limits: GuestLimits,
     /// The most instances the plugin may have at once; its workers, one for `map` and its warm
@@ -62,6 +64,7 @@ impl Default for PluginOptions {
             max_concurrent_reconciles: None,
             describe_timeout: Duration::from_secs(5),
             webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
+            failure_policy: FailurePolicy::Fail,
             limits: GuestLimits::default(),
             max_instances: None,
             ceiling: None,
@@ -92,6 +95,7 @@ pub struct Plugin {
     pub(crate) instances: Instances,
     timeout: Duration,
     pub(crate) webhook_timeout: Duration,
+    pub(crate) failure_policy: FailurePolicy,
     workers: u32,
     _share: Reservation,
 }
@@ -216,6 +220,7 @@ impl Runtime {
             instances,
             timeout: asked.timeout,
             webhook_timeout: options.webhook_timeout,
+            failure_policy: options.failure_policy,
             workers: asked.concurrency,
             _share: share,
         })

@@ -267,6 +267,16 @@ impl Plugin {
         self.webhooks.as_ref()
     }
 
+    /// What the apiserver is told when the plugin fails to answer.
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.failure_policy
+    }
+
+    /// How long one webhook call may take.
+    pub fn webhook_timeout(&self) -> Duration {
+        self.webhook_timeout
+    }
+
     /// Asks the plugin to admit or refuse `request`.
     pub async fn validate(&self, request: &AdmissionRequest) -> Result<Verdict, DispatchError> {
         let arg = wit::AdmissionRequest::from(request);
@@ -399,6 +409,36 @@ impl Plugin {
 /// How long one webhook call may take when the operator sets nothing: well inside the
 /// apiserver's default webhook timeout of 10 s.
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the apiserver is told when the plugin fails to answer, and what it does when it cannot
+/// reach the host at all: the webhook configuration's `failurePolicy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Refuse the request (the apiserver's default).
+    #[default]
+    Fail,
+    /// Admit it unchanged, with a warning.
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// The policy's name in a webhook configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+
+    /// The policy named `name` (`Fail` or `Ignore`, as Kubernetes spells them).
+    pub fn parse(name: &str) -> Result<FailurePolicy, String> {
+        match name {
+            "Fail" => Ok(FailurePolicy::Fail),
+            "Ignore" => Ok(FailurePolicy::Ignore),
+            other => Err(format!("`{other}` is not a failure policy: Fail or Ignore")),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,14 +1,33 @@
 //! The webhook server's work, as controller-runtime's Manager runs it beside the controllers: the
 //! apiserver's admission.k8s.io/v1 AdmissionReviews and apiextensions.k8s.io/v1
 //! ConversionReviews answered by the plugin that declared the webhook ([`review`]), on the
-//! routes of its listener ([`server`]).
+//! routes of its listener ([`server`]), which the apiserver finds through the configurations the
+//! leader writes ([`configuration`]).
 //!
 //! A plugin that fails — traps, loops past its webhook timeout, answers garbage — gets the answer
 //! its [`FailurePolicy`] asks for, always inside the apiserver's timeout: refused with the
 //! plugin's name and the failure (`Fail`), or admitted with a warning saying so (`Ignore`).
 
+pub mod configuration;
 pub mod review;
 pub mod server;
 
-pub use review::{FailurePolicy, Hook, ReviewError, admission, conversion};
-pub use server::{Loaded, WebhookServer};
+use std::net::SocketAddr;
+
+use crate::http::SecureServing;
+
+pub use crate::runtime::FailurePolicy;
+pub use configuration::{Endpoint, Target, Writer};
+pub use review::{Answer, Hook, ReviewError, admission, conversion};
+pub use server::WebhookServer;
+
+/// How the webhook server runs: controller-runtime's webhook server options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookServing {
+    /// Where the HTTPS listener binds (controller-runtime's default port is 9443).
+    pub address: SocketAddr,
+    /// Its certificate: a directory's (as cert-manager mounts a Secret) or self-signed.
+    pub tls: SecureServing,
+    /// The configurations the leader writes; none when `None` (someone else writes them).
+    pub target: Option<Target>,
+}

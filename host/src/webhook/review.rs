@@ -10,7 +10,9 @@ use kube::core::{DynamicObject, Status};
 use serde_json::Value;
 
 use crate::object::{GroupVersionKind, ObjectKey};
-use crate::runtime::{AdmissionRequest, DispatchError, Operation, Plugin, UserInfo, Verdict};
+use crate::runtime::{
+    AdmissionRequest, DispatchError, FailurePolicy, Operation, Plugin, UserInfo, Verdict,
+};
 
 /// The largest review body accepted: the apiserver's own request limit is 3 MiB, and an update's
 /// review carries the object twice.
@@ -23,16 +25,6 @@ pub enum Hook {
     Validate,
     /// `default`: the object patched.
     Default,
-}
-
-/// What the apiserver is told when the plugin fails to answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FailurePolicy {
-    /// Refuse the request (the apiserver's default).
-    #[default]
-    Fail,
-    /// Admit it unchanged, with a warning.
-    Ignore,
 }
 
 /// A review that cannot be answered at all.
@@ -51,13 +43,23 @@ pub enum ReviewError {
     },
 }
 
+/// A review's answer: the JSON for the apiserver, and whether the plugin failed to answer (so
+/// its failure policy or a conversion failure spoke for it).
+#[derive(Debug)]
+pub struct Answer {
+    /// The review with its response.
+    pub json: Vec<u8>,
+    /// The plugin trapped, ran out of time or answered garbage.
+    pub plugin_failed: bool,
+}
+
 /// Answers an AdmissionReview `body` with `plugin`'s `hook`.
 pub async fn admission(
     plugin: &Plugin,
     hook: Hook,
     policy: FailurePolicy,
     body: &[u8],
-) -> Result<Vec<u8>, ReviewError> {
+) -> Result<Answer, ReviewError> {
     let malformed = |reason: String| ReviewError::Malformed {
         kind: "AdmissionReview",
         reason,
@@ -70,15 +72,25 @@ pub async fn admission(
         .map_err(|_| malformed("it has no request".to_owned()))?;
     let request = request(&review).map_err(malformed)?;
     let response = AdmissionResponse::from(&review);
-    let response = match hook {
-        Hook::Validate => validated(plugin, &request, response, policy).await,
-        Hook::Default => defaulted(plugin, &request, response, policy).await,
+    let answered = match hook {
+        Hook::Validate => validated(plugin, &request, response).await,
+        Hook::Default => defaulted(plugin, &request, response).await,
     };
-    Ok(serde_json::to_vec(&response.into_review()).expect("a review serialises"))
+    let (response, plugin_failed) = match answered {
+        Ok(response) => (response, false),
+        Err(error) => (
+            failed(AdmissionResponse::from(&review), &error, policy),
+            true,
+        ),
+    };
+    Ok(Answer {
+        json: serde_json::to_vec(&response.into_review()).expect("a review serialises"),
+        plugin_failed,
+    })
 }
 
 /// Answers a ConversionReview `body` with `plugin`'s `convert`.
-pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Vec<u8>, ReviewError> {
+pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewError> {
     bounded(body)?;
     let review: ConversionReview =
         serde_json::from_slice(body).map_err(|e| ReviewError::Malformed {
@@ -93,18 +105,25 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Vec<u8>, ReviewE
     let desired = request.desired_api_version.clone();
     let objects = std::mem::take(&mut request.objects);
     let response = ConversionResponse::for_request(request);
-    let response = match convert_all(plugin, &objects, &desired).await {
-        Ok(converted) => response.success(converted),
-        Err(message) => response.failure(Status::failure(&message, "ConversionFailed")),
+    let (response, plugin_failed) = match convert_all(plugin, &objects, &desired).await {
+        Ok(converted) => (response.success(converted), false),
+        Err((message, failed)) => (
+            response.failure(Status::failure(&message, "ConversionFailed")),
+            failed,
+        ),
     };
-    Ok(serde_json::to_vec(&response.into_review()).expect("a review serialises"))
+    Ok(Answer {
+        json: serde_json::to_vec(&response.into_review()).expect("a review serialises"),
+        plugin_failed,
+    })
 }
 
+/// Every object converted to `desired`, or why not and whether the plugin failed to answer.
 async fn convert_all(
     plugin: &Plugin,
     objects: &[Value],
     desired: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, (String, bool)> {
     let mut converted = Vec::with_capacity(objects.len());
     for object in objects {
         let key = ObjectKey::new(
@@ -120,9 +139,10 @@ async fn convert_all(
         let answer = plugin
             .convert(&key, &object.to_string(), desired)
             .await
-            .map_err(|e| e.to_string())?;
-        let text = answer.map_err(|reason| format!("plugin {}: {reason}", plugin.name()))?;
-        converted.push(serde_json::from_str(&text).map_err(|e| e.to_string())?);
+            .map_err(|e| (e.to_string(), true))?;
+        let text =
+            answer.map_err(|reason| (format!("plugin {}: {reason}", plugin.name()), false))?;
+        converted.push(serde_json::from_str(&text).map_err(|e| (e.to_string(), true))?);
     }
     Ok(converted)
 }
@@ -131,43 +151,39 @@ async fn validated(
     plugin: &Plugin,
     request: &AdmissionRequest,
     response: AdmissionResponse,
-    policy: FailurePolicy,
-) -> AdmissionResponse {
-    match plugin.validate(request).await {
-        Ok(Verdict::Allowed(warnings)) => warned(response, warnings),
-        Ok(Verdict::Denied(denial)) => warned(response.deny(denial.message), denial.warnings),
-        Err(error) => failed(response, &error, policy),
-    }
+) -> Result<AdmissionResponse, DispatchError> {
+    Ok(match plugin.validate(request).await? {
+        Verdict::Allowed(warnings) => warned(response, warnings),
+        Verdict::Denied(denial) => warned(response.deny(denial.message), denial.warnings),
+    })
 }
 
 async fn defaulted(
     plugin: &Plugin,
     request: &AdmissionRequest,
     response: AdmissionResponse,
-    policy: FailurePolicy,
-) -> AdmissionResponse {
+) -> Result<AdmissionResponse, DispatchError> {
     let Some(sent) = &request.object else {
-        return response;
+        return Ok(response);
     };
-    let returned = match plugin.default(request).await {
-        Ok(Ok(object)) => object,
-        Ok(Err(denial)) => return warned(response.deny(denial.message), denial.warnings),
-        Err(error) => return failed(response, &error, policy),
+    let returned = match plugin.default(request).await? {
+        Ok(object) => object,
+        Err(denial) => return Ok(warned(response.deny(denial.message), denial.warnings)),
     };
     let (Ok(sent), Ok(returned)) = (
         serde_json::from_str::<Value>(sent),
         serde_json::from_str::<Value>(&returned),
     ) else {
-        return response.deny("the object could not be read back");
+        return Ok(response.deny("the object could not be read back"));
     };
     let patch: Patch = json_patch::diff(&sent, &returned);
     if patch.0.is_empty() {
-        return response;
+        return Ok(response);
     }
-    match response.clone().with_patch(patch) {
+    Ok(match response.clone().with_patch(patch) {
         Ok(patched) => patched,
         Err(error) => response.deny(error.to_string()),
-    }
+    })
 }
 
 /// The answer `policy` gives for a plugin that failed with `error`.

@@ -1,70 +1,90 @@
 //! The webhook listener's routes: `POST /validate/<plugin>`, `/default/<plugin>` and
 //! `/convert/<plugin>`, each answered by the plugin of that name loaded now (a hot swap changes
 //! the answer at once), with the failure policy the operator chose for it. Bodies are read up to
-//! [`MAX_BODY`]; anything else is answered with the HTTP status that says what is wrong.
+//! [`MAX_BODY`]; anything else is answered with the HTTP status that says what is wrong. Every
+//! request to a served route is counted under controller-runtime's webhook metrics, by path.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use tokio::sync::watch;
 
-use super::review::{self, FailurePolicy, Hook, MAX_BODY};
+use super::review::{self, Hook, MAX_BODY};
 use crate::http::{Handler, Responding};
+use crate::metrics::Metrics;
+use crate::plugins::Live;
 use crate::runtime::Plugin;
-
-/// The plugins loaded now, by name, as the plugin registry publishes them.
-pub type Loaded = watch::Receiver<Arc<BTreeMap<String, Arc<Plugin>>>>;
 
 /// Answers the apiserver's webhook calls with the loaded plugins.
 pub struct WebhookServer {
-    plugins: Loaded,
-    policies: BTreeMap<String, FailurePolicy>,
+    plugins: Live,
+    metrics: Arc<Metrics>,
 }
 
 impl WebhookServer {
-    /// A server over `plugins`, each failing as `policies` says (`Fail` when it names none).
-    pub fn new(plugins: Loaded, policies: BTreeMap<String, FailurePolicy>) -> Self {
-        WebhookServer { plugins, policies }
+    /// A server over `plugins`, counting its requests in `metrics`.
+    pub fn new(plugins: Live, metrics: Arc<Metrics>) -> Self {
+        WebhookServer { plugins, metrics }
     }
 
     async fn answer(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
-        if request.method() != Method::POST {
-            return text(StatusCode::METHOD_NOT_ALLOWED, "webhooks take POST".into());
-        }
         let path = request.uri().path().to_owned();
-        let Some((hook, name)) = path.strip_prefix('/').and_then(|p| p.split_once('/')) else {
+        let Some((hook, plugin)) = self.route(&path) else {
             return text(StatusCode::NOT_FOUND, format!("no webhook at {path}"));
         };
-        let plugin = self.plugins.borrow().get(name).cloned();
-        let Some(plugin) = plugin.filter(|p| p.webhooks().is_some()) else {
-            return text(
-                StatusCode::NOT_FOUND,
-                format!("no plugin {name} serves webhooks"),
-            );
+        let counted = self.metrics.webhook_request(&path);
+        let (response, failed) = match request.method() {
+            &Method::POST => self.review(hook, &plugin, request.into_body()).await,
+            _ => (
+                text(StatusCode::METHOD_NOT_ALLOWED, "webhooks take POST".into()),
+                false,
+            ),
         };
-        let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
+        let policy = failed.then(|| plugin.failure_policy().as_str());
+        counted.answered(response.status().as_u16(), policy);
+        response
+    }
+
+    /// The hook and the loaded plugin `path` names, if that plugin serves webhooks.
+    fn route<'p>(&self, path: &'p str) -> Option<(&'p str, Arc<Plugin>)> {
+        let (hook, name) = path.strip_prefix('/')?.split_once('/')?;
+        let known = matches!(hook, "validate" | "default" | "convert");
+        let plugin = self.plugins.borrow().get(name).cloned()?;
+        (known && plugin.webhooks().is_some()).then_some((hook, plugin))
+    }
+
+    /// The plugin's answer to the review in `body`, and whether the plugin failed to give it.
+    async fn review(
+        &self,
+        hook: &str,
+        plugin: &Plugin,
+        body: Incoming,
+    ) -> (Response<Full<Bytes>>, bool) {
+        let body = match Limited::new(body, MAX_BODY).collect().await {
             Ok(body) => body.to_bytes(),
-            Err(error) => return text(StatusCode::PAYLOAD_TOO_LARGE, error.to_string()),
+            Err(error) => {
+                return (
+                    text(StatusCode::PAYLOAD_TOO_LARGE, error.to_string()),
+                    false,
+                );
+            }
         };
-        let policy = self.policies.get(name).copied().unwrap_or_default();
+        let policy = plugin.failure_policy();
         let answered = match hook {
-            "validate" => review::admission(&plugin, Hook::Validate, policy, &body).await,
-            "default" => review::admission(&plugin, Hook::Default, policy, &body).await,
-            "convert" => review::conversion(&plugin, &body).await,
-            _ => return text(StatusCode::NOT_FOUND, format!("no webhook at {path}")),
+            "validate" => review::admission(plugin, Hook::Validate, policy, &body).await,
+            "default" => review::admission(plugin, Hook::Default, policy, &body).await,
+            _ => review::conversion(plugin, &body).await,
         };
         match answered {
-            Ok(json) => {
-                let mut response = Response::new(Full::new(Bytes::from(json)));
+            Ok(answer) => {
+                let mut response = Response::new(Full::new(Bytes::from(answer.json)));
                 let kind = HeaderValue::from_static("application/json");
                 response.headers_mut().insert(CONTENT_TYPE, kind);
-                response
+                (response, answer.plugin_failed)
             }
-            Err(error) => text(StatusCode::BAD_REQUEST, error.to_string()),
+            Err(error) => (text(StatusCode::BAD_REQUEST, error.to_string()), false),
         }
     }
 }

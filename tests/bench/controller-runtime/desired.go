@@ -77,7 +77,7 @@ func desiredDeployment(app *WebApp, owner *metav1ac.OwnerReferenceApplyConfigura
 		WithImage(app.Spec.Image).
 		WithPorts(corev1ac.ContainerPort().
 			WithName("http").
-			WithContainerPort(app.Spec.Port).
+			WithContainerPort(app.Spec.ServedPort()).
 			WithProtocol(corev1.ProtocolTCP))
 	return appsv1ac.Deployment(app.Name, app.Namespace).
 		WithLabels(ownedLabels(app)).
@@ -102,8 +102,8 @@ func desiredService(app *WebApp, owner *metav1ac.OwnerReferenceApplyConfiguratio
 			WithSelector(selector(app)).
 			WithPorts(corev1ac.ServicePort().
 				WithName("http").
-				WithPort(app.Spec.Port).
-				WithTargetPort(intstr.FromInt32(app.Spec.Port)).
+				WithPort(app.Spec.ServedPort()).
+				WithTargetPort(intstr.FromInt32(app.Spec.ServedPort())).
 				WithProtocol(corev1.ProtocolTCP)))
 }
 

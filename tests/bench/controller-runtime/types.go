@@ -27,15 +27,23 @@ type WebApp struct {
 	Status WebAppStatus `json:"status,omitzero"`
 }
 
-// WebAppSpec is the desired state of a WebApp. The CRD defaults replicas to 1 and port to 8080,
-// so the apiserver always returns both.
+// WebAppSpec is the desired state of a WebApp. The CRD defaults replicas to 1; a missing port
+// (left to the defaulting webhook, when one runs) means 8080.
 type WebAppSpec struct {
 	// Image is the container image to run.
 	Image string `json:"image"`
 	// Replicas is how many pods to run.
 	Replicas int32 `json:"replicas"`
-	// Port is the port the container listens on and the Service exposes.
-	Port int32 `json:"port"`
+	// Port is the port the container listens on and the Service exposes; 8080 when unset.
+	Port int32 `json:"port,omitempty"`
+}
+
+// ServedPort is the port the WebApp asks for, 8080 when it names none.
+func (s WebAppSpec) ServedPort() int32 {
+	if s.Port == 0 {
+		return 8080
+	}
+	return s.Port
 }
 
 // WebAppStatus is the observed state of a WebApp.

@@ -6,7 +6,12 @@ use serde_json::{Map, Value};
 use wasmop_guest::webhooks::{AdmissionRequest, Denial, Verdict};
 
 /// The most replicas a WebApp may ask for.
+#[cfg(not(feature = "roomier"))]
 pub const MAX_REPLICAS: i64 = 50;
+/// The most replicas a WebApp may ask for in the 0.2.0 test build, which hot-swap tests load to
+/// see a verdict change.
+#[cfg(feature = "roomier")]
+pub const MAX_REPLICAS: i64 = 100;
 /// The port a WebApp that names none gets.
 pub const DEFAULT_PORT: i64 = 8080;
 /// The API group of WebApps.

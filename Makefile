@@ -45,6 +45,7 @@ bench: control-plane guests
 	tests/bench/controller-runtime/build
 	tests/bench/kopf/install
 	target/release/wasmop-bench
+	target/release/wasmop-bench admission
 	tests/bench/chart
 
 # `make test` runs each fuzz target (host/src/fuzz/) for a quarter of a second; this runs them for

@@ -5,13 +5,16 @@
 // plugin (plugins/webapp), written the way controller-runtime users write an operator.
 //
 // It reads the kubeconfig from KUBECONFIG (or the in-cluster config) and watches the namespace
-// WEBAPP_NAMESPACE, or all namespaces when that is unset. It has no leader election, no metrics
+// WEBAPP_NAMESPACE, or all namespaces when that is unset; with WEBAPP_WEBHOOK_CERT_DIR it also
+// serves the plugin's validating and defaulting webhooks (webhook.go). It has no leader election, no metrics
 // or health endpoints, logs JSON at info level to stderr, and stops on SIGTERM or SIGINT once
 // running reconciles finish.
 package main
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -25,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // Settings of the operator, the `webapp` plugin's where it has them.
@@ -37,6 +41,13 @@ const (
 	Concurrency = 4
 	// ReconcileTimeout is how long one reconcile may take.
 	ReconcileTimeout = 10 * time.Second
+	// WebhookCertDirEnv names the environment variable naming a directory with tls.crt and
+	// tls.key: when set, the validating and defaulting webhooks are served on 127.0.0.1 at the
+	// port WebhookPortEnv names, under controller-runtime's paths
+	// /validate-example-wasmop-dev-v1alpha1-webapp and /mutate-example-wasmop-dev-v1alpha1-webapp.
+	WebhookCertDirEnv = "WEBAPP_WEBHOOK_CERT_DIR"
+	// WebhookPortEnv names the environment variable naming the webhook server's port.
+	WebhookPortEnv = "WEBAPP_WEBHOOK_PORT"
 )
 
 func main() {
@@ -69,15 +80,29 @@ func run() error {
 		return err
 	}
 	namespace := os.Getenv(NamespaceEnv)
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	options := ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOptions(namespace),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
-	})
+	}
+	certDir := os.Getenv(WebhookCertDirEnv)
+	if certDir != "" {
+		port, err := strconv.Atoi(os.Getenv(WebhookPortEnv))
+		if err != nil {
+			return fmt.Errorf("%s: %w", WebhookPortEnv, err)
+		}
+		options.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), options)
 	if err != nil {
 		return err
+	}
+	if certDir != "" {
+		if err := ctrl.NewWebhookManagedBy(mgr, &WebApp{}).WithValidator(WebAppValidator{}).WithDefaulter(WebAppDefaulter{}).Complete(); err != nil {
+			return err
+		}
 	}
 	reconciler := &WebAppReconciler{
 		Client:   client.WithFieldOwner(mgr.GetClient(), Manager),

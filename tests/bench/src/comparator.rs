@@ -51,14 +51,15 @@ pub const ALL: [Comparator; 5] = [
     },
 ];
 
-/// wasmop with ten plugins loaded (the Rust `webapp`, the example plugins and test guests), for
-/// the idle memory of a host that runs many; not one of the compared operators.
+/// wasmop with ten plugins loaded (the Rust `webapp`, the example plugins and test guests, all
+/// built by `make guests`), for the idle memory of a host that runs many; not one of the
+/// compared operators.
 pub const TEN_PLUGINS: Comparator = Comparator {
     name: "wasmop + 10 plugins",
     runner: Runner::Wasmop(&[
         "webapp.wasm",
         "configmap-sync.wasm",
-        "hello.wasm",
+        "guest-wit010.wasm",
         "guest-good.wasm",
         "guest-bench.wasm",
         "guest-slow.wasm",

@@ -3,7 +3,11 @@
 //!
 //! A certificate from a directory is re-read every [`RELOAD_INTERVAL`] and swapped in when the
 //! files changed, so a renewal reaches new connections without a restart; a directory that no
-//! longer holds a valid pair is reported and the current certificate kept.
+//! longer holds a valid pair is reported and the current certificate kept. A self-signed one is
+//! valid for [`SELF_SIGNED_VALIDITY`] and replaced after two thirds of it: the new certificate
+//! joins the CA bundle first and is served [`ROTATION_OVERLAP`] later, so a client that reads the
+//! bundle (the apiserver, through the webhook configurations) never meets a certificate it
+//! does not trust yet.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -27,6 +31,13 @@ pub const KEY_FILE: &str = "tls.key";
 
 /// How often a certificate directory is read again.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How long a self-signed certificate is valid; a new one replaces it after two thirds of that.
+pub const SELF_SIGNED_VALIDITY: Duration = Duration::from_secs(90 * 24 * 3600);
+
+/// How long a rotated self-signed certificate is trusted beside the old one (in
+/// [`Tls::ca_bundle`]) before it is served, so clients learn it first.
+pub const ROTATION_OVERLAP: Duration = Duration::from_secs(60);
 
 /// The CA's certificate in a certificate directory, as cert-manager writes it beside the pair.
 pub const CA_FILE: &str = "ca.crt";
@@ -87,21 +98,49 @@ pub struct Tls {
     loaded: Arc<Mutex<(Vec<u8>, Vec<u8>)>>,
     /// The PEM a client trusts the served certificate with, published on every change.
     ca: Arc<watch::Sender<Vec<u8>>>,
+    /// How a self-signed certificate is renewed; `None` for a directory's.
+    rotation: Option<Arc<Rotation>>,
+}
+
+/// The renewal of a self-signed certificate: the names it is made for, how long each is valid,
+/// how long a new one is trusted before it is served, and the PEM served now.
+struct Rotation {
+    names: Vec<String>,
+    validity: Duration,
+    overlap: Duration,
+    current: Mutex<Vec<u8>>,
 }
 
 impl Tls {
-    /// TLS serving the certificate `serving` names, or a fresh self-signed one.
+    /// TLS serving the certificate `serving` names, or a fresh self-signed one renewed every
+    /// two thirds of [`SELF_SIGNED_VALIDITY`].
     pub async fn load(serving: &SecureServing) -> Result<Tls, TlsError> {
+        Tls::rotating(serving, SELF_SIGNED_VALIDITY, ROTATION_OVERLAP).await
+    }
+
+    /// [`Tls::load`], a self-signed certificate being valid for `validity` and a new one trusted
+    /// for `overlap` before it is served.
+    pub async fn rotating(
+        serving: &SecureServing,
+        validity: Duration,
+        overlap: Duration,
+    ) -> Result<Tls, TlsError> {
         let provider = Arc::new(ring::default_provider());
-        let (key, files, ca) = match &serving.cert_dir {
+        let (key, files, ca, rotation) = match &serving.cert_dir {
             Some(dir) => {
                 let files = read(dir).await?;
                 let ca = authority(dir, &files.0).await;
-                (certified(dir, &files, &provider)?, files, ca)
+                (certified(dir, &files, &provider)?, files, ca, None)
             }
             None => {
-                let (key, pem) = self_signed(&provider, &serving.names)?;
-                (key, Default::default(), pem)
+                let (key, pem) = self_signed(&provider, &serving.names, validity)?;
+                let rotation = Rotation {
+                    names: serving.names.clone(),
+                    validity,
+                    overlap,
+                    current: Mutex::new(pem.clone()),
+                };
+                (key, Default::default(), pem, Some(Arc::new(rotation)))
             }
         };
         let resolver = Arc::new(Resolver(RwLock::new(Arc::new(key))));
@@ -118,6 +157,7 @@ impl Tls {
             dir: serving.cert_dir.clone(),
             loaded: Arc::new(Mutex::new(files)),
             ca: Arc::new(watch::Sender::new(ca)),
+            rotation,
         };
         let fingerprint = tls.fingerprint();
         match &tls.dir {
@@ -183,11 +223,32 @@ impl Tls {
         Ok(true)
     }
 
-    /// Reloads the certificate directory every [`RELOAD_INTERVAL`], forever (at once pending
-    /// without a directory).
+    /// Replaces a self-signed certificate with a new one: trusted beside the old one at once,
+    /// served after the overlap. Does nothing for a directory's certificate.
+    pub async fn rotate(&self) -> Result<(), TlsError> {
+        let Some(rotation) = &self.rotation else {
+            return Ok(());
+        };
+        let (key, pem) = self_signed(&self.provider, &rotation.names, rotation.validity)?;
+        let old = rotation.current.lock().expect("PEM lock poisoned").clone();
+        self.ca.send_replace([old, pem.clone()].concat());
+        tokio::time::sleep(rotation.overlap).await;
+        *self.resolver.0.write().expect("certificate lock poisoned") = Arc::new(key);
+        *rotation.current.lock().expect("PEM lock poisoned") = pem;
+        tracing::info!(fingerprint = %self.fingerprint(), "self-signed certificate rotated");
+        Ok(())
+    }
+
+    /// Keeps the certificate current, forever: a directory's is read again every
+    /// [`RELOAD_INTERVAL`], a self-signed one rotated after two thirds of its validity.
     pub(super) async fn watch(&self) {
-        if self.dir.is_none() {
-            return std::future::pending().await;
+        if let Some(rotation) = &self.rotation {
+            loop {
+                tokio::time::sleep(rotation.validity * 2 / 3).await;
+                if let Err(error) = self.rotate().await {
+                    tracing::warn!("keeping the current self-signed certificate: {error}");
+                }
+            }
         }
         loop {
             tokio::time::sleep(RELOAD_INTERVAL).await;
@@ -257,10 +318,11 @@ async fn authority(dir: &Path, cert: &[u8]) -> Vec<u8> {
 }
 
 /// A self-signed certificate for `localhost`, the loopback addresses, the pod's hostname and
-/// `extra` names, with its PEM.
+/// `extra` names, valid from an hour ago (for skewed clocks) for `validity`, with its PEM.
 fn self_signed(
     provider: &CryptoProvider,
     extra: &[String],
+    validity: Duration,
 ) -> Result<(CertifiedKey, Vec<u8>), TlsError> {
     let mut names = vec!["localhost".to_owned(), "127.0.0.1".into(), "::1".into()];
     let hostname = std::env::var("HOSTNAME").unwrap_or_default();
@@ -269,11 +331,16 @@ fn self_signed(
         names.push(hostname);
     }
     names.extend(extra.iter().cloned());
-    let generated = rcgen::generate_simple_self_signed(names)?;
-    let key = PrivateKeyDer::Pkcs8(generated.signing_key.serialize_der().into());
-    let chain = vec![generated.cert.der().clone()];
-    let certified = CertifiedKey::from_der(chain, key, provider).map_err(TlsError::Config)?;
-    Ok((certified, generated.cert.pem().into_bytes()))
+    let mut params = rcgen::CertificateParams::new(names)?;
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::HOUR;
+    params.not_after = now + validity;
+    let signing_key = rcgen::KeyPair::generate()?;
+    let cert = params.self_signed(&signing_key)?;
+    let key = PrivateKeyDer::Pkcs8(signing_key.serialize_der().into());
+    let certified = CertifiedKey::from_der(vec![cert.der().clone()], key, provider)
+        .map_err(TlsError::Config)?;
+    Ok((certified, cert.pem().into_bytes()))
 }
 
 #[cfg(test)]
@@ -340,6 +407,39 @@ mod tests {
         std::fs::write(dir.path().join(KEY_FILE), other.serialize_pem()).unwrap();
         let error = Tls::load(&serving).await.err().unwrap().to_string();
         assert!(error.contains("does not serve its certificate"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_self_signed_certificate_is_trusted_before_it_is_served_when_rotated() {
+        let serving = SecureServing::default();
+        let overlap = Duration::from_millis(300);
+        let tls = Tls::rotating(&serving, Duration::from_secs(3600), overlap)
+            .await
+            .unwrap();
+        let first = tls.certificate();
+        let mut bundles = tls.ca_changes();
+        let rotating = tokio::spawn({
+            let tls = tls.clone();
+            async move { tls.rotate().await }
+        });
+        bundles.changed().await.unwrap();
+        let during: Vec<_> = CertificateDer::pem_slice_iter(&bundles.borrow_and_update())
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            during.len(),
+            2,
+            "the old and the new certificate are trusted"
+        );
+        assert_eq!(during[0], first);
+        assert_eq!(
+            tls.certificate(),
+            first,
+            "the old one is served during the overlap"
+        );
+        rotating.await.unwrap().unwrap();
+        assert_eq!(tls.certificate(), during[1], "then the new one is served");
+        assert_ne!(during[1], first);
     }
 
     #[tokio::test]

@@ -149,6 +149,59 @@ async fn a_validate_that_loops_is_stopped_at_the_webhook_timeout() {
     .await
 }
 
+/// A ConfigMap create named `name`, as guest-hostile's webhooks see it.
+fn configmap_request(name: &str) -> AdmissionRequest {
+    AdmissionRequest {
+        kind: GroupVersionKind::gvk("", "v1", "ConfigMap"),
+        key: ObjectKey::new("default", name),
+        object: Some(configmap("default", name).to_string()),
+        ..webapp("v1alpha1", json!({}))
+    }
+}
+
+#[tokio::test]
+async fn garbage_and_floods_from_a_hostile_plugin_are_refused_naming_it() {
+    within(LIMIT, "hostile webhooks", async {
+        let runtime = runtime();
+        let (plugin, _host) = load(&runtime, "guest-hostile", PluginOptions::default()).await;
+        fn failure<T>(result: Result<T, DispatchError>) -> String {
+            let Err(error) = result else {
+                panic!("garbage was accepted");
+            };
+            let message = error.to_string();
+            assert!(message.contains("guest-hostile"), "{message}");
+            message
+        }
+        let flood = failure(plugin.validate(&configmap_request("any")).await);
+        assert!(
+            flood.contains("too much data"),
+            "a million aliased warnings: {flood}"
+        );
+        let expectations = [
+            ("not-an-object", "not an object"),
+            ("huge", "over the limit"),
+            ("invalid", "invalid JSON"),
+        ];
+        for (name, expected) in expectations {
+            let message = failure(plugin.default(&configmap_request(name)).await);
+            assert!(message.contains(expected), "{name}: {message}");
+        }
+        let object = configmap("default", "x").to_string();
+        let key = ObjectKey::new("default", "x");
+        let unconverted = failure(plugin.convert(&key, &object, "example.wasmop.dev/v2").await);
+        assert!(
+            unconverted.contains("returned apiVersion v1"),
+            "{unconverted}"
+        );
+        let fine = plugin.default(&configmap_request("fine")).await;
+        assert!(
+            matches!(fine, Ok(Ok(_))),
+            "the plugin still answers: {fine:?}"
+        );
+    })
+    .await
+}
+
 #[tokio::test]
 async fn plugins_without_webhooks_load_and_reconcile_as_before() {
     within(LIMIT, "plugins without webhooks", async {

@@ -17,6 +17,11 @@
 //! `map` answers every Namespace event with a million keys aliasing one 1 MiB buffer (2 TB if
 //! copied).
 //!
+//! It also declares webhooks for ConfigMap creates, and answers them with garbage: `validate`
+//! admits with a million warnings aliasing one 1 MiB buffer; `default`, chosen by the name of the
+//! ConfigMap, returns `[1,2,3]` (`not-an-object`), 4 MiB of JSON (`huge`), `{` (`invalid`) or the
+//! object unchanged; `convert` returns the object unconverted, in its own apiVersion.
+//!
 //! The probes that report return a terminal error whose message is a JSON array with one entry
 //! per call, in order: `[{"call":"a","result":"forbidden"},…]`, the result being `ok` or the WIT
 //! error case (`not-found`, `conflict`, `already-exists`, `forbidden`, `invalid`, `timeout`,
@@ -35,6 +40,7 @@ use alias::Pinned;
 use wasmop_guest::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use wasmop_guest::raw::wasmop::reconciler::{cache, client, events, log, types};
 use wasmop_guest::serde_json::{Value, json};
+use wasmop_guest::webhooks::{AdmissionRequest, Denial, Operation, Verdict, Webhooks};
 use wasmop_guest::{
     Gvk, Mapping, ObjectKey, Outcome, ReconcileError, Reconciler, Registration, Request, Verb,
 };
@@ -95,6 +101,31 @@ impl Reconciler for Hostile {
         static BUFFER: OnceLock<Pinned> = OnceLock::new();
         let buffer = *BUFFER.get_or_init(|| Pinned::new(MIB, b'n'));
         (0..ALIASES).map(|_| aliased_key(buffer)).collect()
+    }
+
+    fn webhooks() -> Webhooks {
+        Webhooks::none()
+            .validating::<ConfigMap>(&[Operation::Create])
+            .defaulting::<ConfigMap>(&[Operation::Create])
+    }
+
+    fn validate(_: &AdmissionRequest) -> Verdict {
+        static BUFFER: OnceLock<Pinned> = OnceLock::new();
+        let buffer = *BUFFER.get_or_init(|| Pinned::new(MIB, b'w'));
+        Verdict::Allowed((0..ALIASES).map(|_| aliased_string(buffer)).collect())
+    }
+
+    fn default(request: &AdmissionRequest) -> Result<String, Denial> {
+        Ok(match request.name.as_str() {
+            "not-an-object" => "[1,2,3]".to_owned(),
+            "huge" => json!({ "data": { "x": "x".repeat(4 * MIB) } }).to_string(),
+            "invalid" => "{".to_owned(),
+            _ => request.object.clone().unwrap_or_default(),
+        })
+    }
+
+    fn convert(object: &str, _: &str) -> Result<String, String> {
+        Ok(object.to_owned())
     }
 }
 
@@ -261,6 +292,14 @@ fn aliased_log() {
 fn aliased_pair(buffer: Pinned) -> (String, String) {
     // SAFETY: nothing writes through these strings; the log call only reads them.
     unsafe { (buffer.alias(), buffer.alias()) }
+}
+
+// Aliases of a pinned buffer: `Pinned::alias` is `String::from_raw_parts` over shared bytes.
+#[allow(unsafe_code)]
+fn aliased_string(buffer: Pinned) -> String {
+    // SAFETY: nothing writes through these strings; the export's lowering only reads them, and
+    // its post-return frees of them are ignored by the pinning allocator.
+    unsafe { buffer.alias() }
 }
 
 // Aliases of a pinned buffer: `Pinned::alias` is `String::from_raw_parts` over shared bytes.

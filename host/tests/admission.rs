@@ -1,8 +1,9 @@
 //! The real apiserver calling a plugin's webhooks through the `wasmop` binary: the host writes
 //! the webhook configurations and the CRD's conversion stanza pointing at its own HTTPS
 //! listener, and then `kubectl apply` meets `webapp`'s validation, defaulting and conversion; a
-//! hot-swapped version changes the verdict, an unloaded plugin takes its webhooks with it, and a
-//! guest that loops in `validate` gets the answer of its failure policy, counted in metrics.
+//! hot-swapped version changes the verdict, an unloaded plugin takes its webhooks with it, a
+//! guest that loops in `validate` gets the answer of its failure policy, counted in metrics, and
+//! a follower serves the webhooks its leader configured, with a certificate both share.
 
 mod common;
 
@@ -15,6 +16,10 @@ use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const CRD: &str = "webapps.example.wasmop.dev";
+
+/// Held by each test whose host converts WebApps: the CRD's conversion stanza is one for the
+/// whole control plane.
+static WEBAPP_CRD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Copies a component into `dir` under `name` the safe way: a dot-file, then a rename.
 fn publish(component: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
@@ -117,6 +122,7 @@ async fn metric(metrics: &str, name: &str, labels: &[(&str, &str)]) -> anyhow::R
 async fn webapps_are_validated_defaulted_and_converted_by_the_plugin_and_its_swap()
 -> anyhow::Result<()> {
     within(LIMIT, "webapp's webhooks on the apiserver", async {
+        let _crd = WEBAPP_CRD.lock().await;
         let plane = shared().await?;
         common::install_webapp_crd(plane).await?;
         let namespace = plane.create_namespace("admission").await?;
@@ -370,6 +376,95 @@ async fn a_looping_guest_gets_the_answer_of_its_failure_policy_within_the_timeou
             took < Duration::from_secs(30),
             "answered by the host, not left to the apiserver's own timeout: {took:?}"
         );
+        Ok(())
+    })
+    .await
+}
+
+/// A CA and a serving certificate for 127.0.0.1 it signed, written into `dir` as cert-manager
+/// writes a Secret: `ca.crt`, `tls.crt`, `tls.key`.
+fn shared_certificate(dir: &Path) -> anyhow::Result<()> {
+    let ca_key = rcgen::KeyPair::generate()?;
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key)?;
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate()?;
+    let cert =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])?.signed_by(&key, &issuer)?;
+    std::fs::write(dir.join("ca.crt"), ca.pem())?;
+    std::fs::write(dir.join("tls.crt"), cert.pem())?;
+    std::fs::write(dir.join("tls.key"), key.serialize_pem())?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_follower_serves_the_webhooks_its_leader_configured() -> anyhow::Result<()> {
+    within(LIMIT, "webhooks on a follower", async {
+        let _crd = WEBAPP_CRD.lock().await;
+        let plane = shared().await?;
+        common::install_webapp_crd(plane).await?;
+        let namespace = plane.create_namespace("follower").await?;
+        let ns = namespace.as_str();
+        let certs = tempfile::tempdir()?;
+        shared_certificate(certs.path())?;
+        let follower_webhooks = free_address();
+        let replica = |webhooks: &str, metrics: &str| {
+            let mut command = common::host(plane);
+            command
+                .args(["--plugin", &common::component("webapp").display().to_string()])
+                .args(["--namespaces", ns, "--health-probe-bind-address", "0"])
+                .args(["--metrics-bind-address", metrics])
+                .args(["--leader-elect", "--leader-election-namespace", ns])
+                .args(["--webhook-bind-address", webhooks])
+                .args(["--webhook-url", &format!("https://{follower_webhooks}")])
+                .args(["--webhook-configuration-name", "admission-follower"])
+                .args(["--webhook-timeout", "10s"])
+                .arg("--webhook-cert-dir")
+                .arg(certs.path());
+            command
+        };
+        let leader_metrics = free_address();
+        let _leader = replica(&free_address(), &leader_metrics).spawn()?;
+        let leading = [("name", "wasmop-leader")];
+        // Not listening yet reads as not leading yet.
+        while metric(&leader_metrics, "leader_election_master_status", &leading)
+            .await
+            .unwrap_or(0.0)
+            < 1.0
+        {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let follower_metrics = free_address();
+        let _follower = replica(&follower_webhooks, &follower_metrics).spawn()?;
+
+        let crowded = webapp("v1alpha1", "crowded", json!({"image": "nginx", "replicas": 75}));
+        let refused = until_refused(plane, ns, &crowded, "between 0 and 50").await?;
+        assert!(refused.contains("spec.replicas must be between 0 and 50"), "{refused}");
+        let labels = [("webhook", "/validate/webapp"), ("code", "200")];
+        let by_follower = metric(&follower_metrics, "controller_runtime_webhook_requests_total", &labels);
+        assert!(by_follower.await? >= 1.0, "the follower answered");
+        let follower_leads =
+            metric(&follower_metrics, "leader_election_master_status", &leading).await?;
+        assert_eq!(follower_leads, 0.0, "it answered as a follower");
+        let config = until_read(
+            plane,
+            &["get", "validatingwebhookconfiguration", "admission-follower"],
+            |_| true,
+        )
+        .await?;
+        let bundle = &config["webhooks"][0]["clientConfig"]["caBundle"];
+        let ca = std::fs::read_to_string(certs.path().join("ca.crt"))?;
+        let expected = serde_json::to_value(k8s_openapi::ByteString(ca.into_bytes()))?;
+        assert_eq!(*bundle, expected, "the bundle is the directory's ca.crt");
+        let configurations = "validatingwebhookconfiguration,mutatingwebhookconfiguration";
+        plane
+            .run_kubectl(&["delete", configurations, "admission-follower"], None)
+            .await?;
+        let unconverted = r#"{"metadata":{"annotations":{"wasmop.dev/converted-by":null}},"spec":{"conversion":{"strategy":"None","webhook":null}}}"#;
+        plane
+            .run_kubectl(&["patch", "crd", CRD, "--type=merge", "-p", unconverted], None)
+            .await?;
         Ok(())
     })
     .await

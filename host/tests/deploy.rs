@@ -1,8 +1,9 @@
 //! The manifests under `deploy/` against the real apiserver: the kustomization is accepted by a
 //! server-side dry run, the RBAC it grants is what the example plugins and secure metrics need
 //! and no more, its metrics-reader role lets a scraper get `/metrics` and `/plugins` only, the
-//! settings file it ships is one the binary accepts (metrics over HTTPS on 8443), and its policy
-//! admits the example plugins and refuses a greedy one.
+//! settings file it ships is one the binary accepts (metrics over HTTPS on 8443), its policy
+//! admits the example plugins and refuses a greedy one, and its webhooks component renders into
+//! replicas that all serve webhooks and a leader allowed to configure them.
 
 mod common;
 
@@ -271,6 +272,76 @@ async fn the_identities_overlay_applies_and_matches_wasmop_rbac() -> anyhow::Res
             "deployment.apps/wasmop",
         ] {
             assert!(printed.contains(object), "{object} missing from\n{printed}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_webhooks_component_renders_and_lets_the_leader_configure_webhooks()
+-> anyhow::Result<()> {
+    within(LIMIT, "deploy/webhooks on the real apiserver", async {
+        let plane = shared().await?;
+        let overlay =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-overlays/webhooks");
+        std::fs::create_dir_all(&overlay)?;
+        std::fs::write(
+            overlay.join("kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources: [../../../deploy]\ncomponents: [../../../deploy/webhooks]\n",
+        )?;
+        let overlay = overlay.to_str().expect("a UTF-8 path");
+        let (ok, rendered) = kubectl(plane, &["kustomize", overlay]).await?;
+        assert!(ok, "{rendered}");
+        for expected in [
+            "- --config=/etc/wasmop/wasmop.yaml",
+            "- --webhook-service=wasmop-system/wasmop-webhooks",
+            "- --webhook-cert-dir=/var/run/wasmop/webhook-certs",
+            "containerPort: 9443",
+            "secretName: wasmop-webhook-cert",
+            "- wasmop-webhooks.wasmop-system.svc",
+            "targetPort: webhooks",
+        ] {
+            assert!(
+                rendered.contains(expected),
+                "{expected} missing from\n{rendered}"
+            );
+        }
+
+        let rbac = deploy().join("webhooks/rbac.yaml");
+        let rbac = rbac.to_str().expect("a UTF-8 path");
+        let (ok, printed) = kubectl(plane, &["apply", "-f", rbac]).await?;
+        assert!(ok, "{printed}");
+        for (verb, resource, allowed) in [
+            (
+                "patch",
+                "validatingwebhookconfigurations.admissionregistration.k8s.io",
+                true,
+            ),
+            (
+                "delete",
+                "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+                true,
+            ),
+            (
+                "patch",
+                "customresourcedefinitions.apiextensions.k8s.io",
+                true,
+            ),
+            (
+                "delete",
+                "customresourcedefinitions.apiextensions.k8s.io",
+                false,
+            ),
+            (
+                "create",
+                "customresourcedefinitions.apiextensions.k8s.io",
+                false,
+            ),
+        ] {
+            let may = can_i(plane, verb, resource, "default").await?;
+            assert_eq!(may, allowed, "{verb} {resource}");
         }
         Ok(())
     })

@@ -166,7 +166,6 @@ async fn webhook(
 
 /// Writes the configurations and conversions from the loaded plugins while it runs.
 pub struct Writer {
-    client: kube::Client,
     target: Target,
     resources: Resources,
 }
@@ -175,14 +174,14 @@ impl Writer {
     /// A writer for `target` through `client`.
     pub fn new(client: kube::Client, target: Target) -> Self {
         let resources = Resources {
-            client: client.clone(),
+            client,
             known: HashMap::new(),
         };
-        Writer {
-            client,
-            target,
-            resources,
-        }
+        Writer { target, resources }
+    }
+
+    fn client(&self) -> kube::Client {
+        self.resources.client.clone()
     }
 
     /// Keeps the objects in step with `plugins` and `tls`'s CA bundle until dropped, trying a
@@ -234,14 +233,14 @@ impl Writer {
                 mutating.push(webhook(plugin, "default", rules, at, &mut self.resources).await?);
             }
         }
-        let validating_api: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
+        let validating_api: Api<ValidatingWebhookConfiguration> = Api::all(self.client());
         self.write(
             &validating_api,
             "ValidatingWebhookConfiguration",
             validating,
         )
         .await?;
-        let mutating_api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let mutating_api: Api<MutatingWebhookConfiguration> = Api::all(self.client());
         self.write(&mutating_api, "MutatingWebhookConfiguration", mutating)
             .await?;
         self.convert(&served, ca).await
@@ -284,7 +283,7 @@ impl Writer {
     /// Points every CRD a served plugin converts at its webhook, and reverts those the host
     /// pointed at a plugin no longer served.
     async fn convert(&mut self, served: &[Served<'_>], ca: &[u8]) -> Result<(), kube::Error> {
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let api: Api<CustomResourceDefinition> = Api::all(self.client());
         let mut wanted = BTreeSet::new();
         for plugin in served {
             for kind in plugin.convert {

@@ -2,11 +2,14 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test bench fuzz soak guests control-plane down
+.PHONY: help demo demo-cluster test test-cluster bench fuzz soak guests control-plane image down
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
+	@echo "make demo-cluster  wasmop in two pods on the test control plane's node (root)"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
+	@echo "make test-cluster  the tests that need a node: pods, the image, wasmop in pods (root)"
+	@echo "make image  the wasmop image as a docker-archive, built without a daemon: target/image/wasmop.tar"
 	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf"
 	@echo "make soak   half an hour of churn, hot swaps and a failover on 1,000 WebApps: memory and convergence checked"
 	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
@@ -33,6 +36,7 @@ test: control-plane guests
 	@mkdir -p target
 	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
+	deploy/helm/render --check
 	guest-sdk/python/test
 	guest-sdk/js/test
 	guest-sdk/go/test
@@ -62,6 +66,22 @@ fuzz:
 soak: control-plane guests
 	cargo build -p wasmop -p wasmop-bench
 	target/debug/wasmop-bench soak $(SOAK_ARGS)
+
+# The image: the release binary, the libraries it links and the built-in plugins, assembled
+# reproducibly with no daemon or registry (deploy/image/build).
+image: guests
+	cargo build --release --bin wasmop
+	deploy/image/build
+
+demo-cluster: image
+	deploy/test-cluster/up
+
+# Not part of `make test` (root, and minutes to build the kubelet and the release image): a node
+# for the test control plane (tests/tests/node.rs).
+test-cluster: image
+	tests/k8s/build.sh --node >/dev/null
+	cargo test -p wasmop-envtest --features node --test node
+	cargo test -p wasmop --features cluster-tests --test pods
 
 demo: control-plane guests
 	cargo build --bin wasmop

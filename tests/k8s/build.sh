@@ -3,6 +3,9 @@
 # proxy and caches them under ~/.cache/wasmop/control-plane/<version>/bin. Re-runs are instant.
 #
 #   tests/k8s/build.sh            build (or reuse) the binaries, print their directory
+#   tests/k8s/build.sh --node     also a node's: kubelet, kube-scheduler, kube-controller-manager,
+#                                 the pod sandbox's pause (static, from Kubernetes' own source),
+#                                 and helm (HELM_VERSION) to install the chart on it
 #   tests/k8s/build.sh --update   regenerate go/go.mod and go/go.sum for versions.env
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -11,6 +14,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${WASMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wasmop}/control-plane/$KUBERNETES_VERSION
 bin=$cache/bin
 tools=(kube-apiserver kubectl etcd)
+node_tools=(kubelet kube-scheduler kube-controller-manager)
 say() { printf '[control-plane] %s\n' "$*" >&2; }
 
 command -v go >/dev/null || { say "error: 'go' not found; install Go >= 1.26 (https://go.dev/dl)"; exit 1; }
@@ -34,10 +38,16 @@ update_module() {
     echo ")"
   } >"$here/go/go.mod"
   (cd "$here/go" && go get -tool k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
-     && go mod tidy)
+     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler \
+     k8s.io/kubernetes/cmd/kube-controller-manager && go mod tidy)
 }
 
-if [ "${1:-}" = "--update" ]; then update_module; exit 0; fi
+case "${1:-}" in
+  --update) update_module; exit 0 ;;
+  --node) tools+=("${node_tools[@]}" pause helm) ;;
+  "") ;;
+  *) say "error: unknown option $1 (--node or --update)"; exit 2 ;;
+esac
 
 have_all() { for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done; }
 if have_all; then echo "$bin"; exit 0; fi
@@ -58,12 +68,18 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   version_flags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   version_flags+=" -X $pkg.gitTreeState=clean"
 done
-for t in kube-apiserver kubectl; do
-  say "building $t ($((SECONDS - start)) s elapsed; first build takes several minutes on 2 cores)"
-  go build -trimpath -ldflags "-s -w $version_flags" -o "$tmp/$t" "k8s.io/kubernetes/cmd/$t"
+for t in "${tools[@]}"; do
+  [ -x "$bin/$t" ] && continue
+  say "building $t ($((SECONDS - start)) s elapsed; a first build takes minutes on 2 cores)"
+  case $t in
+    etcd) go build -trimpath -ldflags "-s -w" -o "$tmp/$t" ./cmd/etcd ;;
+    pause)
+      src=$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBERNETES_VERSION/build/pause/linux/pause.c
+      gcc -Os -static -DVERSION="$KUBERNETES_VERSION" -o "$tmp/$t" "$src" ;;
+    helm) (cd "$tmp" && GOBIN="$tmp" GOFLAGS= go install -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") ;;
+    *) go build -trimpath -ldflags "-s -w $version_flags" -o "$tmp/$t" "k8s.io/kubernetes/cmd/$t" ;;
+  esac
+  mv "$tmp/$t" "$bin/$t"
 done
-say "building etcd ($((SECONDS - start)) s elapsed)"
-go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" ./cmd/etcd
-mv "$tmp"/* "$bin"/
 say "done in $((SECONDS - start)) s: $bin"
 echo "$bin"

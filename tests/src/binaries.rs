@@ -1,8 +1,9 @@
-//! Locating (and on first use building) the pinned kube-apiserver, kubectl and etcd.
+//! Locating (and on first use building) the pinned kube-apiserver, kubectl and etcd, and for a
+//! node kubelet, kube-scheduler, kube-controller-manager, the sandbox's pause and helm.
 //!
 //! The binaries come from `tests/k8s/build.sh`, which builds them from the Go module proxy at
 //! the release pinned in `tests/k8s/versions.env` and caches them outside the clone.
-//! `WASMOP_CONTROL_PLANE_BIN` overrides the directory (it must hold all three).
+//! `WASMOP_CONTROL_PLANE_BIN` overrides the directory (it must hold all that is asked for).
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,13 @@ use crate::Error;
 
 const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/k8s/build.sh");
 const TOOLS: [&str; 3] = ["kube-apiserver", "kubectl", "etcd"];
+const NODE_TOOLS: [&str; 5] = [
+    "kubelet",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "pause",
+    "helm",
+];
 
 /// The directory holding the control-plane binaries.
 #[derive(Debug, Clone)]
@@ -20,17 +28,31 @@ pub struct Binaries {
 }
 
 static LOCATED: OnceCell<Binaries> = OnceCell::const_new();
+static NODE_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 
 impl Binaries {
     /// Finds the binaries, building them first if this machine has none yet (minutes, with
     /// progress on stderr). Later calls in the same process return at once.
     pub async fn locate() -> Result<Self, Error> {
-        LOCATED.get_or_try_init(Self::find_or_build).await.cloned()
+        LOCATED
+            .get_or_try_init(|| Self::find_or_build(&[], &TOOLS))
+            .await
+            .cloned()
     }
 
-    async fn find_or_build() -> Result<Self, Error> {
+    /// [`Binaries::locate`] with a node's binaries too (kubelet, kube-scheduler,
+    /// kube-controller-manager, pause): `tests/k8s/build.sh --node`.
+    pub async fn locate_node() -> Result<Self, Error> {
+        let all: Vec<&str> = TOOLS.iter().chain(&NODE_TOOLS).copied().collect();
+        NODE_LOCATED
+            .get_or_try_init(|| Self::find_or_build(&["--node"], &all))
+            .await
+            .cloned()
+    }
+
+    async fn find_or_build(flags: &[&str], tools: &[&str]) -> Result<Self, Error> {
         if let Some(dir) = std::env::var_os("WASMOP_CONTROL_PLANE_BIN") {
-            return Self::checked(PathBuf::from(dir), "WASMOP_CONTROL_PLANE_BIN");
+            return Self::checked(PathBuf::from(dir), "WASMOP_CONTROL_PLANE_BIN", tools);
         }
         let script = PathBuf::from(BUILD_SCRIPT);
         let build_error = |reason: String| Error::Build {
@@ -39,6 +61,7 @@ impl Binaries {
         };
         let output = tokio::process::Command::new("bash")
             .arg(&script)
+            .args(flags)
             .stderr(std::process::Stdio::inherit())
             .output()
             .await
@@ -50,11 +73,11 @@ impl Binaries {
             )));
         }
         let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        Self::checked(PathBuf::from(dir), BUILD_SCRIPT)
+        Self::checked(PathBuf::from(dir), BUILD_SCRIPT, tools)
     }
 
-    fn checked(dir: PathBuf, source: &str) -> Result<Self, Error> {
-        match TOOLS.iter().find(|tool| !dir.join(tool).is_file()) {
+    fn checked(dir: PathBuf, source: &str, tools: &[&str]) -> Result<Self, Error> {
+        match tools.iter().find(|tool| !dir.join(tool).is_file()) {
             None => Ok(Binaries { dir }),
             Some(tool) => Err(Error::Build {
                 script: PathBuf::from(source),
@@ -81,6 +104,31 @@ impl Binaries {
     /// The `etcd` binary.
     pub fn etcd(&self) -> PathBuf {
         self.dir.join("etcd")
+    }
+
+    /// The `kubelet` binary (from [`Binaries::locate_node`]).
+    pub fn kubelet(&self) -> PathBuf {
+        self.dir.join("kubelet")
+    }
+
+    /// The `kube-scheduler` binary (from [`Binaries::locate_node`]).
+    pub fn kube_scheduler(&self) -> PathBuf {
+        self.dir.join("kube-scheduler")
+    }
+
+    /// The `kube-controller-manager` binary (from [`Binaries::locate_node`]).
+    pub fn kube_controller_manager(&self) -> PathBuf {
+        self.dir.join("kube-controller-manager")
+    }
+
+    /// The pod sandbox's `pause`, static (from [`Binaries::locate_node`]).
+    pub fn pause(&self) -> PathBuf {
+        self.dir.join("pause")
+    }
+
+    /// `helm`, to install the chart on the node (from [`Binaries::locate_node`]).
+    pub fn helm(&self) -> PathBuf {
+        self.dir.join("helm")
     }
 }
 

@@ -24,8 +24,9 @@ pub(crate) struct CertFiles {
     pub token_file: PathBuf,
 }
 
-/// Generates every credential and writes it into `dir`.
-pub(crate) fn generate(dir: &Path) -> Result<CertFiles, Error> {
+/// Generates every credential and writes it into `dir`; the serving certificate names `host`
+/// (the address the apiserver listens on) besides loopback.
+pub(crate) fn generate(dir: &Path, host: &str) -> Result<CertFiles, Error> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -37,11 +38,15 @@ pub(crate) fn generate(dir: &Path) -> Result<CertFiles, Error> {
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
 
     let serving_key = KeyPair::generate()?;
-    let mut serving_params = CertificateParams::new(vec![
+    let mut names = vec![
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
         "kubernetes.default.svc".to_owned(),
-    ])?;
+    ];
+    if !names.iter().any(|name| name == host) {
+        names.push(host.to_owned());
+    }
+    let mut serving_params = CertificateParams::new(names)?;
     serving_params
         .distinguished_name
         .push(DnType::CommonName, "kube-apiserver");
@@ -96,7 +101,7 @@ mod tests {
     #[test]
     fn writes_every_credential_file() {
         let dir = tempfile::tempdir().unwrap();
-        let files = generate(dir.path()).unwrap();
+        let files = generate(dir.path(), "10.0.0.1").unwrap();
         for path in [
             &files.serving_cert,
             &files.serving_key,

@@ -1,4 +1,5 @@
-//! One running control plane: etcd and kube-apiserver on loopback, plus what tests need of it.
+//! One running control plane: etcd and kube-apiserver on loopback, plus what tests need of it;
+//! with a [`Node`], kube-apiserver listens on the node's network instead, for pods to reach.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -11,6 +12,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::audit::{self, AuditEvent, AuditLog};
 use crate::certs::{self, ADMIN_USER};
+use crate::network::{self, Network};
+use crate::node::{self, Joining, Node};
 use crate::ports::free_ports;
 use crate::supervisor::Supervised;
 use crate::{Binaries, Error};
@@ -33,6 +36,16 @@ pub struct ControlPlane {
     restarts: Mutex<u32>,
     etcd: Supervised,
     etcd_port: u16,
+    node: Option<Node>,
+}
+
+/// Where kube-apiserver listens.
+#[derive(Debug, Clone, Copy)]
+enum Listen {
+    /// On 127.0.0.1, at a free port.
+    Loopback,
+    /// On the node network's address, at the port pods are told.
+    Node,
 }
 
 impl ControlPlane {
@@ -47,22 +60,58 @@ impl ControlPlane {
         let binaries = Binaries::locate().await?;
         let mut attempt = 1;
         loop {
-            match Self::start_with(binaries.clone(), flags).await {
+            match Self::start_with(binaries.clone(), flags, Listen::Loopback).await {
                 Err(e) if e.is_port_clash() && attempt < START_ATTEMPTS => attempt += 1,
                 result => return result,
             }
         }
     }
 
-    async fn start_with(binaries: Binaries, flags: &[&str]) -> Result<Self, Error> {
+    /// A control plane with a node: kube-scheduler, kube-controller-manager, containerd and a
+    /// kubelet (see [`Node`]), so Deployments make pods and pods run. kube-apiserver listens on
+    /// the node network's address ([`network::NODE_IP`]:[`network::APISERVER_PORT`]), which pods
+    /// reach and which exists only on this machine. Needs root; one runs per machine at a time.
+    pub async fn start_with_node() -> Result<Self, Error> {
+        let binaries = Binaries::locate_node().await?;
+        let network = Network::create()?;
+        // Webhooks and aggregated APIs are called at an endpoint of their Service (there is no
+        // kube-proxy); the kubelet at its InternalIP (its hostname resolves nowhere).
+        let flags = [
+            "--enable-aggregator-routing=true",
+            "--kubelet-preferred-address-types=InternalIP",
+        ];
+        let mut plane = Self::start_with(binaries, &flags, Listen::Node).await?;
+        let joining = Joining {
+            binaries: &plane.binaries,
+            dir: &plane.dir,
+            kubeconfig: &plane.kubeconfig,
+            ca_file: plane.dir.join("ca.crt"),
+            service_account_key: plane.dir.join("service-account.key"),
+            client: plane.client().await?,
+        };
+        let node = Node::start(joining, network).await?;
+        plane.node = Some(node);
+        Ok(plane)
+    }
+
+    /// The node, when started with [`ControlPlane::start_with_node`].
+    pub fn node(&self) -> Option<&Node> {
+        self.node.as_ref()
+    }
+
+    async fn start_with(binaries: Binaries, flags: &[&str], listen: Listen) -> Result<Self, Error> {
         let started = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("wasmop-control-plane-")
             .tempdir()
             .map_err(Error::io("creating the control plane's directory"))?
             .keep();
-        let [etcd_port, peer_port, api_port] = free_ports()?;
-        let files = certs::generate(&dir)?;
+        let [etcd_port, peer_port, free_port] = free_ports()?;
+        let (host, api_port) = match listen {
+            Listen::Loopback => ("127.0.0.1", free_port),
+            Listen::Node => (network::NODE_IP, network::APISERVER_PORT),
+        };
+        let files = certs::generate(&dir, host)?;
         let etcd = Supervised::spawn(
             "etcd",
             &binaries.etcd(),
@@ -71,11 +120,11 @@ impl ControlPlane {
             &dir,
             dir.join("etcd.log"),
         )?;
-        let mut apiserver_args = apiserver_args(&files, etcd_port, api_port);
+        let mut apiserver_args = apiserver_args(&files, etcd_port, host, api_port);
         apiserver_args.extend(audit::configure(&dir)?);
         apiserver_args.extend(flags.iter().map(|flag| flag.to_string()));
         let apiserver = spawn_apiserver(&binaries, &apiserver_args, &dir, 0)?;
-        let server = format!("https://127.0.0.1:{api_port}");
+        let server = format!("https://{host}:{api_port}");
         let kubeconfig = dir.join("kubeconfig");
         let plane = ControlPlane {
             binaries,
@@ -87,6 +136,7 @@ impl ControlPlane {
             restarts: Mutex::new(0),
             etcd,
             etcd_port,
+            node: None,
         };
         plane.write_kubeconfig(&files)?;
         eprintln!(
@@ -262,7 +312,7 @@ impl ControlPlane {
         AuditLog::new(audit::log_path(&self.dir))
     }
 
-    /// The apiserver's URL, `https://127.0.0.1:<port>`.
+    /// The apiserver's URL, `https://127.0.0.1:<port>` (with a node, on the node's address).
     pub fn server_url(&self) -> &str {
         &self.server
     }
@@ -398,9 +448,19 @@ async fn etcd_call(port: u16, path: &str, body: &str) -> Result<serde_json::Valu
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
+        drop(self.node.take());
         self.apiserver().stop();
         self.etcd.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Never recurse into what a pod mounted: a directory the node could not unmount stays.
+        let mounted = node::mounts_under(&self.dir);
+        if mounted.is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        } else {
+            eprintln!(
+                "[control-plane] left {} behind: still mounted: {mounted:?}",
+                self.dir.display()
+            );
+        }
     }
 }
 
@@ -472,11 +532,11 @@ fn etcd_args(dir: &Path, client_port: u16, peer_port: u16) -> Vec<String> {
     ]
 }
 
-fn apiserver_args(files: &certs::CertFiles, etcd_port: u16, port: u16) -> Vec<String> {
+fn apiserver_args(files: &certs::CertFiles, etcd_port: u16, host: &str, port: u16) -> Vec<String> {
     vec![
         format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
-        "--bind-address=127.0.0.1".into(),
-        "--advertise-address=127.0.0.1".into(),
+        format!("--bind-address={host}"),
+        format!("--advertise-address={host}"),
         format!("--secure-port={port}"),
         format!("--tls-cert-file={}", files.serving_cert.display()),
         format!("--tls-private-key-file={}", files.serving_key.display()),

@@ -75,6 +75,20 @@ pub enum Error {
         /// What it printed on stderr.
         stderr: String,
     },
+    /// A command of this machine (`ip`, `ctr`, `umount`) failed.
+    #[error("{command}: {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// The node did not come up: its runtime or kubelet failed, or it never turned Ready.
+    #[error("the node did not start: {reason}")]
+    Node {
+        /// What failed, with the last lines of the log that tells.
+        reason: String,
+    },
     /// A line of the audit log could not be parsed.
     #[error("audit log {path} at offset {offset}: {reason}")]
     Audit {

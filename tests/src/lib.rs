@@ -12,14 +12,20 @@
 //! the owner was killed — the supervisor stops the server and removes its files. Tests run the
 //! operators they check under a [`Supervised`] too.
 //!
+//! [`ControlPlane::start_with_node`] adds a node: kube-scheduler, kube-controller-manager,
+//! containerd and a kubelet, so Deployments make pods and pods run, on a bridge of this machine.
+//!
 //! Tests share one control plane per test binary through [`shared`] and isolate themselves with
 //! [`ControlPlane::create_namespace`]; a test that must restart the apiserver starts its own.
 
 mod audit;
 mod binaries;
 mod certs;
+mod command;
 mod control_plane;
 mod error;
+mod network;
+mod node;
 mod ports;
 mod shared;
 mod supervisor;
@@ -29,6 +35,8 @@ pub use audit::{AuditEvent, AuditLog};
 pub use binaries::{Binaries, kubernetes_version};
 pub use control_plane::ControlPlane;
 pub use error::Error;
+pub use network::{APISERVER_PORT, BRIDGE, NODE_IP};
+pub use node::{CGROUP_ROOT, NODE_NAME, Node};
 pub use shared::shared;
 pub use supervisor::{Supervised, process_running};
 pub use timeout::within;

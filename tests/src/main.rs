@@ -1,6 +1,6 @@
 //! `wasmop-envtest`: the test control plane from the shell (`tests/control-plane up|down|env`).
 //!
-//! `up` starts a control plane in the background and records it in a state directory
+//! `up` (`up --node`: with a node, see [`ControlPlane::start_with_node`]) starts a control plane in the background and records it in a state directory
 //! (`$WASMOP_DEV_DIR`, default `~/.cache/wasmop/dev`); `env` prints the shell lines that point
 //! `kubectl` at it; `down` stops it. `serve` runs one in the foreground until SIGINT or SIGTERM.
 
@@ -24,20 +24,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start a control plane in the background (building the binaries on first use).
-    Up,
+    Up(Shape),
     /// Stop the background control plane.
     Down,
     /// Print `export` lines for KUBECONFIG and a PATH with the matching kubectl.
     Env,
     /// Run a control plane in the foreground until SIGINT or SIGTERM.
-    Serve,
+    Serve(Shape),
+}
+
+/// What the control plane includes.
+#[derive(clap::Args, Clone, Copy)]
+struct Shape {
+    /// Add a node (kubelet, containerd, scheduler, controller-manager), so pods run; needs root.
+    #[arg(long)]
+    node: bool,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let state = StateDir::from_env()?;
     match Cli::parse().command {
-        Command::Up => up(&state).await,
+        Command::Up(shape) => up(&state, shape).await,
         Command::Down => down(&state).await,
         Command::Env => {
             print!(
@@ -48,20 +56,25 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Serve => serve(&state).await,
+        Command::Serve(shape) => serve(&state, shape).await,
     }
 }
 
-async fn up(state: &StateDir) -> anyhow::Result<()> {
+async fn up(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
     if let Some(pid) = state.running_pid() {
         eprintln!("[control-plane] already up (pid {pid})");
         return Ok(());
     }
-    Binaries::locate().await?;
+    if shape.node {
+        Binaries::locate_node().await?;
+    } else {
+        Binaries::locate().await?;
+    }
     std::fs::create_dir_all(&state.dir)?;
     let log = std::fs::File::create(state.log())?;
     let mut child = std::process::Command::new(std::env::current_exe()?)
         .arg("serve")
+        .args(shape.node.then_some("--node"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -82,16 +95,25 @@ async fn up(state: &StateDir) -> anyhow::Result<()> {
     }
 }
 
-async fn serve(state: &StateDir) -> anyhow::Result<()> {
+async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let plane = ControlPlane::start().await?;
+    let plane = if shape.node {
+        ControlPlane::start_with_node().await?
+    } else {
+        ControlPlane::start().await?
+    };
     std::fs::create_dir_all(&state.dir)?;
     std::fs::write(state.pid(), std::process::id().to_string())?;
-    let env = format!(
+    let mut env = format!(
         "export KUBECONFIG={}\nexport PATH=\"{}:$PATH\"\n",
         plane.kubeconfig_path().display(),
         plane.binaries().dir().display()
     );
+    if let Some(node) = plane.node() {
+        // `ctr` reads it: images imported with `ctr -n k8s.io images import` reach the kubelet.
+        let socket = node.containerd_socket().display();
+        env.push_str(&format!("export CONTAINERD_ADDRESS={socket}\n"));
+    }
     std::fs::write(state.env_file(), env)?;
     let [etcd, apiserver] = plane.pids();
     println!(
@@ -122,7 +144,8 @@ async fn down(state: &StateDir) -> anyhow::Result<()> {
     if !status.success() {
         bail!("kill {pid} failed: {status}");
     }
-    for _ in 0..150 {
+    // A node stops its kubelet, pods and runtime first.
+    for _ in 0..600 {
         if !process_running(pid) {
             state.clear();
             eprintln!("[control-plane] down");
@@ -130,7 +153,7 @@ async fn down(state: &StateDir) -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    bail!("the control plane (pid {pid}) did not stop within 15 s")
+    bail!("the control plane (pid {pid}) did not stop within 60 s")
 }
 
 /// Where the background control plane records its pid and environment.

@@ -1,0 +1,364 @@
+//! wasmop in real pods on the test control plane's node, installed as a user installs it
+//! (`kubectl apply -k deploy/test-cluster`, the image from `deploy/image/build`): two replicas
+//! start with an empty compile cache inside their memory limit, converge WebApps, fail over when
+//! the leader's pod is deleted, come back when a container is killed, hot-load a plugin into both
+//! pods, and lose no WebApp through a rolling update. Needs root, the node's binaries and the
+//! image: run with `make test-cluster`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use wasmop_envtest::{CGROUP_ROOT, ControlPlane, within};
+
+const NAMESPACE: &str = "wasmop-system";
+const SELECTOR: &str = "app.kubernetes.io/name=wasmop";
+/// The Deployment's lease duration and retry period (the host's defaults).
+const LEASE: Duration = Duration::from_secs(15 + 2);
+const WAIT: Duration = Duration::from_secs(180);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The image `make image` built; the test says how to get it rather than building it for minutes.
+fn image() -> PathBuf {
+    let archive = repo().join("target/image/wasmop.tar");
+    assert!(
+        archive.is_file(),
+        "{} is missing: build it with `make image`",
+        archive.display()
+    );
+    archive
+}
+
+/// A control plane with a node that has the wasmop image.
+async fn node_with_image() -> ControlPlane {
+    let start = ControlPlane::start_with_node();
+    let plane = within(Duration::from_secs(600), "the node", start)
+        .await
+        .unwrap();
+    let node = plane.node().expect("started with a node");
+    node.import_image(&image()).unwrap();
+    plane
+}
+
+/// Polls `check` every half second until it returns `Some`, or fails naming `what`.
+async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: not after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn name(pod: &Pod) -> String {
+    pod.metadata.name.clone().unwrap_or_default()
+}
+
+/// The wasmop pods, once exactly `count` exist, none terminating, all Ready.
+async fn ready_pods(pods: &Api<Pod>, count: usize) -> Vec<Pod> {
+    eventually(&format!("{count} Ready wasmop pods"), WAIT, || async {
+        let list = pods
+            .list(&ListParams::default().labels(SELECTOR))
+            .await
+            .ok()?;
+        let live: Vec<Pod> = list
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        (live.len() == count && live.iter().all(ready)).then_some(live)
+    })
+    .await
+}
+
+/// The pod whose host holds the Lease (its identity is `<pod>_<random>`).
+async fn leader(leases: &Api<Lease>) -> Option<String> {
+    let lease = leases.get_opt("wasmop-leader").await.ok()??;
+    let holder = lease.spec?.holder_identity?;
+    Some(
+        holder
+            .rsplit_once('_')
+            .map_or(holder.clone(), |(pod, _)| pod.to_owned()),
+    )
+}
+
+fn restarts_and_oom(pod: &Pod) -> (i32, bool) {
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
+    let restarts = statuses.iter().map(|s| s.restart_count).sum();
+    let oom = statuses.iter().any(|s| {
+        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
+        last.is_some_and(|t| t.reason.as_deref() == Some("OOMKilled"))
+    });
+    (restarts, oom)
+}
+
+/// Kills every process of `pod`'s wasmop container with SIGKILL, from the node, as the OOM
+/// killer or a crash would.
+fn kill_container(pod: &Pod) {
+    let id = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|s| s.first())
+        .and_then(|s| s.container_id.clone())
+        .expect("a running container has an ID");
+    let id = id.trim_start_matches("containerd://").to_owned();
+    let procs = find_cgroup(&Path::new("/sys/fs/cgroup/pids").join(CGROUP_ROOT), &id)
+        .expect("the container's cgroup")
+        .join("cgroup.procs");
+    let pids = std::fs::read_to_string(&procs).unwrap();
+    for pid in pids.lines() {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", pid])
+            .status();
+    }
+}
+
+fn find_cgroup(dir: &Path, id: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if entry.file_name().to_string_lossy().ends_with(id) {
+            return Some(path);
+        }
+        if let Some(found) = find_cgroup(&path, id) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+async fn logs(plane: &ControlPlane, pod: &str) -> String {
+    plane
+        .run_kubectl(&["logs", "-n", NAMESPACE, pod], None)
+        .await
+        .unwrap_or_default()
+}
+
+async fn converge(plane: &ControlPlane, namespace: &str, name: &str) {
+    let apps = common::webapps(plane.client().await.unwrap(), namespace);
+    apps.create(&Default::default(), &common::webapp(name))
+        .await
+        .unwrap();
+    within(
+        WAIT,
+        &format!("WebApp {name} converging"),
+        common::converged(&apps, name),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
+    let plane = node_with_image().await;
+    let overlay = repo().join("deploy/test-cluster");
+    plane
+        .run_kubectl(&["apply", "-k", &overlay.to_string_lossy()], None)
+        .await
+        .unwrap();
+    let client = plane.client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+
+    // Both replicas start with an empty compile cache, inside the 256Mi limit.
+    let started = ready_pods(&pods, 2).await;
+    for pod in &started {
+        assert_eq!(
+            restarts_and_oom(pod),
+            (0, false),
+            "{} restarted on its cold start",
+            name(pod)
+        );
+    }
+    let namespace = plane.create_namespace("pods").await.unwrap();
+    converge(&plane, &namespace, "first").await;
+
+    // The leader's pod deleted: the other replica takes over and keeps converging.
+    let first_leader = eventually("a leader", WAIT, || leader(&leases)).await;
+    let deleted = Instant::now();
+    pods.delete(&first_leader, &DeleteParams::default())
+        .await
+        .unwrap();
+    let next = eventually("a new leader", LEASE + Duration::from_secs(10), || async {
+        leader(&leases)
+            .await
+            .filter(|holder| *holder != first_leader)
+    })
+    .await;
+    eprintln!(
+        "[pods] {next} leads {:.1} s after {first_leader} was deleted",
+        deleted.elapsed().as_secs_f64()
+    );
+    converge(&plane, &namespace, "after-failover").await;
+    let replicas = ready_pods(&pods, 2).await;
+
+    // A container killed with SIGKILL: the kubelet restarts it, it turns Ready again and rejoins.
+    let victim = replicas
+        .iter()
+        .find(|p| name(p) != next)
+        .expect("a follower")
+        .clone();
+    kill_container(&victim);
+    let victim_name = name(&victim);
+    eventually("the killed container restarted and Ready", WAIT, || async {
+        let pod = pods.get(&victim_name).await.ok()?;
+        (restarts_and_oom(&pod) == (1, false) && ready(&pod)).then_some(())
+    })
+    .await;
+
+    // A plugin hot-loaded through a WasmReconciler reaches both running pods.
+    let wasm = std::fs::read(repo().join("target/components/guest-good.wasm")).unwrap();
+    let module: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "guest-good", "namespace": NAMESPACE},
+        "binaryData": {"module.wasm": k8s_openapi::ByteString(wasm)},
+    }))
+    .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
+    configmaps
+        .create(&Default::default(), &module)
+        .await
+        .unwrap();
+    let reconciler = format!(
+        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: guest-good\nspec:\n  module:\n    configMap: {{namespace: {NAMESPACE}, name: guest-good, key: module.wasm}}\n"
+    );
+    plane
+        .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
+        .await
+        .unwrap();
+    let seen: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    within(
+        WAIT,
+        "guest-good annotating a ConfigMap",
+        common::seen_by_good(&seen, "hot"),
+    )
+    .await
+    .unwrap();
+    for pod in ready_pods(&pods, 2).await {
+        let pod = name(&pod);
+        eventually(&format!("guest-good loaded in {pod}"), WAIT, || async {
+            logs(&plane, &pod)
+                .await
+                .contains("plugin=guest-good")
+                .then_some(())
+        })
+        .await;
+    }
+
+    // A rolling update while WebApps keep coming: every one converges.
+    plane
+        .run_kubectl(
+            &["rollout", "restart", "-n", NAMESPACE, "deployment/wasmop"],
+            None,
+        )
+        .await
+        .unwrap();
+    for i in 0..10 {
+        converge(&plane, &namespace, &format!("rolling-{i}")).await;
+    }
+    plane
+        .run_kubectl(
+            &[
+                "rollout",
+                "status",
+                "-n",
+                NAMESPACE,
+                "deployment/wasmop",
+                "--timeout=300s",
+            ],
+            None,
+        )
+        .await
+        .unwrap();
+    for pod in ready_pods(&pods, 2).await {
+        assert!(!restarts_and_oom(&pod).1, "{} was OOMKilled", name(&pod));
+    }
+}
+
+/// Runs `helm args…` against `plane`; returns what it printed, or fails with its output.
+fn helm(plane: &ControlPlane, args: &[&str]) -> String {
+    let output = std::process::Command::new(plane.binaries().helm())
+        .args(args)
+        .env("KUBECONFIG", plane.kubeconfig_path())
+        .output()
+        .expect("helm runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "helm {}: {printed}",
+        args.join(" ")
+    );
+    printed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_helm_chart_lints_installs_and_converges() {
+    let plane = node_with_image().await;
+    let chart = repo().join("deploy/helm/wasmop");
+    let chart = chart.to_string_lossy();
+    helm(&plane, &["lint", &chart]);
+    let env = format!(
+        r#"extraEnv=[{{"name":"KUBERNETES_SERVICE_HOST","value":"{}"}},{{"name":"KUBERNETES_SERVICE_PORT","value":"{}"}}]"#,
+        wasmop_envtest::NODE_IP,
+        wasmop_envtest::APISERVER_PORT
+    );
+    helm(
+        &plane,
+        &[
+            "install",
+            "wasmop",
+            &chart,
+            "--namespace",
+            "wasmop-helm",
+            "--create-namespace",
+            "--set",
+            "image.repository=wasmop.dev/wasmop",
+            "--set",
+            "image.tag=dev",
+            "--set",
+            "image.pullPolicy=Never",
+            "--set-json",
+            &env,
+        ],
+    );
+    let pods: Api<Pod> = Api::namespaced(plane.client().await.unwrap(), "wasmop-helm");
+    eventually("two Ready pods installed by helm", WAIT, || async {
+        let list = pods
+            .list(&ListParams::default().labels(SELECTOR))
+            .await
+            .ok()?;
+        (list.items.len() == 2 && list.items.iter().all(ready)).then_some(())
+    })
+    .await;
+    let namespace = plane.create_namespace("helm").await.unwrap();
+    converge(&plane, &namespace, "from-helm").await;
+}

@@ -14,6 +14,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
+use wasmop::plugins::digest;
 use wasmop_envtest::{CGROUP_ROOT, ControlPlane, within};
 
 const NAMESPACE: &str = "wasmop-system";
@@ -234,6 +235,7 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
 
     // A plugin hot-loaded through a WasmReconciler reaches both running pods.
     let wasm = std::fs::read(repo().join("target/components/guest-good.wasm")).unwrap();
+    let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
     let module: ConfigMap = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "guest-good", "namespace": NAMESPACE},
         "binaryData": {"module.wasm": k8s_openapi::ByteString(wasm)},
@@ -245,7 +247,7 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
         .await
         .unwrap();
     let reconciler = format!(
-        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: guest-good\nspec:\n  module:\n    configMap: {{namespace: {NAMESPACE}, name: guest-good, key: module.wasm}}\n"
+        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: guest-good\nspec:\n  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: guest-good, key: module.wasm}}\n"
     );
     plane
         .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))

@@ -41,6 +41,11 @@ use crate::plugins::{self, Command, Loader, PluginError, PluginHandle, Registry}
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
 use crate::webhook::{WebhookServer, WebhookServing, Writer};
 
+/// How long a stopping replica keeps answering webhooks after it stops reporting ready: the
+/// apiserver still calls the endpoints the Service had a moment ago, and a refused call would
+/// fail the request under `failurePolicy: Fail`.
+const WEBHOOK_DRAIN: Duration = Duration::from_secs(5);
+
 /// The manager could not start, keep running, or stop cleanly.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
@@ -568,6 +573,7 @@ impl Manager {
         tracing::info!(grace_period = ?self.options.grace_period, "stopping: letting in-flight reconciles finish");
         self.endpoints.set_ready(false);
         let deadline = Instant::now() + self.options.grace_period;
+        let webhook_drain = Instant::now() + WEBHOOK_DRAIN;
         runnables.shutdown().await;
         self.preparing.abort_all();
         let controllers = self.registry.take_controllers();
@@ -581,6 +587,10 @@ impl Manager {
         }
         if let Some(campaign) = campaign {
             campaign.release().await;
+        }
+        if self.webhook_tls.is_some() {
+            // The apiserver still calls this replica until its endpoint is gone.
+            tokio::time::sleep_until(webhook_drain.min(deadline)).await;
         }
         self.servers.drain(..).for_each(|server| server.abort());
         match drained {

@@ -364,3 +364,114 @@ async fn the_helm_chart_lints_installs_and_converges() {
     let namespace = plane.create_namespace("helm").await.unwrap();
     converge(&plane, &namespace, "from-helm").await;
 }
+
+/// The Secret cert-manager would write for the webhooks' Service: a CA of the test's own and a
+/// serving certificate it signed, with the CA as `ca.crt` (the bundle the leader publishes).
+fn webhook_secret() -> String {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let names = vec![format!("wasmop-webhooks.{NAMESPACE}.svc")];
+    let cert = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "wasmop-webhook-cert", "namespace": NAMESPACE},
+        "stringData": {"tls.crt": cert.pem(), "tls.key": key.serialize_pem(), "ca.crt": ca_cert.pem()},
+    })
+    .to_string()
+}
+
+/// Server-side dry-run creates of a valid WebApp, one after another until `stop`; returns how
+/// many the apiserver admitted and every error it answered.
+async fn admit_until(
+    apps: Api<kube::api::DynamicObject>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> (usize, Vec<String>) {
+    let params = kube::api::PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let (mut admitted, mut errors) = (0, Vec::new());
+    while !*stop.borrow() {
+        match apps.create(&params, &common::webapp("dry-run")).await {
+            Ok(_) => admitted += 1,
+            Err(error) => errors.push(error.to_string()),
+        }
+    }
+    (admitted, errors)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_in_pods_refuse_nothing_while_a_replica_goes() {
+    let plane = node_with_image().await;
+    plane
+        .run_kubectl(&["create", "namespace", NAMESPACE], None)
+        .await
+        .unwrap();
+    plane
+        .run_kubectl(&["apply", "-f", "-"], Some(&webhook_secret()))
+        .await
+        .unwrap();
+    let overlay = repo().join("deploy/test-cluster-webhooks");
+    plane
+        .run_kubectl(&["apply", "-k", &overlay.to_string_lossy()], None)
+        .await
+        .unwrap();
+    let client = plane.client().await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+    ready_pods(&pods, 2).await;
+    let namespace = plane.create_namespace("webhooks").await.unwrap();
+    let apps = common::webapps(client.clone(), &namespace);
+
+    // The apiserver calls the plugin in the pods: an invalid WebApp is refused with its message.
+    let mut invalid = common::webapp("too-many");
+    invalid.data["spec"]["replicas"] = 75.into();
+    let refused = eventually("the webhooks configured", WAIT, || async {
+        match apps.create(&Default::default(), &invalid).await {
+            Err(error) if error.to_string().contains("must be between 0 and 50") => Some(error),
+            _ => None,
+        }
+    })
+    .await;
+    eprintln!("[pods] {refused}");
+
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let load = tokio::spawn(admit_until(apps.clone(), stopped));
+    for role in ["follower", "leader"] {
+        let leader = eventually("a leader", WAIT, || leader(&leases)).await;
+        let live = ready_pods(&pods, 2).await;
+        let victim = live
+            .iter()
+            .map(name)
+            .find(|pod| (*pod == leader) == (role == "leader"))
+            .expect("a pod in that role");
+        eprintln!("[pods] deleting the {role} {victim} while the apiserver calls the webhooks");
+        pods.delete(&victim, &DeleteParams::default())
+            .await
+            .unwrap();
+        eventually(&format!("{victim} gone"), WAIT, || async {
+            pods.get_opt(&victim).await.ok()?.is_none().then_some(())
+        })
+        .await;
+        ready_pods(&pods, 2).await;
+    }
+    stop.send(true).unwrap();
+    let (admitted, errors) = load.await.unwrap();
+    eprintln!("[pods] {admitted} dry-run creates admitted while two replicas were replaced");
+    assert!(admitted > 100, "only {admitted} requests went through");
+    assert!(
+        errors.is_empty(),
+        "the apiserver refused {} of them: {:?}",
+        errors.len(),
+        &errors[..errors.len().min(5)]
+    );
+}

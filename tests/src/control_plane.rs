@@ -37,6 +37,8 @@ pub struct ControlPlane {
     etcd: Supervised,
     etcd_port: u16,
     node: Option<Node>,
+    /// Held until every server is stopped: the next node's apiserver binds the same address.
+    network: Option<Network>,
 }
 
 /// Where kube-apiserver listens.
@@ -81,6 +83,7 @@ impl ControlPlane {
             "--kubelet-preferred-address-types=InternalIP",
         ];
         let mut plane = Self::start_with(binaries, &flags, Listen::Node).await?;
+        plane.network = Some(network);
         let joining = Joining {
             binaries: &plane.binaries,
             dir: &plane.dir,
@@ -89,7 +92,7 @@ impl ControlPlane {
             service_account_key: plane.dir.join("service-account.key"),
             client: plane.client().await?,
         };
-        let node = Node::start(joining, network).await?;
+        let node = Node::start(joining).await?;
         plane.node = Some(node);
         Ok(plane)
     }
@@ -137,6 +140,7 @@ impl ControlPlane {
             etcd,
             etcd_port,
             node: None,
+            network: None,
         };
         plane.write_kubeconfig(&files)?;
         eprintln!(
@@ -451,6 +455,7 @@ impl Drop for ControlPlane {
         drop(self.node.take());
         self.apiserver().stop();
         self.etcd.stop();
+        drop(self.network.take());
         // Never recurse into what a pod mounted: a directory the node could not unmount stays.
         let mounted = node::mounts_under(&self.dir);
         if mounted.is_empty() {

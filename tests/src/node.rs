@@ -72,12 +72,11 @@ pub struct Node {
     sysctls: Vec<(PathBuf, String)>,
     /// The shim sockets that were there before this node's containerd started.
     shim_sockets: Vec<PathBuf>,
-    _network: Network,
 }
 
 impl Node {
     /// Starts the controllers, containerd and the kubelet, and waits for the Node to be Ready.
-    pub(crate) async fn start(join: Joining<'_>, network: Network) -> Result<Node, Error> {
+    pub(crate) async fn start(join: Joining<'_>) -> Result<Node, Error> {
         let started = Instant::now();
         let dir = join.dir.join("node");
         std::fs::create_dir_all(&dir).map_err(Error::io("creating the node's directory"))?;
@@ -89,7 +88,6 @@ impl Node {
             controllers: Vec::new(),
             sysctls: Vec::new(),
             shim_sockets: list_dir(Path::new(SHIM_SOCKETS)),
-            _network: network,
         };
         node.controllers = node.start_controllers(&join)?;
         node.containerd = Some(node.start_containerd(join.binaries).await?);
@@ -173,8 +171,7 @@ impl Node {
     async fn start_containerd(&self, binaries: &Binaries) -> Result<Supervised, Error> {
         let dir = self.dir.join("containerd");
         std::fs::create_dir_all(&dir).map_err(Error::io("creating containerd's directory"))?;
-        let cni =
-            network::Network::write_cni_config(&self.dir.join("cni"), &self.dir.join("ipam"))?;
+        let cni = Network::write_cni_config(&self.dir.join("cni"), &self.dir.join("ipam"))?;
         let config = containerd_config(&dir, &self.socket, cni.parent().expect("in a directory"));
         let config_path = dir.join("config.toml");
         std::fs::write(&config_path, config).map_err(Error::io("writing containerd's config"))?;

@@ -5,7 +5,8 @@
 #   tests/k8s/build.sh            build (or reuse) the binaries, print their directory
 #   tests/k8s/build.sh --node     also a node's: kubelet, kube-scheduler, kube-controller-manager,
 #                                 the pod sandbox's pause (static, from Kubernetes' own source),
-#                                 and helm (HELM_VERSION) to install the chart on it
+#                                 helm (HELM_VERSION) to install the chart on it, and (as root,
+#                                 with apt-get) Debian's containerd, runc and CNI plugins
 #   tests/k8s/build.sh --update   regenerate go/go.mod and go/go.sum for versions.env
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,9 +43,23 @@ update_module() {
      k8s.io/kubernetes/cmd/kube-controller-manager && go mod tidy)
 }
 
+# What a node runs from Debian: containerd, runc, the CNI plugins, and busybox for test images.
+node_packages() {
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+  [ -x /usr/bin/busybox ] || missing+=(busybox-static)
+  [ ${#missing[@]} -eq 0 ] && return
+  [ "$(id -u)" = 0 ] || { say "error: a node needs ${missing[*]} (Debian packages) and root"; exit 1; }
+  say "installing ${missing[*]} from Debian (a minute)"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
 case "${1:-}" in
   --update) update_module; exit 0 ;;
-  --node) tools+=("${node_tools[@]}" pause helm) ;;
+  --node) node_packages; tools+=("${node_tools[@]}" pause helm) ;;
   "") ;;
   *) say "error: unknown option $1 (--node or --update)"; exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 //! wasmop in real pods on the test control plane's node, installed as a user installs it
 //! (`kubectl apply -k deploy/test-cluster`, the image from `deploy/image/build`): two replicas
 //! start with an empty compile cache inside their memory limit, converge WebApps, fail over when
-//! the leader's pod is deleted, come back when a container is killed, hot-load a plugin into both
-//! pods, and lose no WebApp through a rolling update. Needs root, the node's binaries and the
+//! the leader's pod is deleted, come back when a container is killed (out of their Service's
+//! ready endpoints until their probes pass again), hot-load a plugin into both pods, and lose no
+//! WebApp through a rolling update. Needs root, the node's binaries and the
 //! image: run with `make test-cluster`.
 
 mod common;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use wasmop::plugins::digest;
@@ -89,6 +91,18 @@ async fn ready_pods(pods: &Api<Pod>, count: usize) -> Vec<Pod> {
         (live.len() == count && live.iter().all(ready)).then_some(live)
     })
     .await
+}
+
+/// Whether the metrics Service's endpoint at `ip` is ready, or `None` when it has none there.
+async fn endpoint_ready(slices: &Api<EndpointSlice>, ip: &str) -> Option<bool> {
+    let selector = ListParams::default().labels("kubernetes.io/service-name=wasmop-metrics");
+    let list = slices.list(&selector).await.ok()?;
+    let endpoint = list
+        .items
+        .into_iter()
+        .flat_map(|slice| slice.endpoints.into_iter().flatten())
+        .find(|e| e.addresses.iter().any(|a| a == ip))?;
+    Some(endpoint.conditions.and_then(|c| c.ready).unwrap_or(false))
 }
 
 /// The pod whose host holds the Lease (its identity is `<pod>_<random>`).
@@ -225,11 +239,27 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
         .find(|p| name(p) != next)
         .expect("a follower")
         .clone();
+    // Until its probes pass again, the Service sends it nothing: its endpoint is not ready.
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), NAMESPACE);
+    let victim_ip = victim
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .expect("an IP");
+    assert_eq!(endpoint_ready(&slices, &victim_ip).await, Some(true));
     kill_container(&victim);
+    eventually("the killed replica's endpoint not ready", WAIT, || async {
+        (endpoint_ready(&slices, &victim_ip).await != Some(true)).then_some(())
+    })
+    .await;
     let victim_name = name(&victim);
     eventually("the killed container restarted and Ready", WAIT, || async {
         let pod = pods.get(&victim_name).await.ok()?;
         (restarts_and_oom(&pod) == (1, false) && ready(&pod)).then_some(())
+    })
+    .await;
+    eventually("its endpoint ready again", WAIT, || async {
+        (endpoint_ready(&slices, &victim_ip).await == Some(true)).then_some(())
     })
     .await;
 

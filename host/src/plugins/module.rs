@@ -214,15 +214,21 @@ async fn from_url(url: &str) -> Result<Vec<u8>, ModuleError> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|e| failed(format!("no TLS roots: {e}")))?
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http);
-    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build(https);
     let download = async {
-        let response = client.get(uri).await.map_err(|e| failed(format!("{e}")))?;
+        let builder = Client::builder(TokioExecutor::new());
+        // A plain http URL needs no CA certificates, which a minimal image may not have.
+        let response = if uri.scheme_str() == Some("http") {
+            builder.build::<_, Empty<Bytes>>(http).get(uri).await
+        } else {
+            let https = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_native_roots()
+                .map_err(|e| failed(format!("no TLS roots: {e}")))?
+                .https_only()
+                .enable_http1()
+                .wrap_connector(http);
+            builder.build::<_, Empty<Bytes>>(https).get(uri).await
+        };
+        let response = response.map_err(|e| failed(format!("{e}")))?;
         if !response.status().is_success() {
             // A redirect is not followed, and the body is never echoed.
             return Err(failed(format!("the server answered {}", response.status())));

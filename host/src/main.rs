@@ -13,7 +13,7 @@ use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::plugins::crd::WasmReconcilers;
 use wasmop::plugins::dir::{self, PluginDir};
-use wasmop::runtime::RuntimeConfig;
+use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
 
 /// Where a pod finds its own namespace.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -40,6 +40,9 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(2);
         }
     };
+    if let Command::CompileWorker(args) = &cli.command {
+        return Ok(wasmop::runtime::run_worker(args.memory_limit)?);
+    }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     match cli.command {
         Command::Run(args) => {
@@ -48,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Plugins(args) => runtime.block_on(list_plugins(args)),
         Command::Rbac(args) => runtime.block_on(print_rbac(args)),
+        Command::CompileWorker(_) => unreachable!("handled before the async runtime starts"),
     }
 }
 
@@ -174,6 +178,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         runtime: RuntimeConfig {
             cache_dir: args.compile_cache.clone(),
             ceiling: args.ceiling.clone(),
+            compile: compile_in(args),
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),
@@ -185,6 +190,22 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         identities: None,
         metrics_secure: args.secure_serving(),
         webhook: args.webhooks.serving(),
+    }
+}
+
+/// Where plugins are compiled: in a child process of this binary unless told otherwise.
+fn compile_in(args: &RunArgs) -> CompileIn {
+    let program = std::env::current_exe();
+    match program {
+        Ok(program) if !args.compile_in_process => CompileIn::Child(CompileWorker {
+            program,
+            memory_limit: args.compile_memory_limit.map(|limit| limit as u64),
+        }),
+        Ok(_) => CompileIn::Process,
+        Err(error) => {
+            tracing::warn!("compiling in this process: its own binary is not found: {error}");
+            CompileIn::Process
+        }
     }
 }
 

@@ -8,7 +8,10 @@ use std::path::Path;
 use common::{LIMIT, component, runtime};
 use wasmop::object::GroupVersionKind;
 use wasmop::runtime::memory::MemoryHost;
-use wasmop::runtime::{Mapping, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Verb};
+use wasmop::runtime::{
+    CompileIn, CompileWorker, Mapping, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Verb,
+    WorkerError,
+};
 use wasmop_envtest::within;
 
 async fn load_bytes(bytes: &[u8]) -> RuntimeError {
@@ -149,6 +152,92 @@ async fn compiled_components_are_cached_on_disk_across_restarts() {
             (1, 0),
             "a restart recompiled"
         );
+    })
+    .await
+}
+
+/// A runtime with its compile cache in `cache` that compiles in child processes of the `wasmop`
+/// binary, each allowed `memory_limit` bytes.
+fn compiling_in_children(cache: &Path, memory_limit: Option<u64>) -> Runtime {
+    Runtime::new(RuntimeConfig {
+        cache_dir: cache.to_owned(),
+        compile: CompileIn::Child(CompileWorker {
+            program: env!("CARGO_BIN_EXE_wasmop").into(),
+            memory_limit,
+        }),
+        ..RuntimeConfig::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_compile_over_its_memory_limit_fails_that_load_and_leaves_nothing_cached() {
+    within(LIMIT, "compiling under a memory limit", async {
+        let cache = tempfile::tempdir().unwrap();
+        let limit = 16 << 20;
+        let tight = compiling_in_children(cache.path(), Some(limit));
+        let host = MemoryHost::new();
+        let refused = tight
+            .load(&component("webapp"), PluginOptions::default(), |_| {
+                host.services()
+            })
+            .await
+            .err()
+            .expect("the serde-heavy webapp compiled in 16 MiB");
+        assert!(
+            matches!(
+                &refused,
+                RuntimeError::CompileKilled {
+                    source: WorkerError::OutOfMemory { limit: l },
+                    ..
+                } if *l == limit
+            ),
+            "{refused}"
+        );
+        let message = refused.to_string();
+        assert!(message.contains("webapp.wasm"), "{message}");
+        assert!(message.contains("--compile-memory-limit"), "{message}");
+        assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
+
+        let roomy = compiling_in_children(cache.path(), None);
+        common::load(&roomy, "webapp", PluginOptions::default()).await;
+        assert_eq!((roomy.cache_hits(), roomy.cache_misses()), (0, 1));
+        let in_process = Runtime::new(RuntimeConfig {
+            cache_dir: cache.path().to_owned(),
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        common::load(&in_process, "webapp", PluginOptions::default()).await;
+        assert_eq!(
+            (in_process.cache_hits(), in_process.cache_misses()),
+            (1, 0),
+            "the child's artifact is not the one this process would make"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_component_the_compiler_process_rejects_is_reported_with_its_error() {
+    within(LIMIT, "a broken component in the compiler process", async {
+        let cache = tempfile::tempdir().unwrap();
+        let runtime = compiling_in_children(cache.path(), None);
+        let services = MemoryHost::new().services();
+        let broken = b"\0asm\x0d\0\x01\0\x7fbroken".to_vec();
+        let error = runtime
+            .load_bytes(
+                Path::new("broken.wasm"),
+                broken,
+                PluginOptions::default(),
+                |_| services,
+            )
+            .await
+            .err()
+            .expect("a broken component loaded");
+        assert!(matches!(error, RuntimeError::Compile { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.contains("broken.wasm"), "{message}");
+        assert!(message.contains("the compiler process failed"), "{message}");
     })
     .await
 }

@@ -2,12 +2,14 @@
 //! (`kubectl apply -k deploy/test-cluster`, the image from `deploy/image/build`): two replicas
 //! start with an empty compile cache inside their memory limit, converge WebApps, fail over when
 //! the leader's pod is deleted, come back when a container is killed (out of their Service's
-//! ready endpoints until their probes pass again), hot-load a plugin into both pods, and lose no
-//! WebApp through a rolling update. Needs root, the node's binaries and the
+//! ready endpoints until their probes pass again), hot-load a plugin into both pods, survive a
+//! plugin too large to compile in their memory (the OOM killer takes the compile, not the host),
+//! and lose no WebApp through a rolling update. Needs root, the node's binaries and the
 //! image: run with `make test-cluster`.
 
 mod common;
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -17,7 +19,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use wasmop::plugins::digest;
-use wasmop_envtest::{CGROUP_ROOT, ControlPlane, within};
+use wasmop_envtest::{CGROUP_ROOT, ControlPlane, NODE_IP, within};
 
 const NAMESPACE: &str = "wasmop-system";
 const SELECTOR: &str = "app.kubernetes.io/name=wasmop";
@@ -130,9 +132,8 @@ fn restarts_and_oom(pod: &Pod) -> (i32, bool) {
     (restarts, oom)
 }
 
-/// Kills every process of `pod`'s wasmop container with SIGKILL, from the node, as the OOM
-/// killer or a crash would.
-fn kill_container(pod: &Pod) {
+/// The cgroup of `pod`'s wasmop container in the `controller` hierarchy, on the node.
+fn container_cgroup(pod: &Pod, controller: &str) -> PathBuf {
     let id = pod
         .status
         .as_ref()
@@ -141,9 +142,26 @@ fn kill_container(pod: &Pod) {
         .and_then(|s| s.container_id.clone())
         .expect("a running container has an ID");
     let id = id.trim_start_matches("containerd://").to_owned();
-    let procs = find_cgroup(&Path::new("/sys/fs/cgroup/pids").join(CGROUP_ROOT), &id)
-        .expect("the container's cgroup")
-        .join("cgroup.procs");
+    let hierarchy = Path::new("/sys/fs/cgroup")
+        .join(controller)
+        .join(CGROUP_ROOT);
+    find_cgroup(&hierarchy, &id).expect("the container's cgroup")
+}
+
+/// How many processes the out-of-memory killer has killed in `pod`'s wasmop container.
+fn oom_kills(pod: &Pod) -> u64 {
+    let control = container_cgroup(pod, "memory").join("memory.oom_control");
+    let control = std::fs::read_to_string(control).unwrap();
+    control
+        .lines()
+        .find_map(|line| line.strip_prefix("oom_kill "))
+        .map_or(0, |count| count.trim().parse().unwrap())
+}
+
+/// Kills every process of `pod`'s wasmop container with SIGKILL, from the node, as the OOM
+/// killer or a crash would.
+fn kill_container(pod: &Pod) {
+    let procs = container_cgroup(pod, "pids").join("cgroup.procs");
     let pids = std::fs::read_to_string(&procs).unwrap();
     for pid in pids.lines() {
         let _ = std::process::Command::new("kill")
@@ -302,6 +320,10 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
         .await;
     }
 
+    // A plugin too large to compile within the pod's memory limit: the out-of-memory killer
+    // takes each replica's compiler process, not the host; the WasmReconciler says why.
+    too_large_plugin_kills_only_its_compile(&plane, &pods).await;
+
     // A rolling update while WebApps keep coming: every one converges.
     plane
         .run_kubectl(
@@ -330,6 +352,87 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
     for pod in ready_pods(&pods, 2).await {
         assert!(!restarts_and_oom(&pod).1, "{} was OOMKilled", name(&pod));
     }
+}
+
+/// Serves `body` to every HTTP request on the node's address, from a thread; returns its URL.
+fn serve_on_node(body: Vec<u8>) -> String {
+    let listener = std::net::TcpListener::bind((NODE_IP, 0)).unwrap();
+    let url = format!("http://{}/module.wasm", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    url
+}
+
+/// A WasmReconciler naming the Python webapp, whose compile needs more than the pods' 256Mi.
+async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Api<Pod>) {
+    let before = ready_pods(pods, 2).await;
+    let wasm = std::fs::read(repo().join("target/components/webapp-python.wasm")).unwrap();
+    let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
+    let url = serve_on_node(wasm);
+    let reconciler = format!(
+        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: too-large\nspec:\n  module:\n    sha256: {sha256}\n    url: {url}\n"
+    );
+    plane
+        .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
+        .await
+        .unwrap();
+    let degraded = "jsonpath={.status.conditions[?(@.type=='Degraded')].reason}";
+    eventually(
+        "the WasmReconciler reporting CompileKilled",
+        WAIT,
+        || async {
+            let reason = plane
+                .run_kubectl(
+                    &["get", "wasmreconciler", "too-large", "-o", degraded],
+                    None,
+                )
+                .await
+                .ok()?;
+            (reason == "CompileKilled").then_some(())
+        },
+    )
+    .await;
+    let message = "jsonpath={.status.conditions[?(@.type=='Degraded')].message}";
+    let message = plane
+        .run_kubectl(&["get", "wasmreconciler", "too-large", "-o", message], None)
+        .await
+        .unwrap();
+    eprintln!("[pods] too-large: CompileKilled: {message}");
+    assert!(message.contains("out-of-memory killer"), "{message}");
+    for pod in before {
+        let pod_name = name(&pod);
+        eventually(
+            &format!("the compile in {pod_name} killed"),
+            WAIT,
+            || async { (oom_kills(&pod) > 0).then_some(()) },
+        )
+        .await;
+        let now = pods.get(&pod_name).await.unwrap();
+        assert!(
+            ready(&now),
+            "{pod_name} is not Ready after its compile was killed"
+        );
+        assert_eq!(
+            restarts_and_oom(&now),
+            restarts_and_oom(&pod),
+            "{pod_name} restarted when its compile was killed"
+        );
+    }
+    plane
+        .run_kubectl(&["delete", "wasmreconciler", "too-large"], None)
+        .await
+        .unwrap();
 }
 
 /// Runs `helm args…` against `plane`; returns what it printed, or fails with its output.

@@ -89,6 +89,17 @@ pub enum Command {
     Plugins(PluginsArgs),
     /// Print the ServiceAccount, roles and bindings a plugin's own identity needs (YAML).
     Rbac(RbacArgs),
+    /// Compile the component on stdin into the artifact on stdout (the host runs this itself).
+    #[command(name = "compile-worker", hide = true)]
+    CompileWorker(CompileWorkerArgs),
+}
+
+/// Options of `wasmop compile-worker`, the child process a plugin is compiled in.
+#[derive(Debug, clap::Args)]
+pub struct CompileWorkerArgs {
+    /// The most memory the compile may allocate, in bytes.
+    #[arg(long)]
+    pub memory_limit: Option<u64>,
 }
 
 /// Options of `wasmop rbac`.
@@ -194,6 +205,14 @@ pub struct RunArgs {
     /// Where compiled components are cached across restarts.
     #[arg(long, env = "WASMOP_COMPILE_CACHE", default_value_os_t = crate::runtime::default_cache_dir())]
     pub compile_cache: PathBuf,
+    /// Compile plugins inside the host process rather than in a child process of this binary;
+    /// a plugin whose compile exhausts the memory limit then takes the host down with it.
+    #[arg(long, env = "WASMOP_COMPILE_IN_PROCESS")]
+    pub compile_in_process: bool,
+    /// The most memory one plugin's compile may allocate, in its child process; a compile that
+    /// needs more fails that plugin's load. Unlimited (up to the host's own limit) when absent.
+    #[arg(long, env = "WASMOP_COMPILE_MEMORY_LIMIT", value_parser = bytes, conflicts_with = "compile_in_process")]
+    pub compile_memory_limit: Option<usize>,
     /// Where `/metrics` is served; `0` turns it off.
     #[arg(
         long,

@@ -5,8 +5,8 @@
 //! Every replica watches the objects and loads their modules, so followers stay warm; only the
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
 //! latest generation loaded), `Degraded` (why the latest generation did not: spec, fetch, digest,
-//! load or take-over failure, with the message), the running version, digest and plugin name,
-//! and `observedGeneration`. A failed generation is retried with a per-object exponential
+//! compile memory, load or take-over failure, with the message), the running version, digest
+//! and plugin name, and `observedGeneration`. A failed generation is retried with a per-object exponential
 //! backoff (from [`RETRY_PERIOD`] up to [`RETRY_LIMIT`]) while the running version stays.
 //! `paused: true` unloads the plugin until unpaused. Deleting the object unloads the plugin, and
 //! so does a relist that no longer lists it.
@@ -36,6 +36,7 @@ use super::PluginError;
 use super::module::ModuleRef;
 use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
+use crate::runtime::RuntimeError;
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
 /// whether it now speaks for the plugins).
@@ -369,6 +370,9 @@ impl Installer {
         match self.plugins.install(&source, &file, bytes, options).await {
             Ok(_) => Outcome::Installed,
             Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
+            Err(error @ PluginError::Load(RuntimeError::CompileKilled { .. })) => {
+                failed("CompileKilled", error.to_string())
+            }
             Err(error) => failed("LoadFailed", error.to_string()),
         }
     }

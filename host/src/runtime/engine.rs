@@ -11,10 +11,11 @@
 //! would also fit but wasmtime leaves it outside its security support, and fewer threads, a
 //! lower opt level or no address map save little.
 //!
-//! Components are compiled on a short-lived second engine with the same compilation settings
-//! and handed to the long-lived engine as artifacts of the compile cache ([`Artifacts`]), so what
-//! the compiler allocates (its reusable contexts, Cranelift's for the trampolines) goes with it,
-//! and the long-lived engine maps the code from the cache's file.
+//! Components are compiled on a short-lived second engine with the same compilation settings, in
+//! this process or a child ([`CompileIn`]), and handed to the long-lived engine as artifacts of
+//! the compile cache ([`Artifacts`]), so what the compiler allocates (its reusable contexts,
+//! Cranelift's for the trampolines) goes with it, and the long-lived engine maps the code from
+//! the cache's file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,12 +23,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::thread::Thread;
 use std::time::Duration;
 
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 use crate::runtime::RuntimeError;
 use crate::runtime::artifacts::{Artifacts, default_cache_dir};
 use crate::runtime::bindings::Reconciler;
+use crate::runtime::compiler::{CompileIn, Compiler};
 use crate::runtime::host::StoreState;
 use crate::runtime::policy::Ceiling;
 
@@ -46,6 +48,8 @@ pub struct RuntimeConfig {
     pub max_memory: usize,
     /// The most any plugin may be granted or ask for.
     pub ceiling: Ceiling,
+    /// Where components are compiled.
+    pub compile: CompileIn,
 }
 
 impl Default for RuntimeConfig {
@@ -55,6 +59,7 @@ impl Default for RuntimeConfig {
             max_instances: 1000,
             max_memory: 1 << 30,
             ceiling: Ceiling::default(),
+            compile: CompileIn::Process,
         }
     }
 }
@@ -86,6 +91,7 @@ impl Runtime {
             compiler: Compiler {
                 engine: engine.clone(),
                 artifacts,
+                place: config.compile.clone(),
             },
             engine,
             config,
@@ -152,26 +158,9 @@ impl Drop for Reservation {
     }
 }
 
-/// Compiles components for the runtime's engine without leaving the compiler's memory behind.
-#[derive(Clone)]
-pub(crate) struct Compiler {
-    engine: Engine,
-    artifacts: Arc<Artifacts>,
-}
-
-impl Compiler {
-    /// Maps the component of `bytes` from the compile cache, compiling it first on a throwaway
-    /// engine when the cache has no artifact for it. Blocking: call it off the async runtime.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
-        self.artifacts.load(&self.engine, bytes, |bytes| {
-            Engine::new(&compilation_config())?.precompile_component(bytes)
-        })
-    }
-}
-
 /// Everything that decides the compiled code; both engines must agree on it. Winch, not
 /// Cranelift: see the module doc.
-fn compilation_config() -> Config {
+pub(crate) fn compilation_config() -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::object::ObjectKey;
+use crate::runtime::compiler::WorkerError;
 
 /// The engine could not be built or a plugin could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +82,14 @@ pub enum RuntimeError {
         file: PathBuf,
         /// The wasmtime error.
         source: wasmtime::Error,
+    },
+    /// The compiler process ran out of memory: the plugin is too large for the host's limits.
+    #[error("plugin {file} could not be compiled: {source}")]
+    CompileKilled {
+        /// The file.
+        file: PathBuf,
+        /// How the compiler process ended.
+        source: WorkerError,
     },
     /// The plugin asks for more than the operator's ceiling, or for more instances than the pool
     /// has left.

@@ -14,6 +14,7 @@ mod artifacts;
 mod bindings;
 pub(crate) mod boundary;
 mod budget;
+mod compiler;
 mod engine;
 mod error;
 mod host;
@@ -29,6 +30,7 @@ mod webhooks;
 
 pub use artifacts::{CACHE_LIMIT, default_cache_dir};
 pub use budget::Refusal;
+pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;

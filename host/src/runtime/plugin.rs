@@ -12,6 +12,7 @@ use crate::runtime::Runtime;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::boundary;
 use crate::runtime::budget::{Budget, Refusal};
+use crate::runtime::compiler::WorkerError;
 use crate::runtime::engine::Reservation;
 use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
 use crate::runtime::host::{Grant, PluginContext};
@@ -282,12 +283,17 @@ impl Runtime {
         let compiled = tokio::task::spawn_blocking(move || compiler.compile(&bytes)).await;
         let compiled =
             compiled.map_err(|e| wasmtime::Error::msg(format!("compiler thread failed: {e}")));
-        compiled
-            .and_then(|result| result)
-            .map_err(|source| RuntimeError::Compile {
-                file: file.to_owned(),
-                source,
-            })
+        compiled.and_then(|result| result).map_err(|source| {
+            let file = file.to_owned();
+            match source.downcast::<WorkerError>() {
+                Ok(source) if source.is_resource() => RuntimeError::CompileKilled { file, source },
+                Ok(worker) => RuntimeError::Compile {
+                    file,
+                    source: worker.into(),
+                },
+                Err(source) => RuntimeError::Compile { file, source },
+            }
+        })
     }
 
     fn check_interface(&self, file: &Path, component: &Component) -> Result<(), RuntimeError> {

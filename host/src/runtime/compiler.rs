@@ -1,0 +1,262 @@
+//! Compiling components for the runtime's engine: on a throwaway engine, in this process or in a
+//! child process of this binary (`wasmop compile-worker`), and handing the artifact to the
+//! compile cache, from which the long-lived engine maps it.
+//!
+//! A compile's memory grows with the guest (a Python reconciler's needs ~400 MiB) and is the
+//! largest thing the host ever allocates. In a child process it cannot take the host with it: the
+//! child volunteers as the out-of-memory killer's first choice (`oom_score_adj` 1000) and may be
+//! held under a memory limit of its own (`RLIMIT_DATA`), so a guest too large for the pod's
+//! memory costs one failed load with a clear error, not a crash-looping host. The child only
+//! compiles: the component arrives on its stdin, the artifact leaves on its stdout, and the host
+//! checks the artifact's settings again when it maps it.
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::runtime::artifacts::Artifacts;
+use crate::runtime::engine::compilation_config;
+
+/// The subcommand of this binary that compiles one component from stdin to stdout.
+pub const WORKER_COMMAND: &str = "compile-worker";
+
+/// The most of a failed compiler's stderr an error quotes.
+const STDERR_TAIL: usize = 2048;
+
+/// What the Rust runtime prints before aborting when an allocation fails.
+const ALLOCATION_FAILED: &str = "memory allocation of";
+
+/// SIGKILL on Linux: the out-of-memory killer's signal.
+const SIGKILL: i32 = 9;
+
+/// Where components are compiled.
+#[derive(Debug, Clone, Default)]
+pub enum CompileIn {
+    /// On a throwaway engine in this process: a compile that exhausts memory takes the process.
+    #[default]
+    Process,
+    /// In a child process of `program`, which must answer [`WORKER_COMMAND`].
+    Child(CompileWorker),
+}
+
+/// The child process that compiles a component.
+#[derive(Debug, Clone)]
+pub struct CompileWorker {
+    /// The binary to run as `program compile-worker`; this `wasmop`.
+    pub program: PathBuf,
+    /// The most memory the child may allocate, in bytes; unlimited (up to the pod's limit)
+    /// when absent.
+    pub memory_limit: Option<u64>,
+}
+
+/// A compiler process that did not return an artifact.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The process could not be started or talked to.
+    #[error("starting the compiler process {program}: {source}")]
+    Spawn {
+        /// The binary.
+        program: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The process ran out of its own memory limit.
+    #[error(
+        "compiling needs more than the compile memory limit of {limit} bytes (--compile-memory-limit); raise it, and the host's memory limit with it"
+    )]
+    OutOfMemory {
+        /// The limit.
+        limit: u64,
+    },
+    /// The process was killed, most likely by the out-of-memory killer.
+    #[error(
+        "the compiler process was killed by signal {signal}, most likely by the out-of-memory killer at the host's memory limit (the pod's, in Kubernetes); raise that limit to load this plugin"
+    )]
+    Killed {
+        /// The signal.
+        signal: i32,
+    },
+    /// The process reported an error of the compilation itself.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl WorkerError {
+    /// Whether the compile ran out of memory, not into a fault of the component.
+    pub fn is_resource(&self) -> bool {
+        matches!(
+            self,
+            WorkerError::OutOfMemory { .. } | WorkerError::Killed { .. }
+        )
+    }
+}
+
+/// Compiles components for the runtime's engine without leaving the compiler's memory behind.
+#[derive(Clone)]
+pub(crate) struct Compiler {
+    pub(crate) engine: Engine,
+    pub(crate) artifacts: Arc<Artifacts>,
+    pub(crate) place: CompileIn,
+}
+
+impl Compiler {
+    /// Maps the component of `bytes` from the compile cache, compiling it first where
+    /// configured when the cache has no artifact for it. Blocking: call it off the async runtime.
+    pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+        self.artifacts
+            .load(&self.engine, bytes, |bytes| match &self.place {
+                CompileIn::Process => precompile(bytes),
+                CompileIn::Child(worker) => Ok(worker.compile(bytes)?),
+            })
+    }
+}
+
+/// The artifact of `bytes`, compiled on a throwaway engine of the runtime's settings.
+fn precompile(bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
+    Engine::new(&compilation_config())?.precompile_component(bytes)
+}
+
+impl CompileWorker {
+    /// The artifact of `bytes`, compiled by a child process.
+    fn compile(&self, bytes: &[u8]) -> Result<Vec<u8>, WorkerError> {
+        let mut command = Command::new(&self.program);
+        command.arg(WORKER_COMMAND);
+        if let Some(limit) = self.memory_limit {
+            command.arg("--memory-limit").arg(limit.to_string());
+        }
+        let spawn_error = |source| WorkerError::Spawn {
+            program: self.program.clone(),
+            source,
+        };
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let output = std::thread::scope(|scope| {
+            // A child that dies early closes the pipe; its exit status says why.
+            scope.spawn(move || stdin.write_all(bytes));
+            child.wait_with_output()
+        })
+        .map_err(spawn_error)?;
+        self.outcome(output)
+    }
+
+    /// The artifact the child wrote, or why there is none.
+    fn outcome(&self, output: Output) -> Result<Vec<u8>, WorkerError> {
+        if output.status.success() {
+            return Ok(output.stdout);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = stderr.trim();
+        match (output.status.signal(), self.memory_limit) {
+            (Some(_), Some(limit)) if stderr.contains(ALLOCATION_FAILED) => {
+                Err(WorkerError::OutOfMemory { limit })
+            }
+            (Some(signal), _) if signal == SIGKILL => Err(WorkerError::Killed { signal }),
+            (signal, _) => Err(WorkerError::Failed(format!(
+                "the compiler process failed ({}): {}",
+                signal.map_or_else(|| output.status.to_string(), |s| format!("signal {s}")),
+                tail(stderr)
+            ))),
+        }
+    }
+}
+
+/// The last [`STDERR_TAIL`] bytes of `text`, at a character boundary.
+fn tail(text: &str) -> &str {
+    let mut start = text.len().saturating_sub(STDERR_TAIL);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// The body of `wasmop compile-worker`: volunteers for the out-of-memory killer, takes on
+/// `memory_limit`, and compiles the component on stdin into the artifact on stdout.
+pub fn run_worker(memory_limit: Option<u64>) -> std::io::Result<()> {
+    if let Err(error) = std::fs::write("/proc/self/oom_score_adj", "1000") {
+        tracing::warn!("the compiler cannot volunteer for the out-of-memory killer: {error}");
+    }
+    if let Some(limit) = memory_limit {
+        let limit = rustix::process::Rlimit {
+            current: Some(limit),
+            maximum: Some(limit),
+        };
+        rustix::process::setrlimit(rustix::process::Resource::Data, limit)?;
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin().lock().read_to_end(&mut bytes)?;
+    let artifact = precompile(&bytes).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&artifact)?;
+    stdout.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::ExitStatus;
+
+    fn ended(status: ExitStatus, stderr: &str) -> Output {
+        Output {
+            status,
+            stdout: b"partial".to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+        }
+    }
+
+    fn worker(memory_limit: Option<u64>) -> CompileWorker {
+        CompileWorker {
+            program: "wasmop".into(),
+            memory_limit,
+        }
+    }
+
+    #[test]
+    fn a_compiler_killed_by_sigkill_is_blamed_on_memory_not_the_component() {
+        let killed = worker(None).outcome(ended(ExitStatus::from_raw(SIGKILL), ""));
+        let error = killed.expect_err("a killed compiler's output was taken");
+        assert!(
+            matches!(error, WorkerError::Killed { signal: 9 }),
+            "{error}"
+        );
+        assert!(error.is_resource());
+        assert!(error.to_string().contains("raise that limit"), "{error}");
+    }
+
+    #[test]
+    fn an_abort_on_a_failed_allocation_is_the_compile_memory_limit_only_under_one() {
+        let aborted = || {
+            ended(
+                ExitStatus::from_raw(6),
+                "memory allocation of 4096 bytes failed",
+            )
+        };
+        let limited = worker(Some(1 << 20)).outcome(aborted()).unwrap_err();
+        assert!(
+            matches!(limited, WorkerError::OutOfMemory { limit: 1048576 }),
+            "{limited}"
+        );
+        let unlimited = worker(None).outcome(aborted()).unwrap_err();
+        assert!(!unlimited.is_resource(), "{unlimited}");
+        assert!(unlimited.to_string().contains("signal 6"), "{unlimited}");
+    }
+
+    #[test]
+    fn a_failed_compile_quotes_the_end_of_what_the_compiler_said() {
+        let said = format!("{}the real reason", "é".repeat(STDERR_TAIL));
+        let failed = worker(None).outcome(ended(ExitStatus::from_raw(1 << 8), &said));
+        let message = failed.unwrap_err().to_string();
+        assert!(message.ends_with("the real reason"), "{message}");
+        assert!(message.len() < STDERR_TAIL + 100, "{message}");
+    }
+}

@@ -179,6 +179,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
             cache_dir: args.compile_cache.clone(),
             ceiling: args.ceiling.clone(),
             compile: compile_in(args),
+            guest_memory: args.guest_memory_budget,
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use common::{LIMIT, configmap, load, runtime};
 use wasmop::object::{GroupVersionKind, ObjectKey};
-use wasmop::runtime::{DispatchError, InstanceMode, Outcome, PluginOptions, TrapKind};
+use wasmop::runtime::{
+    DispatchError, InstanceMode, Outcome, PluginOptions, Runtime, RuntimeConfig, TrapKind,
+};
 use wasmop_envtest::within;
 
 fn key() -> ObjectKey {
@@ -105,6 +107,42 @@ async fn a_guest_that_exhausts_its_memory_cap_traps_cleanly() {
         assert!(hog.memory_high_water() <= 16 << 20);
         good_guest_still_works(&runtime).await;
     })
+    .await
+}
+
+#[tokio::test]
+async fn a_guest_within_its_cap_but_over_the_hosts_guest_budget_traps_and_gives_it_back() {
+    within(
+        LIMIT,
+        "the memory hog under the guest memory budget",
+        async {
+            let budget = 24 << 20;
+            let runtime = Runtime::new(RuntimeConfig {
+                guest_memory: Some(budget),
+                ..RuntimeConfig::default()
+            })
+            .unwrap();
+            let options = PluginOptions {
+                memory_limit: 64 << 20,
+                ..PluginOptions::default()
+            };
+            let (hog, _host) = load(&runtime, "guest-hog", options).await;
+            let (kind, message) = trapped(hog.reconcile(&key()).await);
+            assert_eq!(kind, TrapKind::Memory, "{message}");
+            assert!(message.contains("guest-hog"), "{message}");
+            assert!(
+                message.contains(&format!("guest memory budget of {budget} bytes")),
+                "{message}"
+            );
+            assert!(hog.memory_high_water() <= budget);
+            assert_eq!(
+                runtime.guest_memory_held(),
+                0,
+                "the trapped instance kept its share"
+            );
+            good_guest_still_works(&runtime).await;
+        },
+    )
     .await
 }
 

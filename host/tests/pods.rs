@@ -3,8 +3,9 @@
 //! start with an empty compile cache inside their memory limit, converge WebApps, fail over when
 //! the leader's pod is deleted, come back when a container is killed (out of their Service's
 //! ready endpoints until their probes pass again), hot-load a plugin into both pods, survive a
-//! plugin too large to compile in their memory (the OOM killer takes the compile, not the host),
-//! and lose no WebApp through a rolling update. Needs root, the node's binaries and the
+//! plugin too large to compile in their memory (the OOM killer takes the compile, not the host)
+//! and one whose guest grows past their guest memory budget (it traps), and lose no WebApp
+//! through a rolling update. Needs root, the node's binaries and the
 //! image: run with `make test-cluster`.
 
 mod common;
@@ -324,6 +325,10 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
     // takes each replica's compiler process, not the host; the WasmReconciler says why.
     too_large_plugin_kills_only_its_compile(&plane, &pods).await;
 
+    // A plugin whose instances grow past the hosts' guest memory budget (128Mi of the pods'
+    // 256Mi): its guest traps, naming the plugin; the hosts are never OOMKilled.
+    memory_hog_traps_under_the_guest_budget(&plane, &pods).await;
+
     // A rolling update while WebApps keep coming: every one converges.
     plane
         .run_kubectl(
@@ -431,6 +436,58 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
     }
     plane
         .run_kubectl(&["delete", "wasmreconciler", "too-large"], None)
+        .await
+        .unwrap();
+}
+
+/// A WasmReconciler loading guest-hog with a memory limit of its own near the pods' limit.
+async fn memory_hog_traps_under_the_guest_budget(plane: &ControlPlane, pods: &Api<Pod>) {
+    let before = ready_pods(pods, 2).await;
+    let kills: Vec<u64> = before.iter().map(oom_kills).collect();
+    let wasm = std::fs::read(repo().join("target/components/guest-hog.wasm")).unwrap();
+    let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
+    let url = serve_on_node(wasm);
+    let reconciler = format!(
+        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: guest-hog\nspec:\n  memoryLimit: 250Mi\n  module:\n    sha256: {sha256}\n    url: {url}\n"
+    );
+    plane
+        .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
+        .await
+        .unwrap();
+    let leading = eventually("a leader", WAIT, || async {
+        let leases: Api<Lease> = Api::namespaced(plane.client().await.ok()?, NAMESPACE);
+        leader(&leases).await
+    })
+    .await;
+    eventually(
+        "guest-hog trapping at the guest memory budget",
+        WAIT,
+        || async {
+            let logs = logs(plane, &leading).await;
+            logs.lines()
+                .any(|line| line.contains("guest-hog") && line.contains("--guest-memory-budget"))
+                .then_some(())
+        },
+    )
+    .await;
+    for (pod, kills) in before.iter().zip(kills) {
+        let now = pods.get(&name(pod)).await.unwrap();
+        assert!(ready(&now), "{} is not Ready under the hog", name(pod));
+        assert_eq!(
+            restarts_and_oom(&now),
+            restarts_and_oom(pod),
+            "{} restarted under the hog",
+            name(pod)
+        );
+        assert_eq!(
+            oom_kills(pod),
+            kills,
+            "the OOM killer acted in {}",
+            name(pod)
+        );
+    }
+    plane
+        .run_kubectl(&["delete", "wasmreconciler", "guest-hog"], None)
         .await
         .unwrap();
 }

@@ -213,6 +213,11 @@ pub struct RunArgs {
     /// needs more fails that plugin's load. Unlimited (up to the host's own limit) when absent.
     #[arg(long, env = "WASMOP_COMPILE_MEMORY_LIMIT", value_parser = bytes, conflicts_with = "compile_in_process")]
     pub compile_memory_limit: Option<usize>,
+    /// The most linear memory all plugins' instances may hold together; a guest that would grow
+    /// past it traps (a memory trap naming the plugin), as past its own `--memory-limit`.
+    /// Unbounded when absent: set it below the host's own memory limit.
+    #[arg(long, env = "WASMOP_GUEST_MEMORY_BUDGET", value_parser = bytes)]
+    pub guest_memory_budget: Option<usize>,
     /// Where `/metrics` is served; `0` turns it off.
     #[arg(
         long,

@@ -30,7 +30,7 @@ use crate::runtime::RuntimeError;
 use crate::runtime::artifacts::{Artifacts, default_cache_dir};
 use crate::runtime::bindings::Reconciler;
 use crate::runtime::compiler::{CompileIn, Compiler};
-use crate::runtime::host::StoreState;
+use crate::runtime::host::{GuestMemory, StoreState};
 use crate::runtime::policy::Ceiling;
 
 /// How often the epoch advances while a guest call is in flight: the granularity of timeouts and
@@ -50,6 +50,9 @@ pub struct RuntimeConfig {
     pub ceiling: Ceiling,
     /// Where components are compiled.
     pub compile: CompileIn,
+    /// The most linear memory all guest instances may hold together, in bytes; unbounded when
+    /// absent.
+    pub guest_memory: Option<usize>,
 }
 
 impl Default for RuntimeConfig {
@@ -60,6 +63,7 @@ impl Default for RuntimeConfig {
             max_memory: 1 << 30,
             ceiling: Ceiling::default(),
             compile: CompileIn::Process,
+            guest_memory: None,
         }
     }
 }
@@ -70,6 +74,8 @@ pub struct Runtime {
     pub(crate) linker: Linker<StoreState>,
     pub(crate) config: RuntimeConfig,
     pub(crate) compiler: Compiler,
+    /// The linear memory all guest instances hold, under `config.guest_memory`.
+    pub(crate) guest_memory: Arc<GuestMemory>,
     /// Instances promised to loaded plugins, out of `config.max_instances`.
     reserved: Arc<AtomicU32>,
     ticker: Ticker,
@@ -94,6 +100,7 @@ impl Runtime {
                 place: config.compile.clone(),
             },
             engine,
+            guest_memory: Arc::new(GuestMemory::new(config.guest_memory)),
             config,
             reserved: Arc::default(),
             ticker,
@@ -122,6 +129,11 @@ impl Runtime {
         self.config
             .max_instances
             .saturating_sub(self.reserved.load(Ordering::Acquire))
+    }
+
+    /// The bytes of linear memory all guest instances hold now.
+    pub fn guest_memory_held(&self) -> usize {
+        self.guest_memory.held()
     }
 
     /// Compiled components found in the on-disk cache so far.

@@ -5,6 +5,7 @@
 //! back as the WIT `error` variant.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
@@ -67,7 +68,7 @@ pub(crate) struct StoreState {
 
 impl StoreState {
     /// A fresh store state: WASI with nothing granted but stdout and stderr into the log.
-    pub fn new(context: Arc<PluginContext>) -> Self {
+    pub fn new(context: Arc<PluginContext>, shared: Arc<GuestMemory>) -> Self {
         let stderr = GuestOutput::new(context.name.clone(), Stream::Stderr);
         let wasi = WasiCtx::builder()
             .stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
@@ -76,7 +77,7 @@ impl StoreState {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_WASI_RESOURCES);
         StoreState {
-            limiter: MemoryLimiter::new(context.memory_limit),
+            limiter: MemoryLimiter::new(context.memory_limit, shared),
             context,
             deadline: Instant::now(),
             stderr,
@@ -460,7 +461,8 @@ impl log::Host for StoreState {
     }
 }
 
-/// Caps the linear memories of an instance together (a component may have several) and records
+/// Caps the linear memories of an instance together (a component may have several), takes what
+/// they hold from the runtime's budget for all guests until the instance is dropped, and records
 /// the largest total asked for.
 pub(crate) struct MemoryLimiter {
     limit: usize,
@@ -468,6 +470,7 @@ pub(crate) struct MemoryLimiter {
     total: usize,
     /// The largest total the guest grew to, in bytes.
     pub high_water: usize,
+    shared: Arc<GuestMemory>,
 }
 
 /// A guest asked for more memory than its cap; the trap carries this as its cause.
@@ -480,13 +483,74 @@ pub struct MemoryLimitExceeded {
     pub limit: usize,
 }
 
+/// A guest asked for memory the guests together may no longer have; the trap carries this.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "guest asked for {asked} more bytes of linear memory, but all guests together hold {held} of the host's guest memory budget of {budget} bytes (--guest-memory-budget)"
+)]
+pub struct GuestMemoryExhausted {
+    /// The growth it asked for.
+    pub asked: usize,
+    /// What all instances held at that moment.
+    pub held: usize,
+    /// The budget.
+    pub budget: usize,
+}
+
+/// The linear memory all guest instances of a runtime hold together, and the most they may.
+#[derive(Debug)]
+pub(crate) struct GuestMemory {
+    held: AtomicUsize,
+    budget: usize,
+}
+
+impl GuestMemory {
+    /// A budget of `budget` bytes for all guests together; unbounded when `None`.
+    pub(crate) fn new(budget: Option<usize>) -> Self {
+        GuestMemory {
+            held: AtomicUsize::new(0),
+            budget: budget.unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The bytes of linear memory all live instances hold.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    fn take(&self, asked: usize) -> Result<(), GuestMemoryExhausted> {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(asked)
+                    .filter(|total| *total <= self.budget)
+            })
+            .map(drop)
+            .map_err(|held| GuestMemoryExhausted {
+                asked,
+                held,
+                budget: self.budget,
+            })
+    }
+
+    fn give(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
 impl MemoryLimiter {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, shared: Arc<GuestMemory>) -> Self {
         MemoryLimiter {
             limit,
             total: 0,
             high_water: 0,
+            shared,
         }
+    }
+}
+
+impl Drop for MemoryLimiter {
+    fn drop(&mut self) {
+        self.shared.give(self.total);
     }
 }
 
@@ -497,7 +561,8 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.total.saturating_add(desired.saturating_sub(current));
+        let asked = desired.saturating_sub(current);
+        let total = self.total.saturating_add(asked);
         if total > self.limit {
             return Err(MemoryLimitExceeded {
                 desired: total,
@@ -505,6 +570,7 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
             }
             .into());
         }
+        self.shared.take(asked)?;
         self.total = total;
         self.high_water = self.high_water.max(total);
         Ok(true)
@@ -526,14 +592,36 @@ mod tests {
 
     use super::*;
 
+    fn unbounded() -> Arc<GuestMemory> {
+        Arc::new(GuestMemory::new(None))
+    }
+
     #[test]
     fn the_memory_cap_holds_across_all_memories_of_an_instance() {
-        let mut limiter = MemoryLimiter::new(100);
+        let mut limiter = MemoryLimiter::new(100, unbounded());
         assert!(limiter.memory_growing(0, 60, None).unwrap());
         let second = limiter.memory_growing(0, 60, None).unwrap_err();
         let cause = second.downcast_ref::<MemoryLimitExceeded>().unwrap();
         assert_eq!((cause.desired, cause.limit), (120, 100));
         assert!(limiter.memory_growing(0, 40, None).unwrap());
         assert_eq!(limiter.high_water, 100);
+    }
+
+    #[test]
+    fn instances_share_the_budget_and_give_back_what_they_held_when_dropped() {
+        let shared = Arc::new(GuestMemory::new(Some(100)));
+        let mut first = MemoryLimiter::new(80, shared.clone());
+        let mut second = MemoryLimiter::new(80, shared.clone());
+        assert!(first.memory_growing(0, 70, None).unwrap());
+        let refused = second.memory_growing(0, 40, None).unwrap_err();
+        let cause = refused.downcast_ref::<GuestMemoryExhausted>().unwrap();
+        assert_eq!((cause.asked, cause.held, cause.budget), (40, 70, 100));
+        assert!(second.memory_growing(0, 30, None).unwrap());
+        assert_eq!(shared.held(), 100);
+        drop(first);
+        assert_eq!(shared.held(), 30);
+        assert!(second.memory_growing(30, 70, None).unwrap());
+        drop(second);
+        assert_eq!(shared.held(), 0);
     }
 }

@@ -23,7 +23,9 @@ use crate::runtime::Runtime;
 use crate::runtime::bindings::{Reconciler, ReconcilerIndices, webhooks};
 use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
-use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
+use crate::runtime::host::{
+    GuestMemory, GuestMemoryExhausted, MemoryLimitExceeded, PluginContext, StoreState,
+};
 
 /// How a plugin's instances are used across reconciles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +104,7 @@ pub(crate) struct Instances {
     calls: GuestCalls,
     linked: Linked,
     context: Arc<PluginContext>,
+    guest_memory: Arc<GuestMemory>,
     mode: InstanceMode,
     /// One permit per instance this plugin may have at once, busy or idle.
     share: Arc<Semaphore>,
@@ -124,6 +127,7 @@ impl Instances {
             calls: runtime.calls(),
             linked,
             context,
+            guest_memory: runtime.guest_memory.clone(),
             mode,
             share: Arc::new(Semaphore::new(max_instances as usize)),
             idle: Mutex::default(),
@@ -238,7 +242,7 @@ impl Instances {
     }
 
     fn new_store(&self, deadline: Instant) -> Store<StoreState> {
-        let mut state = StoreState::new(self.context.clone());
+        let mut state = StoreState::new(self.context.clone(), self.guest_memory.clone());
         state.deadline = deadline;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -289,7 +293,9 @@ impl Instances {
 
 /// Sorts a failed call by its cause's type, never by its message.
 fn classify(error: &wasmtime::Error) -> TrapKind {
-    if error.downcast_ref::<MemoryLimitExceeded>().is_some() {
+    if error.downcast_ref::<MemoryLimitExceeded>().is_some()
+        || error.downcast_ref::<GuestMemoryExhausted>().is_some()
+    {
         return TrapKind::Memory;
     }
     match error.downcast_ref::<Trap>() {

@@ -33,7 +33,7 @@ pub use budget::Refusal;
 pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
-pub use host::MemoryLimitExceeded;
+pub use host::{GuestMemoryExhausted, MemoryLimitExceeded};
 pub use imports::{Observer, Services};
 pub use instances::InstanceMode;
 pub use limits::GuestLimits;

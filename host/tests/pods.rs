@@ -459,17 +459,15 @@ async fn memory_hog_traps_under_the_guest_budget(plane: &ControlPlane, pods: &Ap
         leader(&leases).await
     })
     .await;
-    eventually(
-        "guest-hog trapping at the guest memory budget",
-        WAIT,
-        || async {
-            let logs = logs(plane, &leading).await;
-            logs.lines()
-                .any(|line| line.contains("guest-hog") && line.contains("--guest-memory-budget"))
-                .then_some(())
-        },
-    )
+    let trapped = eventually("guest-hog trapping at the budget", WAIT, || async {
+        let logs = logs(plane, &leading).await;
+        let mut lines = logs.lines();
+        let trap =
+            lines.find(|line| line.contains("guest-hog") && line.contains("--guest-memory-budget"));
+        trap.map(str::to_owned)
+    })
     .await;
+    eprintln!("[pods] guest-hog in {leading}: {trapped}");
     for (pod, kills) in before.iter().zip(kills) {
         let now = pods.get(&name(pod)).await.unwrap();
         assert!(ready(&now), "{} is not Ready under the hog", name(pod));

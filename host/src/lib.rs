@@ -23,4 +23,5 @@ pub mod rate;
 pub mod rbac;
 pub mod runtime;
 pub mod selector;
+pub mod shard;
 pub mod webhook;

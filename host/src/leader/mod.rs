@@ -21,6 +21,7 @@ mod campaign;
 
 pub use campaign::{Campaign, Leadership};
 
+use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
@@ -64,6 +65,8 @@ pub struct LeaderConfig {
     pub renew_deadline: Duration,
     /// How often candidates try to acquire and leaders renew.
     pub retry_period: Duration,
+    /// Labels the Lease is created with, so a group of Leases can be listed together.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl LeaderConfig {
@@ -76,6 +79,7 @@ impl LeaderConfig {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            labels: BTreeMap::new(),
         }
     }
 
@@ -106,7 +110,7 @@ pub struct Elector {
     api: Api<Lease>,
     config: LeaderConfig,
     /// The last record seen and when (our clock) it last changed.
-    observed: Option<(LeaseSpec, Instant)>,
+    observed: Option<Observed>,
     leading: bool,
     /// When the last write of ours that succeeded was sent.
     renewed: Option<Instant>,
@@ -166,10 +170,7 @@ impl Elector {
                 last_renewal = sent;
             } else if !self.leading || Instant::now() >= deadline {
                 self.leading = false;
-                let holder = self
-                    .observed
-                    .as_ref()
-                    .and_then(|(s, _)| s.holder_identity.clone());
+                let holder = self.observed.as_ref().and_then(Observed::holder);
                 let reason = match holder {
                     Some(other) if other != self.config.identity => format!("now held by {other}"),
                     _ => format!("not renewed for {:?}", last_renewal.elapsed()),
@@ -252,6 +253,7 @@ impl Elector {
             metadata: ObjectMeta {
                 name: Some(self.config.name.clone()),
                 namespace: Some(self.config.namespace.clone()),
+                labels: Some(self.config.labels.clone()).filter(|l| !l.is_empty()),
                 ..Default::default()
             },
             spec: Some(self.record(None)),
@@ -266,8 +268,7 @@ impl Elector {
     }
 
     fn won(&mut self, written: Lease) -> bool {
-        let spec = written.spec.unwrap_or_default();
-        self.observed = Some((spec, Instant::now()));
+        self.observed = Some(Observed::update(None, written.spec.unwrap_or_default()));
         self.leading = true;
         true
     }
@@ -296,20 +297,48 @@ impl Elector {
 
     /// Notes when the record last changed, by our clock.
     fn observe(&mut self, spec: &LeaseSpec) {
-        if self.observed.as_ref().is_none_or(|(seen, _)| seen != spec) {
-            self.observed = Some((spec.clone(), Instant::now()));
-        }
+        self.observed = Some(Observed::update(self.observed.take(), spec.clone()));
     }
 
     fn expired(&self) -> bool {
-        self.observed.as_ref().is_none_or(|(spec, since)| {
-            let duration = spec
-                .lease_duration_seconds
-                .map_or(self.config.lease_duration, |s| {
-                    Duration::from_secs(s.max(0) as u64)
-                });
-            since.elapsed() >= duration
-        })
+        self.observed
+            .as_ref()
+            .is_none_or(|o| o.expired(self.config.lease_duration))
+    }
+}
+
+/// A Lease record as last seen, and when it last changed by our own clock: remote timestamps are
+/// never compared with local ones.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    spec: LeaseSpec,
+    since: Instant,
+}
+
+impl Observed {
+    /// `spec` as seen now, keeping `previous`'s time when the record has not changed since.
+    pub fn update(previous: Option<Observed>, spec: LeaseSpec) -> Observed {
+        match previous {
+            Some(previous) if previous.spec == spec => previous,
+            _ => Observed {
+                spec,
+                since: Instant::now(),
+            },
+        }
+    }
+
+    /// The holder, if any.
+    pub fn holder(&self) -> Option<String> {
+        self.spec.holder_identity.clone().filter(|h| !h.is_empty())
+    }
+
+    /// Whether the record has gone unchanged for its lease duration (`default` if it has none).
+    pub fn expired(&self, default: Duration) -> bool {
+        let duration = self
+            .spec
+            .lease_duration_seconds
+            .map_or(default, |s| Duration::from_secs(s.max(0) as u64));
+        self.since.elapsed() >= duration
     }
 }
 

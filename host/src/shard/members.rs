@@ -1,0 +1,78 @@
+//! Who the live replicas of a sharded operator are: each holds a Lease of its own (a campaign
+//! for a Lease no one else asks for), labelled with its group, and a replica reading the group
+//! counts a member live until its record has gone unchanged for its lease duration by the
+//! reader's own clock, as a candidate judges a leader. A member first seen counts as live: a
+//! reader that has just started cannot tell, and taking a live member's objects is the one
+//! mistake sharding must not make.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::ListParams;
+use sha2::{Digest, Sha256};
+
+use crate::leader::{LeaderConfig, Observed};
+use crate::shard::ring::Ring;
+
+/// The label on every member Lease, whose value is the group (the leader election's Lease name).
+pub const GROUP_LABEL: &str = "shard.wasmop.dev/group";
+
+/// The configuration of `identity`'s own member Lease in `leader`'s group: same namespace and
+/// durations, a name of the group's and the identity's digest, and the group's label.
+pub fn member_lease(leader: &LeaderConfig) -> LeaderConfig {
+    let digest = Sha256::digest(leader.identity.as_bytes());
+    let suffix: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let mut member = LeaderConfig {
+        name: format!("{}-member-{suffix}", leader.name),
+        ..leader.clone()
+    };
+    member
+        .labels
+        .insert(GROUP_LABEL.to_owned(), leader.name.clone());
+    member
+}
+
+/// The members of one group as this replica sees them.
+pub struct Members {
+    api: Api<Lease>,
+    selector: String,
+    lease_duration: Duration,
+    observed: HashMap<String, Observed>,
+}
+
+impl Members {
+    /// Reads the member Leases of `leader`'s group.
+    pub fn new(client: kube::Client, leader: &LeaderConfig) -> Self {
+        Members {
+            api: Api::namespaced(client, &leader.namespace),
+            selector: format!("{GROUP_LABEL}={}", leader.name),
+            lease_duration: leader.lease_duration,
+            observed: HashMap::new(),
+        }
+    }
+
+    /// Lists the group's Leases and returns the ring of members live now: held, and changed
+    /// within their lease duration. Released Leases (no holder) drop out at once.
+    pub async fn live(&mut self) -> Result<Ring, kube::Error> {
+        let selector = ListParams::default().labels(&self.selector);
+        let leases = self.api.list(&selector).await?;
+        let mut observed = HashMap::new();
+        for lease in leases.items {
+            let Some(name) = lease.metadata.name else {
+                continue;
+            };
+            let previous = self.observed.remove(&name);
+            let seen = Observed::update(previous, lease.spec.unwrap_or_default());
+            observed.insert(name, seen);
+        }
+        self.observed = observed;
+        let live = self
+            .observed
+            .values()
+            .filter(|seen| !seen.expired(self.lease_duration))
+            .filter_map(Observed::holder);
+        Ok(Ring::new(live))
+    }
+}

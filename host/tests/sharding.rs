@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use wasmop::leader::{Campaign, Elector, LeaderConfig, Leadership, identity};
-use wasmop::shard::{GROUP_LABEL, Members, Ring, member_lease};
+use wasmop::shard::{GROUP_LABEL, Members, Ring, member_id, member_lease};
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -22,15 +22,15 @@ fn group(namespace: &str, who: &str) -> LeaderConfig {
     }
 }
 
-/// Starts `who`'s member Lease and waits until it holds it.
+/// Starts `who`'s member Lease and waits until it holds it; returns its member id.
 async fn join(client: &kube::Client, namespace: &str, who: &str) -> (String, Campaign) {
     let config = member_lease(&group(namespace, who));
-    let identity = config.identity.clone();
+    let id = member_id(&config.identity);
     let mut campaign = Campaign::start(Elector::new(client.clone(), config).unwrap());
     while campaign.state() != Leadership::Leading {
         campaign.changed().await;
     }
-    (identity, campaign)
+    (id, campaign)
 }
 
 /// Polls `members` until its live ring has exactly `expected`; returns how long that took.
@@ -54,7 +54,7 @@ async fn members_join_leave_and_expire_and_only_a_leavers_objects_move() {
         let (a, first) = join(&client, &namespace, "replica-a").await;
         // `b` writes its Lease once and never renews it, as a process killed at once would.
         let config = member_lease(&group(&namespace, "replica-b"));
-        let b = config.identity.clone();
+        let b = member_id(&config.identity);
         Elector::new(client.clone(), config)?.acquire().await;
         let (c, third) = join(&client, &namespace, "replica-c").await;
         let mut members = Members::new(client.clone(), &group(&namespace, "reader"));

@@ -19,13 +19,23 @@ use crate::shard::ring::Ring;
 /// The label on every member Lease, whose value is the group (the leader election's Lease name).
 pub const GROUP_LABEL: &str = "shard.wasmop.dev/group";
 
-/// The configuration of `identity`'s own member Lease in `leader`'s group: same namespace and
-/// durations, a name of the group's and the identity's digest, and the group's label.
+/// A member's name in its group, short enough for a label value: twelve hex digits of the
+/// digest of its identity (`<pod>_<random>`, which the Lease keeps as its holder).
+pub fn member_id(identity: &str) -> String {
+    let digest = Sha256::digest(identity.as_bytes());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the member Leases of `group` are named before their member's id.
+fn prefix(group: &str) -> String {
+    format!("{group}-member-")
+}
+
+/// The configuration of the member Lease of `leader.identity` in `leader`'s group: same
+/// namespace and durations, named after the group and the member's id, with the group's label.
 pub fn member_lease(leader: &LeaderConfig) -> LeaderConfig {
-    let digest = Sha256::digest(leader.identity.as_bytes());
-    let suffix: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
     let mut member = LeaderConfig {
-        name: format!("{}-member-{suffix}", leader.name),
+        name: format!("{}{}", prefix(&leader.name), member_id(&leader.identity)),
         ..leader.clone()
     };
     member
@@ -38,6 +48,7 @@ pub fn member_lease(leader: &LeaderConfig) -> LeaderConfig {
 pub struct Members {
     api: Api<Lease>,
     selector: String,
+    prefix: String,
     lease_duration: Duration,
     observed: HashMap<String, Observed>,
 }
@@ -48,13 +59,14 @@ impl Members {
         Members {
             api: Api::namespaced(client, &leader.namespace),
             selector: format!("{GROUP_LABEL}={}", leader.name),
+            prefix: prefix(&leader.name),
             lease_duration: leader.lease_duration,
             observed: HashMap::new(),
         }
     }
 
-    /// Lists the group's Leases and returns the ring of members live now: held, and changed
-    /// within their lease duration. Released Leases (no holder) drop out at once.
+    /// Lists the group's Leases and returns the ring of the ids of members live now: held, and
+    /// changed within their lease duration. Released Leases (no holder) drop out at once.
     pub async fn live(&mut self) -> Result<Ring, kube::Error> {
         let selector = ListParams::default().labels(&self.selector);
         let leases = self.api.list(&selector).await?;
@@ -70,9 +82,9 @@ impl Members {
         self.observed = observed;
         let live = self
             .observed
-            .values()
-            .filter(|seen| !seen.expired(self.lease_duration))
-            .filter_map(Observed::holder);
+            .iter()
+            .filter(|(_, seen)| seen.holder().is_some() && !seen.expired(self.lease_duration))
+            .filter_map(|(name, _)| name.strip_prefix(&self.prefix).map(str::to_owned));
         Ok(Ring::new(live))
     }
 }

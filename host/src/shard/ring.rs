@@ -26,6 +26,13 @@ impl Ring {
         &self.members
     }
 
+    /// Whether `member` is live.
+    pub fn contains(&self, member: &str) -> bool {
+        self.members
+            .binary_search_by(|m| m.as_str().cmp(member))
+            .is_ok()
+    }
+
     /// The member that owns `key`; `None` when there are no members.
     pub fn owner(&self, key: &str) -> Option<&str> {
         self.members

@@ -379,19 +379,25 @@ fn serve_on_node(body: Vec<u8>) -> String {
     url
 }
 
-/// A WasmReconciler naming the Python webapp, whose compile needs more than the pods' 256Mi.
-async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Api<Pod>) {
-    let before = ready_pods(pods, 2).await;
-    let wasm = std::fs::read(repo().join("target/components/webapp-python.wasm")).unwrap();
+/// Applies WasmReconciler `name` for the built component `file`, served from the node by URL and
+/// pinned by its digest, with `spec` (indented YAML lines) beside its module.
+async fn apply_served(plane: &ControlPlane, name: &str, file: &str, spec: &str) {
+    let wasm = std::fs::read(repo().join("target/components").join(file)).unwrap();
     let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
     let url = serve_on_node(wasm);
     let reconciler = format!(
-        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: too-large\nspec:\n  module:\n    sha256: {sha256}\n    url: {url}\n"
+        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: {name}\nspec:\n{spec}  module:\n    sha256: {sha256}\n    url: {url}\n"
     );
     plane
         .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
         .await
         .unwrap();
+}
+
+/// A WasmReconciler naming the Python webapp, whose compile needs more than the pods' 256Mi.
+async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Api<Pod>) {
+    let before = ready_pods(pods, 2).await;
+    apply_served(plane, "too-large", "webapp-python.wasm", "").await;
     let degraded = "jsonpath={.status.conditions[?(@.type=='Degraded')].reason}";
     eventually(
         "the WasmReconciler reporting CompileKilled",
@@ -444,16 +450,13 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
 async fn memory_hog_traps_under_the_guest_budget(plane: &ControlPlane, pods: &Api<Pod>) {
     let before = ready_pods(pods, 2).await;
     let kills: Vec<u64> = before.iter().map(oom_kills).collect();
-    let wasm = std::fs::read(repo().join("target/components/guest-hog.wasm")).unwrap();
-    let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
-    let url = serve_on_node(wasm);
-    let reconciler = format!(
-        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: guest-hog\nspec:\n  memoryLimit: 250Mi\n  module:\n    sha256: {sha256}\n    url: {url}\n"
-    );
-    plane
-        .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
-        .await
-        .unwrap();
+    apply_served(
+        plane,
+        "guest-hog",
+        "guest-hog.wasm",
+        "  memoryLimit: 250Mi\n",
+    )
+    .await;
     let leading = eventually("a leader", WAIT, || async {
         let leases: Api<Lease> = Api::namespaced(plane.client().await.ok()?, NAMESPACE);
         leader(&leases).await

@@ -8,7 +8,9 @@
 //!
 //! Read-your-writes: after a write, the plugin's reads of that object return the written version
 //! until the cache catches up with it (or passes it), so a guest never acts on a state older than
-//! its own write. Objects it deleted read as not found until the cache drops them.
+//! its own write. Objects it deleted read as not found until the cache has seen the deletion. An
+//! entry ends once the cache has seen through the write's resourceVersion, also when the object
+//! has changed or gone since, so a later change by someone else is never hidden by it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,8 +32,22 @@ use crate::runtime::imports::{
 /// What the plugin last wrote to one object.
 #[derive(Debug, Clone)]
 enum Written {
-    Stored { resource_version: u64, json: Json },
-    Deleted,
+    Stored {
+        resource_version: u64,
+        json: Json,
+    },
+    /// Deleted: the uid of the object deleted, when the apiserver's answer named it.
+    Deleted {
+        uid: Option<String>,
+    },
+}
+
+/// What the apiserver answered a write.
+enum Sent {
+    /// The object as stored.
+    Stored(Box<DynamicObject>),
+    /// A deletion, of the object with this uid if the answer named it.
+    Deleted { uid: Option<String> },
 }
 
 /// The overlay of a plugin's writes the cache has not caught up with yet.
@@ -118,11 +134,7 @@ impl PluginClient {
         }
     }
 
-    async fn send(
-        &self,
-        target: &ObjectRef,
-        write: Write,
-    ) -> Result<Option<DynamicObject>, ApiError> {
+    async fn send(&self, target: &ObjectRef, write: Write) -> Result<Sent, ApiError> {
         let api = self.api(target).await?;
         self.perform(&api, &target.key.name, write)
             .await
@@ -134,7 +146,7 @@ impl PluginClient {
         api: &Api<DynamicObject>,
         name: &str,
         write: Write,
-    ) -> Result<Option<DynamicObject>, kube::Error> {
+    ) -> Result<Sent, kube::Error> {
         let post = PostParams {
             field_manager: Some(self.field_manager.clone()),
             ..PostParams::default()
@@ -142,7 +154,7 @@ impl PluginClient {
         let object = |value: Value| {
             serde_json::from_value::<DynamicObject>(value).map_err(kube::Error::SerdeError)
         };
-        Ok(Some(match write {
+        Ok(Sent::Stored(Box::new(match write {
             Write::Create(value) => api.create(&post, &object(value)?).await?,
             Write::Update(value) => api.replace(name, &post, &object(value)?).await?,
             Write::UpdateStatus(value) => api.replace_status(name, &post, &object(value)?).await?,
@@ -181,10 +193,14 @@ impl PluginClient {
                     }),
                     ..DeleteParams::default()
                 };
-                api.delete(name, &params).await?;
-                return Ok(None);
+                let uid = api.delete(name, &params).await?.either(
+                    |object| object.metadata.uid,
+                    |status| status.details.map(|details| details.uid),
+                );
+                let uid = uid.filter(|uid| !uid.is_empty());
+                return Ok(Sent::Deleted { uid });
             }
-        }))
+        })))
     }
 
     /// Keeps the plugin's write for its reads until the cache catches up. Only kinds the cache
@@ -199,24 +215,19 @@ impl PluginClient {
         overlay.writes.insert(key, written);
         if overlay.writes.len() >= overlay.prune_at {
             overlay.writes.retain(|(kind, key), written| {
-                let cached = self.cache.running(kind).map(|informer| informer.get(key));
-                let cached = cached.map(|o| o.and_then(|o| o.resource_version.parse().ok()));
-                cached.is_some_and(|cached| !caught_up(written, cached))
+                self.cache
+                    .running(kind)
+                    .is_some_and(|informer| !caught_up(written, &informer, key))
             });
             overlay.prune_at = (overlay.writes.len() * 2).max(MIN_PRUNE);
         }
     }
 
-    /// The plugin's own write of `key` if the cache has not caught up with it yet.
-    fn own_write(
-        &self,
-        kind: &GroupVersionKind,
-        key: &ObjectKey,
-        cached: Option<u64>,
-    ) -> Option<Written> {
+    /// The plugin's own write of `key` if `informer`, its kind's, has not caught up with it yet.
+    fn own_write(&self, informer: &Informer, key: &ObjectKey) -> Option<Written> {
         let mut overlay = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = (kind.clone(), key.clone());
-        if caught_up(overlay.writes.get(&entry)?, cached) {
+        let entry = (informer.kind().clone(), key.clone());
+        if caught_up(overlay.writes.get(&entry)?, informer, key) {
             overlay.writes.remove(&entry);
             return None;
         }
@@ -224,17 +235,24 @@ impl PluginClient {
     }
 }
 
-/// Whether the cache, holding `cached` (its resourceVersion, `None` when absent), reflects a write.
-fn caught_up(written: &Written, cached: Option<u64>) -> bool {
-    match (written, cached) {
-        (
-            Written::Stored {
-                resource_version, ..
-            },
-            Some(cached),
-        ) => cached >= *resource_version,
-        (Written::Deleted, None) => true,
-        _ => false,
+/// Whether `informer` reflects a write of `key`: it has seen through the write's resourceVersion
+/// (whatever happened to the object since) or holds a version at least as new; for a deletion, it
+/// no longer holds the deleted object (nothing, or one created since, with another uid).
+fn caught_up(written: &Written, informer: &Informer, key: &ObjectKey) -> bool {
+    let cached = informer.get(key);
+    match written {
+        Written::Stored {
+            resource_version, ..
+        } => {
+            informer.seen_through(&key.namespace) >= *resource_version
+                || cached
+                    .and_then(|o| o.resource_version.parse::<u64>().ok())
+                    .is_some_and(|cached| cached >= *resource_version)
+        }
+        Written::Deleted { uid } => cached.is_none_or(|o| {
+            uid.as_ref()
+                .is_some_and(|uid| o.field("metadata.uid").as_ref() != Some(uid))
+        }),
     }
 }
 
@@ -242,7 +260,7 @@ fn caught_up(written: &Written, cached: Option<u64>) -> bool {
 impl ApiWriter for PluginClient {
     async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError> {
         match self.send(target, write).await? {
-            Some(mut object) => {
+            Sent::Stored(mut object) => {
                 object.metadata.managed_fields = None;
                 let resource_version = object
                     .metadata
@@ -268,8 +286,8 @@ impl ApiWriter for PluginClient {
                 }
                 Ok(Some(json))
             }
-            None => {
-                self.remember(target, Written::Deleted);
+            Sent::Deleted { uid } => {
+                self.remember(target, Written::Deleted { uid });
                 Ok(None)
             }
         }
@@ -281,14 +299,11 @@ impl CacheReader for PluginClient {
         let target = ObjectRef::new(kind, namespace, name);
         let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
         self.watched(&informer, Some(namespace))?;
-        let cached = informer.get(&target.key);
-        let cached_version = cached
-            .as_ref()
-            .and_then(|o| o.resource_version.parse().ok());
-        match self.own_write(kind, &target.key, cached_version) {
+        match self.own_write(&informer, &target.key) {
             Some(Written::Stored { json, .. }) => Ok(json),
-            Some(Written::Deleted) => Err(ApiError::not_found(&target)),
-            None => cached
+            Some(Written::Deleted { .. }) => Err(ApiError::not_found(&target)),
+            None => informer
+                .get(&target.key)
                 .map(|o| o.json.clone())
                 .ok_or_else(|| ApiError::not_found(&target)),
         }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 use wasmop::cache::{Cache, Namespaces};
 use wasmop::client::PluginClient;
@@ -85,6 +86,79 @@ async fn a_plugin_reads_its_own_writes_immediately() -> anyhow::Result<()> {
     .await
 }
 
+/// Waits until the cache has seen every change made before now in `namespace`: a marker
+/// ConfigMap created after them is in the cache (one watch delivers changes in order).
+async fn cache_seen_up_to_now(
+    kube: &kube::Client,
+    informer: &wasmop::cache::Informer,
+    namespace: &str,
+    marker: &str,
+) -> anyhow::Result<()> {
+    let object = serde_json::from_value(json!({"metadata": {"name": marker}}))?;
+    kube::Api::<ConfigMap>::namespaced(kube.clone(), namespace)
+        .create(&Default::default(), &object)
+        .await?;
+    let key = wasmop::object::ObjectKey::new(namespace, marker);
+    while informer.get(&key).is_none() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_plugin_write_someone_else_undid_does_not_outlive_it() -> anyhow::Result<()> {
+    within(LIMIT, "read-your-writes after someone else's change", async {
+        let plane = shared().await?;
+        let namespace = plane.create_namespace("ryw-undone").await?;
+        let kube = plane.client().await?;
+        let cache = Arc::new(Cache::new(kube.clone()));
+        let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let informer = cache.informer(&kind).await?;
+        informer.wait_synced().await;
+        let client = PluginClient::new(kube.clone(), cache.clone(), "ryw-undone");
+        let admin = kube::Api::<ConfigMap>::namespaced(kube.clone(), &namespace);
+        let object = |name: &str| {
+            json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"namespace": namespace, "name": name},
+                "data": {"by": "plugin"},
+            })
+        };
+
+        // The plugin writes; someone deletes it before the plugin reads again.
+        let written = ObjectRef::new(&kind, &namespace, "written");
+        client
+            .write(&written, Write::Create(object("written")))
+            .await?;
+        admin.delete("written", &Default::default()).await?;
+        cache_seen_up_to_now(&kube, &informer, &namespace, "marker-1").await?;
+        let read = client.get(&kind, &namespace, "written");
+        assert_eq!(
+            read.as_ref().map_err(|e| e.kind),
+            Err(ApiErrorKind::NotFound),
+            "the cache has seen the deletion, yet the plugin still reads its own write: {read:?}"
+        );
+
+        // The plugin deletes; someone creates it again.
+        let deleted = ObjectRef::new(&kind, &namespace, "deleted");
+        client
+            .write(&deleted, Write::Create(object("deleted")))
+            .await?;
+        client
+            .write(&deleted, Write::Delete(Default::default()))
+            .await?;
+        let again = serde_json::from_value(json!({
+            "metadata": {"name": "deleted"}, "data": {"by": "someone"},
+        }))?;
+        admin.create(&Default::default(), &again).await?;
+        cache_seen_up_to_now(&kube, &informer, &namespace, "marker-2").await?;
+        let read = parsed(&client.get(&kind, &namespace, "deleted")?);
+        assert_eq!(read["data"]["by"], "someone", "the recreated object");
+        Ok(())
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_namespace_scoped_cache_serves_its_namespaces_and_refuses_others() -> anyhow::Result<()> {
     within(LIMIT, "a namespace-scoped cache", async {
@@ -99,7 +173,7 @@ async fn a_namespace_scoped_cache_serves_its_namespaces_and_refuses_others() -> 
             let object = serde_json::from_value(json!({
                 "metadata": {"namespace": namespace, "name": "here"},
             }))?;
-            kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(kube.clone(), namespace)
+            kube::Api::<ConfigMap>::namespaced(kube.clone(), namespace)
                 .create(&Default::default(), &object)
                 .await?;
         }

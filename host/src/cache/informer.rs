@@ -4,11 +4,13 @@
 //! Invariants: the store lock is never held across an await or while handlers run; handlers see
 //! changes in the order the store applied them; objects missing from a relist are deleted (and
 //! reported) when the relist completes, within the relisted namespace; `synced` opens and stays
-//! open once every namespace's first list is stored. The watch tasks hold the informer weakly:
-//! dropping the last handle stops the watches.
+//! open once every namespace's first list is stored; each watch's progress (the resourceVersion
+//! through which the store holds every change in its namespaces) only moves forward, and only
+//! after the store holds what it covers. The watch tasks hold the informer weakly: dropping the
+//! last handle stops the watches.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use futures::StreamExt;
@@ -46,6 +48,8 @@ pub struct Informer {
     store: RwLock<Store>,
     synced: watch::Sender<bool>,
     unsynced: AtomicUsize,
+    /// Each watch's namespace (`None`: all) and its progress.
+    progress: Vec<(Option<String>, AtomicU64)>,
     handlers: RwLock<Vec<(u64, Handler)>>,
     next_handler: Mutex<u64>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -87,17 +91,21 @@ impl Informer {
             store: RwLock::default(),
             synced: watch::Sender::new(false),
             unsynced: AtomicUsize::new(scope.len()),
+            progress: scope
+                .iter()
+                .map(|namespace| (namespace.clone(), AtomicU64::new(0)))
+                .collect(),
             handlers: RwLock::default(),
             next_handler: Mutex::new(0),
             tasks: Mutex::default(),
             last_error: Mutex::default(),
         });
-        let tasks = scope.iter().map(|namespace| {
+        let tasks = scope.iter().enumerate().map(|(watch, namespace)| {
             let api: Api<WatchedObject> = match namespace {
                 Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
                 None => Api::all_with(client.clone(), &resource),
             };
-            tokio::spawn(run(Arc::downgrade(&informer), api, namespace.clone()))
+            tokio::spawn(run(Arc::downgrade(&informer), api, watch))
         });
         *informer.tasks.lock().unwrap_or_else(|e| e.into_inner()) = tasks.collect();
         informer
@@ -136,6 +144,17 @@ impl Informer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The resourceVersion through which the store holds every change to objects in `namespace`
+    /// (0 before the first list of its watch completes, or when no watch covers it): a write the
+    /// apiserver answered at or below it is reflected here, also when the object has changed or
+    /// gone since.
+    pub fn seen_through(&self, namespace: &str) -> u64 {
+        self.progress
+            .iter()
+            .find(|(watched, _)| watched.as_deref().is_none_or(|w| w == namespace))
+            .map_or(0, |(_, seen)| seen.load(Ordering::Acquire))
     }
 
     /// Calls `handler` with every later change.
@@ -246,6 +265,17 @@ impl Informer {
         }
     }
 
+    /// Watch `watch` has stored every change through the newest of `objects`' resourceVersions.
+    fn advance<'a>(&self, watch: usize, objects: impl IntoIterator<Item = &'a CachedObject>) {
+        let newest = objects
+            .into_iter()
+            .filter_map(|o| o.resource_version.parse::<u64>().ok())
+            .max();
+        if let Some(newest) = newest {
+            self.progress[watch].1.fetch_max(newest, Ordering::AcqRel);
+        }
+    }
+
     /// The watch delivered an event, so it is not failing.
     fn watching(&self) {
         let mut last_error = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
@@ -269,7 +299,7 @@ impl Drop for Informer {
     }
 }
 
-async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Option<String>) {
+async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, watch: usize) {
     let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(events);
     // What a (re)list delivered: the objects themselves, one pointer each, not copies of keys.
@@ -289,15 +319,24 @@ async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, namespace: Optio
                 listed.get_or_insert_default().push(object);
             }
             Ok(Event::InitDone) => {
-                informer.relisted(&listed.take().unwrap_or_default(), namespace.as_deref());
+                let listed = listed.take().unwrap_or_default();
+                let namespace = informer.progress[watch].0.as_deref();
+                informer.relisted(&listed, namespace);
+                // A list is not ordered by resourceVersion: only once it is whole does the store
+                // hold every change through the newest object it listed.
+                informer.advance(watch, listed.iter().map(|o| &**o));
                 if std::mem::take(&mut first) {
                     informer.first_listed();
                 }
             }
             Ok(Event::Apply(object)) => {
-                informer.applied(object, false);
+                let object = informer.applied(object, false);
+                informer.advance(watch, [&*object]);
             }
-            Ok(Event::Delete(object)) => informer.deleted(&object.object.key),
+            Ok(Event::Delete(object)) => {
+                informer.deleted(&object.object.key);
+                informer.advance(watch, [&object.object]);
+            }
             Err(error) => {
                 tracing::warn!(kind = %informer.kind.kind, "watch failed, retrying with backoff: {error}");
                 *informer

@@ -99,6 +99,15 @@ impl Namespaces {
             Namespaces::Only(namespaces) => namespaces.iter().any(|n| n == namespace),
         }
     }
+
+    /// The watches a kind needs: one per namespace for a namespaced kind when only some are
+    /// watched, else one cluster-wide (`None`).
+    pub fn scopes(&self, namespaced: bool) -> Vec<Option<String>> {
+        match (self, namespaced) {
+            (Namespaces::Only(namespaces), true) => namespaces.iter().cloned().map(Some).collect(),
+            _ => vec![None],
+        }
+    }
 }
 
 impl std::fmt::Display for Namespaces {
@@ -160,10 +169,7 @@ impl Cache {
             return Ok(informer);
         }
         let namespaced = capabilities.scope == Scope::Namespaced;
-        let scope = match (&self.namespaces, namespaced) {
-            (Namespaces::Only(namespaces), true) => namespaces.iter().cloned().map(Some).collect(),
-            _ => vec![None],
-        };
+        let scope = self.namespaces.scopes(namespaced);
         let informer = Informer::start(
             self.client.clone(),
             kind.clone(),

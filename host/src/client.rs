@@ -22,7 +22,7 @@ use kube::core::ApiResource;
 use kube::discovery::{self, Scope};
 use serde_json::Value;
 
-use crate::cache::{Cache, Informer};
+use crate::cache::{Cache, Informer, View};
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
@@ -80,6 +80,7 @@ pub struct PluginClient {
     field_manager: String,
     resources: Arc<Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>>,
     written: Writes,
+    sharded: Arc<[GroupVersionKind]>,
 }
 
 impl PluginClient {
@@ -91,7 +92,24 @@ impl PluginClient {
             field_manager: format!("wasmop/{plugin}"),
             resources: Arc::default(),
             written: Arc::default(),
+            sharded: Arc::new([]),
         }
+    }
+
+    /// The same client, reading `kinds` in the cache's [`View::Shard`] (the plugin's primary and
+    /// owned kinds, of which a sharded replica holds only its share).
+    pub fn sharding<'a>(mut self, kinds: impl IntoIterator<Item = &'a GroupVersionKind>) -> Self {
+        self.sharded = kinds.into_iter().cloned().collect();
+        self
+    }
+
+    /// The running informer the plugin reads `kind` from.
+    fn informer(&self, kind: &GroupVersionKind) -> Option<Arc<Informer>> {
+        let view = match self.sharded.contains(kind) {
+            true => View::Shard,
+            false => View::All,
+        };
+        self.cache.running_in(kind, view)
     }
 
     async fn api(&self, target: &ObjectRef) -> Result<Api<DynamicObject>, ApiError> {
@@ -207,7 +225,7 @@ impl PluginClient {
     /// holds are kept (reads of other kinds fail anyway), and entries the cache has caught up with
     /// are dropped whenever the overlay doubles, so it stays as small as the cache's lag.
     fn remember(&self, target: &ObjectRef, written: Written) {
-        if self.cache.running(&target.kind).is_none() {
+        if self.informer(&target.kind).is_none() {
             return;
         }
         let key = (target.kind.clone(), target.key.clone());
@@ -215,8 +233,7 @@ impl PluginClient {
         overlay.writes.insert(key, written);
         if overlay.writes.len() >= overlay.prune_at {
             overlay.writes.retain(|(kind, key), written| {
-                self.cache
-                    .running(kind)
+                self.informer(kind)
                     .is_some_and(|informer| !caught_up(written, &informer, key))
             });
             overlay.prune_at = (overlay.writes.len() * 2).max(MIN_PRUNE);
@@ -297,7 +314,7 @@ impl ApiWriter for PluginClient {
 impl CacheReader for PluginClient {
     fn get(&self, kind: &GroupVersionKind, namespace: &str, name: &str) -> Result<Json, ApiError> {
         let target = ObjectRef::new(kind, namespace, name);
-        let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        let informer = self.informer(kind).ok_or_else(|| not_cached(kind))?;
         self.watched(&informer, Some(namespace))?;
         match self.own_write(&informer, &target.key) {
             Some(Written::Stored { json, .. }) => Ok(json),
@@ -310,7 +327,7 @@ impl CacheReader for PluginClient {
     }
 
     fn list(&self, kind: &GroupVersionKind, options: &ListOptions) -> Result<Vec<Json>, ApiError> {
-        let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        let informer = self.informer(kind).ok_or_else(|| not_cached(kind))?;
         self.watched(&informer, options.namespace.as_deref())?;
         let objects = informer.list(options.namespace.as_deref(), &options.labels);
         let matching = objects.into_iter().filter(|o| {
@@ -326,7 +343,7 @@ impl CacheReader for PluginClient {
         index: &str,
         value: &str,
     ) -> Result<Vec<Json>, ApiError> {
-        let informer = self.cache.running(kind).ok_or_else(|| not_cached(kind))?;
+        let informer = self.informer(kind).ok_or_else(|| not_cached(kind))?;
         let objects = informer.by_index(index, value).ok_or_else(|| {
             ApiError::new(
                 ApiErrorKind::Invalid,

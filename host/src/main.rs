@@ -191,6 +191,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         identities: None,
         metrics_secure: args.secure_serving(),
         webhook: args.webhooks.serving(),
+        sharding: args.leader.sharding,
     }
 }
 

@@ -13,11 +13,17 @@
 //! stops the controllers at once and ends `run` with an error, so the process exits as
 //! controller-runtime's does and restarts as a follower; so does a plugin source that ends.
 //!
+//! Sharded ([`ManagerOptions::sharding`]): every replica also campaigns for a member Lease of its
+//! own and runs its controllers while it holds it, over only the objects labelled with its shard
+//! (letting go those the leader moves elsewhere, see [`crate::controller::Handover`]); the leader
+//! alone runs the sharder that labels them. Losing either Lease stops the process as above.
+//!
 //! The loop does O(1) work per event and never awaits the cluster: a version's informers sync
 //! in a task of the manager's (within the cache sync timeout) and the loop only swaps the
 //! prepared version in; a replaced or removed controller drains in another. So shutdown, a lost
 //! Lease and every other plugin's change are handled while a kind is slow or never syncs.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -27,18 +33,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::cache::{Cache, CacheError, Namespaces};
-use crate::controller::{Controller, Prepared};
+use crate::controller::{Controller, Handover, Prepared};
 use crate::http::{self, Endpoints};
 use crate::identity::Identities;
 use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
 use crate::metrics::{Collecting, Metrics};
 use crate::plugins::{self, Command, Loader, PluginError, PluginHandle, Registry};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
+use crate::shard::{self, ShardLabels, ShardedKinds, Sharder};
 use crate::webhook::{WebhookServer, WebhookServing, Writer};
 
 /// How long a stopping replica keeps answering webhooks after it stops reporting ready: the
@@ -80,6 +87,9 @@ pub enum ManagerError {
         /// How it ended.
         reason: String,
     },
+    /// Sharding was asked for without a leader election to name the group.
+    #[error("sharding needs leader election (--leader-elect): its Lease names the group")]
+    ShardingWithoutElection,
     /// Reconciles were still running when the grace period ended.
     #[error("reconciles still running after the {0:?} grace period were abandoned")]
     GracePeriod(Duration),
@@ -109,6 +119,8 @@ pub struct ManagerOptions {
     /// Serve the plugins' webhooks (on every replica), and write their configurations (while
     /// leading).
     pub webhook: Option<WebhookServing>,
+    /// Shard each plugin's objects across the replicas of the `leader` election's group.
+    pub sharding: bool,
 }
 
 impl Default for ManagerOptions {
@@ -124,6 +136,7 @@ impl Default for ManagerOptions {
             identities: None,
             metrics_secure: None,
             webhook: None,
+            sharding: false,
         }
     }
 }
@@ -162,13 +175,34 @@ pub struct Manager {
     runnables: Vec<(String, Runnable)>,
     preparing: JoinSet<PreparedChange>,
     stopping: JoinSet<bool>,
+    /// This replica's part in sharding, when on.
+    shard: Option<Shard>,
     _cache_gauges: Collecting,
+}
+
+/// A sharded replica's member Lease and its handover of objects the leader moves.
+struct Shard {
+    member: LeaderConfig,
+    handover: Arc<Handover>,
 }
 
 impl Manager {
     /// A manager talking to the cluster through `client`.
     pub fn new(client: kube::Client, options: ManagerOptions) -> Result<Self, ManagerError> {
-        let cache = Arc::new(Cache::scoped(client.clone(), options.namespaces.clone()));
+        let cache = Cache::scoped(client.clone(), options.namespaces.clone());
+        let (cache, shard) = match (options.sharding, &options.leader) {
+            (false, _) => (Arc::new(cache), None),
+            (true, None) => return Err(ManagerError::ShardingWithoutElection),
+            (true, Some(leader)) => {
+                let member = shard::member_lease(leader);
+                let labels = ShardLabels::new(&leader.name);
+                let selector = format!("{}={}", labels.owner, shard::member_id(&leader.identity));
+                let cache = Arc::new(cache.with_shard(selector));
+                let handover = Handover::new(client.clone(), cache.clone(), labels);
+                let handover = Arc::new(handover);
+                (cache, Some(Shard { member, handover }))
+            }
+        };
         let metrics = Arc::new(Metrics::new());
         let cache_gauges = metrics
             .register(cache.gauges())
@@ -200,6 +234,7 @@ impl Manager {
             runnables: Vec::new(),
             preparing: JoinSet::new(),
             stopping: JoinSet::new(),
+            shard,
             _cache_gauges: cache_gauges,
         })
     }
@@ -336,33 +371,34 @@ impl Manager {
             Some(config) => Some(self.campaign(config)?),
             None => {
                 self.lead();
+                self.run_controllers();
                 None
             }
         };
+        let mut member = match &self.shard {
+            Some(shard) => Some(self.campaign(shard.member.clone())?),
+            None => None,
+        };
         let mut failure = None;
         while failure.is_none() {
-            let leadership = async {
-                match &mut campaign {
-                    Some(campaign) => campaign.changed().await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 Some(command) = self.commands.recv() => self.handle_command(command),
                 Some(done) = self.preparing.join_next(), if !self.preparing.is_empty() => self.prepared(done),
                 Some(_) = self.stopping.join_next(), if !self.stopping.is_empty() => {}
                 Some(ended) = runnables.join_next(), if !runnables.is_empty() => failure = Some(ended_early(ended)),
-                state = leadership => failure = self.follow(state).err(),
+                state = changed(&mut campaign) => failure = self.follow(state).err(),
+                state = changed(&mut member) => failure = self.follow_member(state).err(),
                 _ = &mut shutdown => break,
             }
         }
+        let campaigns = [member, campaign];
         match failure {
-            None => self.finish(campaign, runnables).await,
+            None => self.finish(campaigns, runnables).await,
             Some(error) => {
                 tracing::error!("{error}; stopping at once");
                 self.options.grace_period = Duration::ZERO;
                 // Whatever was abandoned, the cause to report is `error`.
-                let _ = self.finish(campaign, runnables).await;
+                let _ = self.finish(campaigns, runnables).await;
                 Err(error)
             }
         }
@@ -386,6 +422,9 @@ impl Manager {
             Leadership::Leading => {
                 self.metrics.set_leader(&lease, true);
                 self.lead();
+                if self.shard.is_none() {
+                    self.run_controllers();
+                }
                 Ok(())
             }
             Leadership::Lost(reason) => {
@@ -395,16 +434,43 @@ impl Manager {
         }
     }
 
-    /// Prepares every loaded plugin's controller, from now on and for plugins loaded later.
+    /// Runs the controllers once the member Lease is held; ends the run when it is lost.
+    fn follow_member(&mut self, state: Leadership) -> Result<(), ManagerError> {
+        match state {
+            Leadership::Waiting => Ok(()),
+            Leadership::Leading => {
+                tracing::info!("holding this replica's member Lease: reconciling its shard");
+                self.run_controllers();
+                Ok(())
+            }
+            Leadership::Lost(reason) => Err(ManagerError::LeaseLost(format!(
+                "member Lease lost, so this replica's shard is no longer its own: {reason}"
+            ))),
+        }
+    }
+
+    /// Starts what only the leader runs: the webhook configurations' writer and, when sharding,
+    /// the sharder.
     fn lead(&mut self) {
-        self.running = true;
-        self.handle.set_leading(true);
         let target = self.options.webhook.as_ref().and_then(|w| w.target.clone());
         if let (Some(target), Some(tls)) = (target, self.webhook_tls.clone()) {
             let writer = Writer::new(self.client.clone(), target);
             let live = self.registry.live();
             self.servers.push(tokio::spawn(writer.run(live, tls)));
         }
+        if let (Some(_), Some(leader)) = (&self.shard, &self.options.leader) {
+            let sharder =
+                Sharder::new(self.client.clone(), leader, self.options.namespaces.clone());
+            let live = self.registry.live();
+            self.servers
+                .push(tokio::spawn(shard_plugins(sharder, live)));
+        }
+    }
+
+    /// Prepares every loaded plugin's controller, from now on and for plugins loaded later.
+    fn run_controllers(&mut self) {
+        self.running = true;
+        self.handle.set_leading(true);
         for (source, ticket, plugin, digest) in self.registry.unstarted() {
             self.prepare(Pending {
                 source,
@@ -483,8 +549,10 @@ impl Manager {
     fn prepare(&mut self, pending: Pending) {
         let cache = self.cache.clone();
         let allowed = self.options.sync_timeout;
+        let handover = self.shard.as_ref().map(|s| s.handover.clone());
         self.preparing.spawn(async move {
-            let prepared = Controller::prepare(&cache, pending.plugin.clone(), allowed).await;
+            let plugin = pending.plugin.clone();
+            let prepared = Controller::prepare(&cache, plugin, allowed, handover).await;
             (pending, prepared)
         });
     }
@@ -564,10 +632,10 @@ impl Manager {
         });
     }
 
-    /// Stops in reverse start order and releases the Lease if `campaign` holds it.
+    /// Stops in reverse start order and releases the Leases the campaigns hold.
     async fn finish(
         mut self,
-        campaign: Option<Campaign>,
+        campaigns: [Option<Campaign>; 2],
         mut runnables: JoinSet<(String, bool)>,
     ) -> Result<(), ManagerError> {
         tracing::info!(grace_period = ?self.options.grace_period, "stopping: letting in-flight reconciles finish");
@@ -585,7 +653,7 @@ impl Manager {
         while let Some(stopped) = self.stopping.join_next().await {
             drained &= stopped.unwrap_or(false);
         }
-        if let Some(campaign) = campaign {
+        for campaign in campaigns.into_iter().flatten() {
             campaign.release().await;
         }
         if self.webhook_tls.is_some() {
@@ -626,8 +694,39 @@ impl Manager {
 
     /// Stops every controller within the grace period (as on SIGTERM, without a Lease).
     pub async fn stop(self) -> Result<(), ManagerError> {
-        self.finish(None, JoinSet::new()).await
+        self.finish([None, None], JoinSet::new()).await
     }
+}
+
+/// The next state of `campaign`; never, without one.
+async fn changed(campaign: &mut Option<Campaign>) -> Leadership {
+    match campaign {
+        Some(campaign) => campaign.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `sharder` over the primary and owned kinds of the plugins `live` holds, as they change.
+async fn shard_plugins(sharder: Sharder, mut live: plugins::Live) {
+    let kinds = |plugins: &BTreeMap<String, Arc<Plugin>>| -> Vec<ShardedKinds> {
+        plugins
+            .values()
+            .map(|plugin| {
+                let registration = plugin.registration();
+                ShardedKinds {
+                    primary: registration.primary.clone(),
+                    owned: registration.owns.clone(),
+                }
+            })
+            .collect()
+    };
+    let (sender, receiver) = watch::channel(kinds(&live.borrow_and_update()));
+    let follow = async move {
+        while live.changed().await.is_ok() {
+            sender.send_replace(kinds(&live.borrow_and_update()));
+        }
+    };
+    tokio::join!(follow, sharder.run(receiver));
 }
 
 /// The error for a runnable that ended (or panicked) while the manager ran.

@@ -1,5 +1,6 @@
-//! The cache's size as Prometheus gauges — objects and JSON bytes per kind — read from the
-//! informers at scrape time by a collector registered while the cache lives.
+//! The cache's size as Prometheus gauges — objects and JSON bytes per kind and view (`all`, or
+//! `shard` for a sharded replica's share) — read from the informers at scrape time by a collector
+//! registered while the cache lives.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -21,7 +22,7 @@ pub struct CacheGauges {
 
 impl CacheGauges {
     pub(super) fn new(cache: &Arc<Cache>) -> Self {
-        let labels = &["group", "version", "kind"];
+        let labels = &["group", "version", "kind", "view"];
         let gauge = |name: &str, help: &str| {
             IntGaugeVec::new(Opts::new(name, help), labels).expect("a constant metric")
         };
@@ -52,12 +53,17 @@ impl Collector for CacheGauges {
         let _scrape = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
         self.objects.reset();
         self.bytes.reset();
-        for informer in cache.kinds().iter().filter_map(|k| cache.running(k)) {
+        for informer in cache.informers() {
             let kind = informer.kind();
+            let view = match informer.selector() {
+                Some(_) => "shard",
+                None => "all",
+            };
             let labels = [
                 kind.group.as_str(),
                 kind.version.as_str(),
                 kind.kind.as_str(),
+                view,
             ];
             let (objects, bytes) = informer.size();
             let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);

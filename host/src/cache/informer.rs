@@ -45,6 +45,7 @@ pub struct Informer {
     kind: GroupVersionKind,
     resource: ApiResource,
     namespaced: bool,
+    selector: Option<String>,
     store: RwLock<Store>,
     synced: watch::Sender<bool>,
     unsynced: AtomicUsize,
@@ -75,19 +76,20 @@ impl Drop for Subscription {
 }
 
 impl Informer {
-    /// Starts watching `resource` in each namespace of `scope` (`None`: all namespaces, or a
-    /// cluster-scoped kind).
+    /// Starts watching the objects of `resource` matching the label selector, if any, in each
+    /// namespace of the scope (`None`: all namespaces, or a cluster-scoped kind).
     pub(crate) fn start(
         client: Client,
         kind: GroupVersionKind,
         resource: ApiResource,
         namespaced: bool,
-        scope: &[Option<String>],
+        (scope, selector): (&[Option<String>], Option<String>),
     ) -> Arc<Self> {
         let informer = Arc::new(Informer {
             kind,
             resource: resource.clone(),
             namespaced,
+            selector: selector.clone(),
             store: RwLock::default(),
             synced: watch::Sender::new(false),
             unsynced: AtomicUsize::new(scope.len()),
@@ -105,7 +107,11 @@ impl Informer {
                 Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
                 None => Api::all_with(client.clone(), &resource),
             };
-            tokio::spawn(run(Arc::downgrade(&informer), api, watch))
+            let config = match &selector {
+                Some(selector) => watcher::Config::default().labels(selector),
+                None => watcher::Config::default(),
+            };
+            tokio::spawn(run(Arc::downgrade(&informer), api, config, watch))
         });
         *informer.tasks.lock().unwrap_or_else(|e| e.into_inner()) = tasks.collect();
         informer
@@ -119,6 +125,11 @@ impl Informer {
     /// The resource (plural, api version) of the kind.
     pub fn resource(&self) -> &ApiResource {
         &self.resource
+    }
+
+    /// The label selector its watches use, if it holds only the objects matching one.
+    pub fn selector(&self) -> Option<&str> {
+        self.selector.as_deref()
     }
 
     /// Whether the kind is namespaced.
@@ -299,8 +310,13 @@ impl Drop for Informer {
     }
 }
 
-async fn run(informer: Weak<Informer>, api: Api<WatchedObject>, watch: usize) {
-    let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
+async fn run(
+    informer: Weak<Informer>,
+    api: Api<WatchedObject>,
+    config: watcher::Config,
+    watch: usize,
+) {
+    let events = watcher::watcher(api, config).default_backoff();
     futures::pin_mut!(events);
     // What a (re)list delivered: the objects themselves, one pointer each, not copies of keys.
     let mut listed: Option<Vec<Arc<CachedObject>>> = None;

@@ -4,6 +4,11 @@
 //! A cache may be scoped to a list of namespaces: namespaced kinds are then watched with one
 //! list+watch per namespace feeding the same store, and cluster-scoped kinds as usual.
 //!
+//! When the replica owns a shard ([`Cache::with_shard`]), a kind may be informed in two views:
+//! [`View::Shard`], only the objects labelled with the replica's shard (what a plugin's primary
+//! and owned kinds use), and [`View::All`] (what every other read uses); a kind is watched once
+//! per view in use. Without a shard both views are the same informer.
+//!
 //! Kinds are resolved through discovery (any built-in kind or CRD). Objects are kept as their
 //! JSON text (managedFields stripped, streamed from the response without building a tree) beside
 //! the few parsed fields the indexes use, so a guest gets its JSON without re-serialisation.
@@ -119,11 +124,21 @@ impl std::fmt::Display for Namespaces {
     }
 }
 
-/// The process's informers, by kind.
+/// Which of a kind's objects an informer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    /// Every object in the cache's namespaces.
+    All,
+    /// Only those labelled with the replica's shard (every object when it owns no shard).
+    Shard,
+}
+
+/// The process's informers, by kind and view.
 pub struct Cache {
     client: Client,
     namespaces: Namespaces,
-    informers: Mutex<HashMap<GroupVersionKind, Weak<Informer>>>,
+    shard: Option<String>,
+    informers: Mutex<HashMap<(GroupVersionKind, View), Weak<Informer>>>,
 }
 
 impl Cache {
@@ -137,7 +152,28 @@ impl Cache {
         Cache {
             client,
             namespaces,
+            shard: None,
             informers: Mutex::default(),
+        }
+    }
+
+    /// The same cache, whose [`View::Shard`] informers hold only objects matching the label
+    /// selector `shard` (`<label>=<member>`).
+    pub fn with_shard(mut self, shard: String) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// The label selector of the replica's shard, if it owns one.
+    pub fn shard(&self) -> Option<&str> {
+        self.shard.as_deref()
+    }
+
+    /// `view` as this cache serves it: without a shard, a shard's view is the whole kind.
+    fn served(&self, view: View) -> View {
+        match self.shard {
+            Some(_) => view,
+            None => View::All,
         }
     }
 
@@ -151,9 +187,21 @@ impl Cache {
         &self.namespaces
     }
 
-    /// The informer for `kind`, started on first use; it runs while any handle to it lives.
+    /// The informer of every object of `kind`, started on first use; it runs while any handle to
+    /// it lives.
     pub async fn informer(&self, kind: &GroupVersionKind) -> Result<Arc<Informer>, CacheError> {
-        if let Some(informer) = self.running(kind) {
+        self.informer_in(kind, View::All).await
+    }
+
+    /// The informer of `kind` in `view`, started on first use; it runs while any handle to it
+    /// lives.
+    pub async fn informer_in(
+        &self,
+        kind: &GroupVersionKind,
+        view: View,
+    ) -> Result<Arc<Informer>, CacheError> {
+        let key = (kind.clone(), self.served(view));
+        if let Some(informer) = self.running_in(kind, view) {
             return Ok(informer);
         }
         let (resource, capabilities) =
@@ -165,36 +213,60 @@ impl Cache {
                     source,
                 })?;
         let mut informers = self.informers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(informer) = informers.get(kind).and_then(Weak::upgrade) {
+        if let Some(informer) = informers.get(&key).and_then(Weak::upgrade) {
             return Ok(informer);
         }
         let namespaced = capabilities.scope == Scope::Namespaced;
         let scope = self.namespaces.scopes(namespaced);
+        let selector = match key.1 {
+            View::All => None,
+            View::Shard => self.shard.clone(),
+        };
         let informer = Informer::start(
             self.client.clone(),
             kind.clone(),
             resource,
             namespaced,
-            &scope,
+            (&scope, selector),
         );
-        informers.insert(kind.clone(), Arc::downgrade(&informer));
+        informers.insert(key, Arc::downgrade(&informer));
         Ok(informer)
     }
 
-    /// The informer for `kind` if one is running.
+    /// The informer of every object of `kind`, if one is running.
     pub fn running(&self, kind: &GroupVersionKind) -> Option<Arc<Informer>> {
+        self.running_in(kind, View::All)
+    }
+
+    /// The informer of `kind` in `view`, if one is running.
+    pub fn running_in(&self, kind: &GroupVersionKind, view: View) -> Option<Arc<Informer>> {
         self.informers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(kind)
+            .get(&(kind.clone(), self.served(view)))
             .and_then(Weak::upgrade)
     }
 
-    /// The kinds being watched now.
+    /// The kinds being watched now (in any view).
     pub fn kinds(&self) -> Vec<GroupVersionKind> {
+        let mut kinds: Vec<GroupVersionKind> =
+            self.informers().iter().map(|i| i.kind().clone()).collect();
+        kinds.dedup();
+        kinds
+    }
+
+    /// The informers running now, sorted by kind.
+    pub fn informers(&self) -> Vec<Arc<Informer>> {
         let mut informers = self.informers.lock().unwrap_or_else(|e| e.into_inner());
         informers.retain(|_, informer| informer.strong_count() > 0);
-        informers.keys().cloned().collect()
+        let mut running: Vec<Arc<Informer>> =
+            informers.values().filter_map(Weak::upgrade).collect();
+        let order = |i: &Arc<Informer>| {
+            let kind = i.kind();
+            (kind.group.clone(), kind.version.clone(), kind.kind.clone())
+        };
+        running.sort_by_key(order);
+        running
     }
 }
 

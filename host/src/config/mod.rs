@@ -487,6 +487,10 @@ pub struct LeaderArgs {
     /// How often candidates try to acquire and the leader renews.
     #[arg(long, env = "WASMOP_LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = duration)]
     pub leader_election_retry_period: Duration,
+    /// Shard each plugin's objects across the replicas: each holds a member Lease of its own and
+    /// reconciles only the objects the leader labels with its shard (needs --leader-elect).
+    #[arg(long, env = "WASMOP_SHARDING", requires = "leader_elect")]
+    pub sharding: bool,
 }
 
 /// A YAML document (the `--config` or `--policy` file) as JSON values; empty text is an empty

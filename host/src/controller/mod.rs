@@ -18,6 +18,7 @@
 //! behaviour), and informers only the old version used are released. The queue, with the keys
 //! waiting in it, carries over.
 
+mod handover;
 mod metrics;
 mod sources;
 mod workers;
@@ -31,6 +32,7 @@ use crate::metrics::{Collecting, ControllerMetrics};
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{Queue, RateLimits};
 use crate::runtime::Plugin;
+pub use handover::Handover;
 use metrics::QueueGauges;
 use sources::{Informed, Sources};
 use workers::Workers;
@@ -67,6 +69,7 @@ impl Stats {
 pub struct Prepared {
     plugin: Arc<Plugin>,
     informed: Informed,
+    handover: Option<Arc<Handover>>,
 }
 
 impl Prepared {
@@ -118,21 +121,32 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Starts the informers `plugin` needs and waits up to `allowed` for them to sync.
+    /// Starts the informers `plugin` needs and waits up to `allowed` for them to sync; on a
+    /// sharded replica, `handover` lets go the objects the leader moves elsewhere.
     pub async fn prepare(
         cache: &Cache,
         plugin: Arc<Plugin>,
         allowed: Duration,
+        handover: Option<Arc<Handover>>,
     ) -> Result<Prepared, CacheError> {
         let informed = Informed::start(cache, &plugin, allowed).await?;
-        Ok(Prepared { plugin, informed })
+        Ok(Prepared {
+            plugin,
+            informed,
+            handover,
+        })
     }
 
     /// Subscribes the prepared version's sources and starts its workers.
     pub fn start(prepared: Prepared, metrics: ControllerMetrics) -> Self {
-        let Prepared { plugin, informed } = prepared;
+        let Prepared {
+            plugin,
+            informed,
+            handover,
+        } = prepared;
         let queue = Arc::new(Queue::new(RateLimits::default(), Arc::new(metrics.clone())));
-        let sources = informed.subscribe(&plugin, &queue);
+        let drain = handover.as_ref().map(|h| h.drain_label());
+        let sources = informed.subscribe(&plugin, &queue, drain);
         let stats = Arc::new(Stats::default());
         let workers = plugin.max_concurrent_reconciles();
         metrics.started(&plugin.registration().version, workers as usize);
@@ -148,7 +162,12 @@ impl Controller {
             .ok();
         tracing::info!(plugin = plugin.name(), workers, "controller started");
         Controller {
-            workers: Workers::start(plugin, queue.clone(), stats.clone(), metrics.clone()),
+            workers: Workers::start(
+                plugin,
+                queue.clone(),
+                (stats.clone(), metrics.clone()),
+                handover,
+            ),
             queue,
             stats,
             metrics,
@@ -166,10 +185,15 @@ impl Controller {
             tracing::info!(plugin = current.name(), from = %describe(&current.registration().primary), to = %describe(&prepared.plugin.registration().primary), "the new version reconciles another kind: starting a new controller");
             return Err(prepared);
         }
-        let Prepared { plugin, informed } = prepared;
+        let Prepared {
+            plugin,
+            informed,
+            handover,
+        } = prepared;
         let old = self.workers.swap(plugin.clone());
-        let old_sources =
-            std::mem::replace(&mut self.sources, informed.subscribe(&plugin, &self.queue));
+        let drain = handover.as_ref().map(|h| h.drain_label());
+        let sources = informed.subscribe(&plugin, &self.queue, drain);
+        let old_sources = std::mem::replace(&mut self.sources, sources);
         drop(old_sources);
         self.metrics.upgraded(
             &old.registration().version,

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cache::{
-    Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription,
+    Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription, View,
 };
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{LOW_PRIORITY, Queue};
@@ -62,7 +62,7 @@ impl Informed {
         let mut informers = Vec::new();
         let synced = tokio::time::timeout(allowed, async {
             for kind in &kinds {
-                informers.push(cache.informer(kind).await?);
+                informers.push(cache.informer_in(kind, view_of(registration, kind)).await?);
             }
             for informer in &informers {
                 informer.wait_synced().await;
@@ -91,17 +91,24 @@ impl Informed {
             .expect("every source's kind is informed")
     }
 
-    /// Subscribes `plugin`'s sources to `queue`, queueing every cached object of their kinds.
-    pub(super) fn subscribe(self, plugin: &Arc<Plugin>, queue: &Arc<Queue<ObjectKey>>) -> Sources {
+    /// Subscribes `plugin`'s sources to `queue`, queueing every cached object of their kinds; a
+    /// change of the `drain` label on a primary object passes its predicates.
+    pub(super) fn subscribe(
+        self,
+        plugin: &Arc<Plugin>,
+        queue: &Arc<Queue<ObjectKey>>,
+        drain: Option<&str>,
+    ) -> Sources {
         let registration = plugin.registration();
         let mut subscriptions = Vec::new();
         let mut map_tasks = Vec::new();
         let primary = registration.primary.clone();
         let own_key: Map = Arc::new(|object: &CachedObject| vec![object.key.clone()]);
         let subscribe = |kind: &GroupVersionKind, predicates: &[Predicate], map: Map| {
-            source(self.of(kind), queue, predicates, map)
+            source(self.of(kind), queue, (predicates, None), map)
         };
-        subscriptions.push(subscribe(&primary, &registration.predicates, own_key));
+        let primary_filter = (registration.predicates.as_slice(), drain);
+        subscriptions.push(source(self.of(&primary), queue, primary_filter, own_key));
         for owned in &registration.owns {
             subscriptions.push(subscribe(owned, &[], owner_key(&primary)));
         }
@@ -127,6 +134,14 @@ impl Informed {
             map_tasks,
             informers: self.informers,
         }
+    }
+}
+
+/// The view the plugin reads `kind` in: its share of its primary and owned kinds, all of any other.
+pub(crate) fn view_of(registration: &Registration, kind: &GroupVersionKind) -> View {
+    match registration.sharded_kinds().any(|k| k == kind) {
+        true => View::Shard,
+        false => View::All,
     }
 }
 
@@ -173,22 +188,24 @@ fn informed_kinds(registration: &Registration) -> Vec<GroupVersionKind> {
     kinds
 }
 
-/// Subscribes a source: events that pass `predicates` are mapped to keys and queued.
+/// Subscribes a source: events that pass `predicates`, or change the label `always`, are mapped
+/// to keys and queued.
 fn source(
     informer: &Arc<Informer>,
     queue: &Arc<Queue<ObjectKey>>,
-    predicates: &[Predicate],
+    (predicates, always): (&[Predicate], Option<&str>),
     map: Map,
 ) -> Subscription {
     let queue = Arc::downgrade(queue);
     let predicates = predicates.to_vec();
+    let always = always.map(str::to_owned);
     let handler: Handler = Arc::new(move |change: &Change| {
         let (Some(queue), Some(object)) =
             (queue.upgrade(), change.new.as_ref().or(change.old.as_ref()))
         else {
             return;
         };
-        if !passes(&predicates, change) {
+        if !passes(&predicates, change) && !label_changed(always.as_deref(), change) {
             return;
         }
         let priority = if change.initial { LOW_PRIORITY } else { 0 };
@@ -217,6 +234,14 @@ fn passes(predicates: &[Predicate], change: &Change) -> bool {
         Predicate::LabelsChanged => old.labels != new.labels,
         Predicate::AnnotationsChanged => old.annotations != new.annotations,
     })
+}
+
+/// Whether `change` is an update that changed `label`.
+fn label_changed(label: Option<&str>, change: &Change) -> bool {
+    let (Some(label), Some(old), Some(new)) = (label, &change.old, &change.new) else {
+        return false;
+    };
+    old.labels.get(label) != new.labels.get(label)
 }
 
 fn owner_key(primary: &GroupVersionKind) -> Map {

@@ -10,6 +10,9 @@
 //! Results: done → forget; requeue-after → forget and add after the delay (or later, when the
 //! plugin's requeue rate says so); an error, a trap or a
 //! timeout → rate-limited retry; a terminal error → forget and report.
+//!
+//! On a sharded replica a key is first offered to the [`Handover`]: one the leader asked this
+//! replica to let go is let go instead of reconciled, one already let go is left alone.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -18,6 +21,7 @@ use std::time::Instant;
 use tokio::task::JoinHandle;
 
 use super::Stats;
+use super::handover::{Handover, Turn};
 use crate::metrics::{ControllerMetrics, ReconcileResult};
 use crate::object::ObjectKey;
 use crate::queue::Queue;
@@ -35,6 +39,7 @@ struct Shared {
     stats: Arc<Stats>,
     metrics: ControllerMetrics,
     wanted: AtomicUsize,
+    handover: Option<Arc<Handover>>,
 }
 
 impl Shared {
@@ -47,12 +52,13 @@ impl Shared {
 }
 
 impl Workers {
-    /// Starts `plugin`'s `max_concurrent_reconciles` workers on `queue`.
+    /// Starts `plugin`'s `max_concurrent_reconciles` workers on `queue`, offering each key to
+    /// `handover` first on a sharded replica.
     pub(super) fn start(
         plugin: Arc<Plugin>,
         queue: Arc<Queue<ObjectKey>>,
-        stats: Arc<Stats>,
-        metrics: ControllerMetrics,
+        (stats, metrics): (Arc<Stats>, ControllerMetrics),
+        handover: Option<Arc<Handover>>,
     ) -> Self {
         let wanted = plugin.max_concurrent_reconciles() as usize;
         let mut workers = Workers {
@@ -62,6 +68,7 @@ impl Workers {
                 stats,
                 metrics,
                 wanted: AtomicUsize::new(0),
+                handover,
             }),
             tasks: Vec::new(),
         };
@@ -113,7 +120,9 @@ async fn work(shared: Arc<Shared>, index: usize) {
         let Some(key) = shared.queue.get().await else {
             return;
         };
-        reconcile(&shared, key).await;
+        if hand_over(&shared, &key).await {
+            reconcile(&shared, key).await;
+        }
     }
 }
 
@@ -135,6 +144,24 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         tracing::debug!(plugin = self.plugin, key = %self.key, "reconcile ended");
     }
+}
+
+/// Whether `key` is to be reconciled here; when not, it is done with (or retried, when letting it
+/// go failed).
+async fn hand_over(shared: &Shared, key: &ObjectKey) -> bool {
+    let Some(handover) = &shared.handover else {
+        return true;
+    };
+    match handover.turn(&shared.current(), key).await {
+        Turn::Reconcile => return true,
+        Turn::Skip => shared.queue.forget(key),
+        Turn::Retry(error) => {
+            tracing::warn!("{error}; retrying with backoff");
+            shared.queue.add_rate_limited(key.clone(), 0);
+        }
+    }
+    shared.queue.done(key);
+    false
 }
 
 async fn reconcile(shared: &Shared, key: ObjectKey) {

@@ -80,7 +80,8 @@ impl Loader {
             let client = identity.get_or_init(|| self.client_for(&registration.name));
             // A plugin whose identity cannot be built is refused below, before it ever runs.
             let client = client.as_ref().unwrap_or(&self.client).clone();
-            let plugin = PluginClient::new(client.clone(), self.cache.clone(), &registration.name);
+            let plugin = PluginClient::new(client.clone(), self.cache.clone(), &registration.name)
+                .sharding(registration.sharded_kinds());
             Services {
                 cache: Arc::new(plugin.clone()),
                 writer: Arc::new(plugin),

@@ -212,10 +212,15 @@ impl Registration {
         reads.chain(declared)
     }
 
+    /// The kinds whose objects each belong to one primary object — the primary and the owned
+    /// kinds — of which a sharded replica informs only its share.
+    pub fn sharded_kinds(&self) -> impl Iterator<Item = &GroupVersionKind> {
+        std::iter::once(&self.primary).chain(&self.owns)
+    }
+
     /// The kinds whose informers this plugin needs: primary, owned and watched.
     pub fn cached_kinds(&self) -> impl Iterator<Item = &GroupVersionKind> {
-        std::iter::once(&self.primary)
-            .chain(&self.owns)
+        self.sharded_kinds()
             .chain(self.watches.iter().map(|w| &w.kind))
     }
 }

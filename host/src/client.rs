@@ -2,9 +2,10 @@
 //! writes go straight to the apiserver through kube's dynamic API with the plugin's field
 //! manager `wasmop/<plugin>`, and API errors become the WIT error variant.
 //!
-//! A write is sent exactly as the runtime built and checked it; one whose namespace does not fit
-//! its kind's scope (a namespace for a cluster-scoped kind, none for a namespaced one) is refused
-//! as `invalid` before anything is sent.
+//! A write is sent as the runtime built and checked it, but for the shard label a sharded
+//! replica gives the owned objects it writes ([`shard::label_controlled`]); one whose namespace
+//! does not fit its kind's scope (a namespace for a cluster-scoped kind, none for a namespaced
+//! one) is refused as `invalid` before anything is sent.
 //!
 //! Read-your-writes: after a write, the plugin's reads of that object return the written version
 //! until the cache catches up with it (or passes it), so a guest never acts on a state older than
@@ -28,6 +29,7 @@ use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
     Propagation, Write,
 };
+use crate::shard;
 
 /// What the plugin last wrote to one object.
 #[derive(Debug, Clone)]
@@ -80,7 +82,10 @@ pub struct PluginClient {
     field_manager: String,
     resources: Arc<Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>>,
     written: Writes,
-    sharded: Arc<[GroupVersionKind]>,
+    /// The plugin's primary kind, once it is known to be sharded.
+    primary: Option<GroupVersionKind>,
+    /// The kinds its primaries control.
+    owned: Arc<[GroupVersionKind]>,
 }
 
 impl PluginClient {
@@ -92,24 +97,48 @@ impl PluginClient {
             field_manager: format!("wasmop/{plugin}"),
             resources: Arc::default(),
             written: Arc::default(),
-            sharded: Arc::new([]),
+            primary: None,
+            owned: Arc::new([]),
         }
     }
 
-    /// The same client, reading `kinds` in the cache's [`View::Shard`] (the plugin's primary and
-    /// owned kinds, of which a sharded replica holds only its share).
-    pub fn sharding<'a>(mut self, kinds: impl IntoIterator<Item = &'a GroupVersionKind>) -> Self {
-        self.sharded = kinds.into_iter().cloned().collect();
+    /// The same client for a plugin whose primaries are of kind `primary` and control objects of
+    /// kinds `owned`: it reads them in the cache's [`View::Shard`] (of which a sharded replica
+    /// holds only its share) and labels what it writes of the owned kinds with the replica's
+    /// shard ([`shard::label_controlled`]).
+    pub fn sharding(mut self, primary: &GroupVersionKind, owned: &[GroupVersionKind]) -> Self {
+        self.primary = Some(primary.clone());
+        self.owned = owned.into();
         self
     }
 
     /// The running informer the plugin reads `kind` from.
     fn informer(&self, kind: &GroupVersionKind) -> Option<Arc<Informer>> {
-        let view = match self.sharded.contains(kind) {
+        let view = match self.primary.as_ref() == Some(kind) || self.owned.contains(kind) {
             true => View::Shard,
             false => View::All,
         };
         self.cache.running_in(kind, view)
+    }
+
+    /// `write` as sent: an owned object its primary controls gains the replica's shard label.
+    fn labelled(&self, target: &ObjectRef, mut write: Write) -> Write {
+        let (Some(shard), Some(primary)) = (self.cache.shard(), &self.primary) else {
+            return write;
+        };
+        if !self.owned.contains(&target.kind) {
+            return write;
+        }
+        if let Write::Create(object)
+        | Write::Update(object)
+        | Write::Patch {
+            patch: Patch::Apply { object, .. },
+            status: false,
+        } = &mut write
+        {
+            shard::label_controlled(object, primary, shard);
+        }
+        write
     }
 
     async fn api(&self, target: &ObjectRef) -> Result<Api<DynamicObject>, ApiError> {
@@ -154,6 +183,7 @@ impl PluginClient {
 
     async fn send(&self, target: &ObjectRef, write: Write) -> Result<Sent, ApiError> {
         let api = self.api(target).await?;
+        let write = self.labelled(target, write);
         self.perform(&api, &target.key.name, write)
             .await
             .map_err(api_error)

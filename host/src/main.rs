@@ -192,6 +192,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         metrics_secure: args.secure_serving(),
         webhook: args.webhooks.serving(),
         sharding: args.leader.sharding,
+        warm_standby: args.leader.warm_standby,
     }
 }
 

@@ -38,7 +38,7 @@ use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::cache::{Cache, CacheError, Namespaces};
-use crate::controller::{Controller, Handover, Prepared};
+use crate::controller::{self, Controller, Handover, Prepared};
 use crate::http::{self, Endpoints};
 use crate::identity::Identities;
 use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
@@ -121,6 +121,8 @@ pub struct ManagerOptions {
     pub webhook: Option<WebhookServing>,
     /// Shard each plugin's objects across the replicas of the `leader` election's group.
     pub sharding: bool,
+    /// Inform the loaded plugins' kinds while the controllers wait for a Lease.
+    pub warm_standby: bool,
 }
 
 impl Default for ManagerOptions {
@@ -137,6 +139,7 @@ impl Default for ManagerOptions {
             metrics_secure: None,
             webhook: None,
             sharding: false,
+            warm_standby: false,
         }
     }
 }
@@ -196,8 +199,10 @@ impl Manager {
             (true, Some(leader)) => {
                 let member = shard::member_lease(leader);
                 let labels = ShardLabels::new(&leader.name);
-                let selector = format!("{}={}", labels.owner, shard::member_id(&leader.identity));
-                let cache = Arc::new(cache.with_shard(selector));
+                let cache = Arc::new(cache.with_shard(crate::cache::Shard {
+                    label: labels.owner.clone(),
+                    member: shard::member_id(&leader.identity),
+                }));
                 let handover = Handover::new(client.clone(), cache.clone(), labels);
                 let handover = Arc::new(handover);
                 (cache, Some(Shard { member, handover }))
@@ -379,6 +384,10 @@ impl Manager {
             Some(shard) => Some(self.campaign(shard.member.clone())?),
             None => None,
         };
+        if self.options.warm_standby && campaign.is_some() {
+            let warm = controller::warm(self.cache.clone(), self.registry.live());
+            self.servers.push(tokio::spawn(warm));
+        }
         let mut failure = None;
         while failure.is_none() {
             tokio::select! {

@@ -1,6 +1,8 @@
 //! Several `wasmop` processes with leader election against one apiserver: exactly one
 //! reconciles; killing it with SIGKILL hands over after the lease duration, and the new leader
 //! converges what changed meanwhile; SIGTERM releases the lease so a follower takes over at once.
+//! A follower caches nothing, unless started with `--warm-standby`: then it holds every WebApp
+//! before it leads.
 
 mod common;
 
@@ -24,8 +26,17 @@ struct Replica {
 
 impl Replica {
     async fn start(plane: &ControlPlane, namespace: &str) -> anyhow::Result<Self> {
+        Replica::started(plane, namespace, &[]).await
+    }
+
+    async fn started(
+        plane: &ControlPlane,
+        namespace: &str,
+        flags: &[&str],
+    ) -> anyhow::Result<Self> {
         let address = free_address();
         let child = common::host(plane)
+            .args(flags)
             .arg("--plugin")
             .arg(common::component("webapp"))
             .args([
@@ -55,6 +66,15 @@ impl Replica {
             "leader_election_master_status",
             &[("name", "wasmop-leader")],
         ) == Some(1.0)
+    }
+
+    /// WebApps in its cache.
+    async fn cached_apps(&self) -> f64 {
+        let Ok((200, text)) = get(&self.address, "/metrics").await else {
+            return 0.0;
+        };
+        let labels = [("kind", "WebApp")];
+        value(&parse(&text), "wasmop_cache_objects", &labels).unwrap_or(0.0)
     }
 
     async fn reconciles(&self) -> f64 {
@@ -122,6 +142,7 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
         }
         assert_eq!(follower.reconciles().await, 0.0, "the follower reconciled");
         assert!(!follower.leading().await);
+        assert_eq!(follower.cached_apps().await, 0.0, "a cold follower cached");
 
         leader.signal("-KILL");
         let killed = Instant::now();
@@ -141,7 +162,12 @@ async fn one_replica_leads_and_a_follower_takes_over_on_kill_and_on_sigterm() ->
         );
         common::converged(&apps, "meanwhile").await?;
 
-        let third = Replica::start(plane, &namespace).await?;
+        let third = Replica::started(plane, &namespace, &["--warm-standby"]).await?;
+        while third.cached_apps().await < 2.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!third.leading().await, "the warm standby leads");
+        println!("the warm standby caches both WebApps before it leads");
         follower.signal("-TERM");
         let terminated = Instant::now();
         leader_among(&[&third]).await;

@@ -27,6 +27,7 @@ mod error;
 mod network;
 mod node;
 mod ports;
+pub mod record;
 mod shared;
 mod supervisor;
 mod timeout;

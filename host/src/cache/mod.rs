@@ -133,11 +133,27 @@ pub enum View {
     Shard,
 }
 
+/// The objects a replica owns: those whose label `label` is `member`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    /// The shard label's key.
+    pub label: String,
+    /// The replica's member id, the label's value on its objects.
+    pub member: String,
+}
+
+impl Shard {
+    /// The label selector of the shard's objects.
+    pub fn selector(&self) -> String {
+        format!("{}={}", self.label, self.member)
+    }
+}
+
 /// The process's informers, by kind and view.
 pub struct Cache {
     client: Client,
     namespaces: Namespaces,
-    shard: Option<String>,
+    shard: Option<Shard>,
     informers: Mutex<HashMap<(GroupVersionKind, View), Weak<Informer>>>,
 }
 
@@ -157,16 +173,15 @@ impl Cache {
         }
     }
 
-    /// The same cache, whose [`View::Shard`] informers hold only objects matching the label
-    /// selector `shard` (`<label>=<member>`).
-    pub fn with_shard(mut self, shard: String) -> Self {
+    /// The same cache, whose [`View::Shard`] informers hold only the objects of `shard`.
+    pub fn with_shard(mut self, shard: Shard) -> Self {
         self.shard = Some(shard);
         self
     }
 
-    /// The label selector of the replica's shard, if it owns one.
-    pub fn shard(&self) -> Option<&str> {
-        self.shard.as_deref()
+    /// The replica's shard, if it owns one.
+    pub fn shard(&self) -> Option<&Shard> {
+        self.shard.as_ref()
     }
 
     /// `view` as this cache serves it: without a shard, a shard's view is the whole kind.
@@ -220,7 +235,7 @@ impl Cache {
         let scope = self.namespaces.scopes(namespaced);
         let selector = match key.1 {
             View::All => None,
-            View::Shard => self.shard.clone(),
+            View::Shard => self.shard.as_ref().map(Shard::selector),
         };
         let informer = Informer::start(
             self.client.clone(),

@@ -294,6 +294,22 @@ plugins:
     }
 
     #[test]
+    fn sharding_and_warm_standby_take_leader_election_from_the_file_and_need_it() {
+        let flags = ["--sharding", "--warm-standby"];
+        let run = with_file("leader-elect: true\nplugins: [a.wasm]\n", &flags).unwrap();
+        assert!(run.leader.sharding && run.leader.warm_standby);
+        for flag in flags {
+            let refused = with_file("plugins: [a.wasm]\n", &[flag]).unwrap_err();
+            let setting = flag.trim_start_matches('-');
+            assert!(
+                refused.to_string().contains(setting)
+                    && refused.to_string().contains("needs --leader-elect"),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
     fn plugins_given_as_flags_replace_the_files_list() {
         let run = with_file("plugins: [a.wasm, b.wasm]\n", &["--plugin=c.wasm"]).unwrap();
         assert_eq!(run.plugins, [PathBuf::from("c.wasm")]);

@@ -426,6 +426,15 @@ impl RunArgs {
             );
         }
         let leader = &self.leader;
+        // Checked here, not by clap: `leader-elect` may come from the config file.
+        for (on, setting) in [
+            (leader.sharding, "sharding"),
+            (leader.warm_standby, "warm-standby"),
+        ] {
+            if on && !leader.leader_elect {
+                return invalid(setting, "needs --leader-elect".into());
+            }
+        }
         let (lease, renew, retry) = (
             leader.leader_election_lease_duration,
             leader.leader_election_renew_deadline,
@@ -489,8 +498,12 @@ pub struct LeaderArgs {
     pub leader_election_retry_period: Duration,
     /// Shard each plugin's objects across the replicas: each holds a member Lease of its own and
     /// reconciles only the objects the leader labels with its shard (needs --leader-elect).
-    #[arg(long, env = "WASMOP_SHARDING", requires = "leader_elect")]
+    #[arg(long, env = "WASMOP_SHARDING")]
     pub sharding: bool,
+    /// While not leading (or, sharding, before holding its member Lease), start and sync the
+    /// plugins' informers so that a takeover reconciles from a warm cache (needs --leader-elect).
+    #[arg(long, env = "WASMOP_WARM_STANDBY")]
+    pub warm_standby: bool,
 }
 
 /// A YAML document (the `--config` or `--policy` file) as JSON values; empty text is an empty

@@ -21,6 +21,7 @@
 mod handover;
 mod metrics;
 mod sources;
+mod warmup;
 mod workers;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +36,7 @@ use crate::runtime::Plugin;
 pub use handover::Handover;
 use metrics::QueueGauges;
 use sources::{Informed, Sources};
+pub use warmup::warm;
 use workers::Workers;
 
 /// Reconcile results so far, by kind of result.

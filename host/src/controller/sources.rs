@@ -168,7 +168,7 @@ fn unsynced(
 }
 
 /// The kinds the plugin needs informers for: primary, owned, watched, indexed, and any it may read.
-fn informed_kinds(registration: &Registration) -> Vec<GroupVersionKind> {
+pub(super) fn informed_kinds(registration: &Registration) -> Vec<GroupVersionKind> {
     let readable = registration
         .permissions
         .iter()

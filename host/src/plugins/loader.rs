@@ -81,7 +81,7 @@ impl Loader {
             // A plugin whose identity cannot be built is refused below, before it ever runs.
             let client = client.as_ref().unwrap_or(&self.client).clone();
             let plugin = PluginClient::new(client.clone(), self.cache.clone(), &registration.name)
-                .sharding(registration.sharded_kinds());
+                .sharding(&registration.primary, &registration.owns);
             Services {
                 cache: Arc::new(plugin.clone()),
                 writer: Arc::new(plugin),

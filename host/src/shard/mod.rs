@@ -13,10 +13,12 @@
 mod assign;
 mod members;
 mod objects;
+mod owned;
 mod ring;
 mod sharder;
 
 pub use assign::{Move, ShardLabels, decide};
 pub use members::{GROUP_LABEL, Members, member_id, member_lease};
+pub use owned::label_controlled;
 pub use ring::Ring;
 pub use sharder::{ShardedKinds, Sharder};

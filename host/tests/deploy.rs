@@ -2,8 +2,9 @@
 //! server-side dry run, the RBAC it grants is what the example plugins and secure metrics need
 //! and no more, its metrics-reader role lets a scraper get `/metrics` and `/plugins` only, the
 //! settings file it ships is one the binary accepts (metrics over HTTPS on 8443), its policy
-//! admits the example plugins and refuses a greedy one, and its webhooks component renders into
-//! replicas that all serve webhooks and a leader allowed to configure them.
+//! admits the example plugins and refuses a greedy one, its webhooks component renders into
+//! replicas that all serve webhooks and a leader allowed to configure them, and its sharded
+//! overlay renders into three sharding replicas whose account may write the shard labels.
 
 mod common;
 
@@ -104,6 +105,24 @@ async fn install_crds(plane: &ControlPlane) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Applies deploy/'s RBAC (manager/rbac.yaml) once, before a test's dry run of a kustomization
+/// holding it: for the same reason as [`install_crds`], a dry run racing a real create of one of
+/// its objects fails with AlreadyExists, and so do two tests creating it at once.
+async fn install_rbac(plane: &ControlPlane) -> anyhow::Result<()> {
+    static APPLIED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    APPLIED
+        .get_or_try_init(|| async {
+            let rbac = deploy().join("manager/rbac.yaml");
+            let rbac = rbac.to_str().expect("a UTF-8 path");
+            let (ok, printed) =
+                kubectl(plane, &["apply", "-n", "wasmop-system", "-f", rbac]).await?;
+            anyhow::ensure!(ok, "{printed}");
+            Ok(())
+        })
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Result<()> {
     within(LIMIT, "deploy/ on the real apiserver", async {
@@ -113,6 +132,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
         // A dry run creates nothing, so the namespace its objects live in must exist already.
         kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
         install_crds(plane).await?;
+        install_rbac(plane).await?;
         let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", deploy]).await?;
         assert!(ok, "{printed}");
         for object in [
@@ -129,9 +149,6 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             assert!(printed.contains(object), "{object} missing from\n{printed}");
         }
 
-        let rbac = format!("{deploy}/manager/rbac.yaml");
-        let (ok, printed) = kubectl(plane, &["apply", "-n", "wasmop-system", "-f", &rbac]).await?;
-        assert!(ok, "{printed}");
         for (verb, resource, namespace) in [
             ("watch", "webapps.example.wasmop.dev", "shop"),
             ("patch", "webapps.example.wasmop.dev/status", "shop"),
@@ -262,6 +279,7 @@ async fn the_identities_overlay_applies_and_matches_wasmop_rbac() -> anyhow::Res
         }
         let _ = kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
         install_crds(plane).await?;
+        install_rbac(plane).await?;
         let overlay = overlay.to_str().expect("a UTF-8 path");
         let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", overlay]).await?;
         assert!(ok, "{printed}");
@@ -342,6 +360,104 @@ async fn the_webhooks_component_renders_and_lets_the_leader_configure_webhooks()
         ] {
             let may = can_i(plane, verb, resource, "default").await?;
             assert_eq!(may, allowed, "{verb} {resource}");
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// The environment variable `wasmop run` reads `--sharding` from.
+fn sharding_env() -> String {
+    use clap::CommandFactory;
+    let cli = wasmop::config::Cli::command();
+    let run = cli.find_subcommand("run").expect("wasmop run");
+    let sharding = run
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some("sharding"));
+    let sharding = sharding.expect("wasmop run --sharding");
+    let env = sharding
+        .get_env()
+        .expect("--sharding has an environment variable");
+    env.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn the_sharded_overlay_runs_three_sharding_replicas_allowed_to_label() -> anyhow::Result<()> {
+    within(LIMIT, "deploy/sharded on the real apiserver", async {
+        let plane = shared().await?;
+        let overlay = deploy().join("sharded");
+        let overlay = overlay.to_str().expect("a UTF-8 path");
+        let (ok, rendered) = kubectl(plane, &["kustomize", overlay]).await?;
+        assert!(ok, "{rendered}");
+        let deployment = rendered
+            .split("\n---\n")
+            .find(|doc| doc.contains("\nkind: Deployment\n"))
+            .unwrap_or_else(|| panic!("no Deployment in\n{rendered}"));
+        let deployment: k8s_openapi::api::apps::v1::Deployment =
+            serde_saphyr::from_str(deployment)?;
+        let spec = deployment.spec;
+        assert_eq!(spec.replicas, Some(3));
+        let pod = spec.template.spec.expect("a pod spec");
+        let container = pod.containers.iter().find(|c| c.name == "wasmop");
+        let container = container.expect("the wasmop container");
+        let name = sharding_env();
+        let sharding = container.env.iter().flatten().find(|var| var.name == name);
+        assert_eq!(
+            sharding.and_then(|var| var.value.as_deref()),
+            Some("true"),
+            "{name} in {:?}",
+            container.env
+        );
+        // The binary takes the pods' settings (their arguments, environment and settings
+        // file) and gets as far as connecting to the cluster.
+        let manager = deploy().join("manager");
+        let manager = manager.to_str().expect("a UTF-8 path");
+        let mut wasmop = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
+        wasmop.env_clear();
+        for arg in container.args.iter().flatten() {
+            wasmop.arg(arg.replace("/etc/wasmop", manager));
+        }
+        wasmop.arg(format!("--policy={manager}/policy.yaml"));
+        for var in container.env.iter().flatten() {
+            if let Some(value) = &var.value {
+                wasmop.env(&var.name, value);
+            }
+        }
+        let missing = plane.dir().join("no-kubeconfig");
+        let output = wasmop.env("WASMOP_KUBECONFIG", &missing).output().await?;
+        let printed = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            printed.contains(&format!("reading kubeconfig {}", missing.display())),
+            "the pods' settings are refused: {printed}"
+        );
+
+        let _ = kubectl(plane, &["create", "namespace", "wasmop-system"]).await?;
+        install_crds(plane).await?;
+        install_rbac(plane).await?;
+        let (ok, printed) = kubectl(plane, &["apply", "--dry-run=server", "-k", overlay]).await?;
+        assert!(ok, "{printed}");
+        assert!(printed.contains("deployment.apps/wasmop"), "{printed}");
+
+        // The overlay's RBAC is the base's: member Leases in the host's namespace, and patch
+        // (the shard labels) on every primary and owned kind of the example plugins.
+        for (verb, resource, namespace, allowed) in [
+            ("list", "leases.coordination.k8s.io", "wasmop-system", true),
+            ("watch", "leases.coordination.k8s.io", "wasmop-system", true),
+            (
+                "create",
+                "leases.coordination.k8s.io",
+                "wasmop-system",
+                true,
+            ),
+            ("list", "leases.coordination.k8s.io", "shop", false),
+            ("patch", "webapps.example.wasmop.dev", "shop", true),
+            ("patch", "deployments.apps", "shop", true),
+            ("patch", "services", "shop", true),
+            ("patch", "configmaps", "shop", true),
+            ("patch", "namespaces", "default", false),
+        ] {
+            let may = can_i(plane, verb, resource, namespace).await?;
+            assert_eq!(may, allowed, "{verb} {resource} in {namespace}");
         }
         Ok(())
     })

@@ -10,7 +10,7 @@ help:
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
 	@echo "make test-cluster  the tests that need a node: pods, the image, wasmop in pods (root)"
 	@echo "make image  the wasmop image as a docker-archive, built without a daemon: target/image/wasmop.tar"
-	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf"
+	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf, one replica beside three sharding ones"
 	@echo "make soak   half an hour of churn, hot swaps and a failover on 1,000 WebApps: memory and convergence checked"
 	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
 	@echo "make down   stop the demo's control plane"
@@ -50,6 +50,7 @@ bench: control-plane guests
 	tests/bench/kopf/install
 	target/release/wasmop-bench
 	target/release/wasmop-bench admission
+	target/release/wasmop-bench shards
 	tests/bench/chart
 
 # `make test` runs each fuzz target (host/src/fuzz/) for a quarter of a second; this runs them for

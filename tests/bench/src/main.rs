@@ -16,8 +16,10 @@ mod comparator;
 mod converged;
 mod load;
 mod process;
+mod replicas;
 mod report;
 mod scenario;
+mod shards;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -90,6 +92,10 @@ struct Args {
 enum Mode {
     /// Half an hour of churn, hot swaps and a failover; memory and convergence checked (`make soak`).
     Soak(soak::SoakArgs),
+    /// One replica beside three sharding ones over 5,000 WebApps: memory, CPU, convergence, a
+    /// rolling restart under churn with every reconcile recorded, a kill, and a leader takeover
+    /// from a cold and a warm standby.
+    Shards(shards::ShardsArgs),
     /// Admission latency through each operator's webhooks, beside the apiserver alone.
     Admission {
         /// Timed requests per row.
@@ -284,6 +290,7 @@ async fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&logs)?;
     match &args.mode {
         Some(Mode::Soak(soak)) => return soak::run(&repo, &logs, soak).await,
+        Some(Mode::Shards(shards)) => return shards::run(&repo, &logs, shards).await,
         Some(Mode::Admission { requests }) => {
             let rows = admission::run(&repo, &logs, *requests).await?;
             let table = admission::markdown(&rows);

@@ -208,6 +208,11 @@ impl Cluster {
         &self.client
     }
 
+    /// The kubeconfig of the operators' own identity.
+    pub fn operator_kubeconfig(&self) -> &Path {
+        &self.operator
+    }
+
     /// Its admin kubeconfig.
     pub fn kubeconfig(&self) -> &Path {
         self.plane.kubeconfig_path()

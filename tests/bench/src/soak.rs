@@ -115,10 +115,11 @@ async fn leader(leases: &Api<Lease>) -> Option<String> {
 }
 
 /// A cheap deterministic sequence, so a soak's changes repeat from run to run.
-struct Sequence(u64);
+pub(crate) struct Sequence(pub(crate) u64);
 
 impl Sequence {
-    fn next(&mut self, below: usize) -> usize {
+    /// The next number below `below`.
+    pub(crate) fn next(&mut self, below: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)

@@ -18,6 +18,8 @@ pub struct Sample {
     pub rss: f64,
     /// The resident set's high-water mark since it started, in MiB.
     pub peak: f64,
+    /// The file-backed part of the resident set (program, libraries, mapped files), in MiB.
+    pub file_rss: f64,
 }
 
 /// A running operator.
@@ -64,6 +66,7 @@ impl Operator {
             cpu: Duration::from_secs_f64(ticks as f64 / self.ticks_per_second as f64),
             rss: kib_field(&status, "VmRSS:") / 1024.0,
             peak: kib_field(&status, "VmHWM:") / 1024.0,
+            file_rss: kib_field(&status, "RssFile:") / 1024.0,
         })
     }
 

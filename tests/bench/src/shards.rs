@@ -1,13 +1,14 @@
 //! `wasmop-bench shards`: the `webapp` plugin over N WebApps (5,000 by default) run by one
-//! `wasmop` replica and by three sharding ones, each group in a namespace of its own on the same
-//! control plane. Printed side by side: every replica's peak RSS and CPU seconds while the
-//! WebApps, created at once, converge, as a share of the single replica's, and the convergence
-//! times. Then, on the three: a rolling restart (SIGTERM, a new replica in its place) under a
-//! steady churn of changes, with every reconcile of every replica recorded (replica, key, start,
-//! end; written to `shards-record.csv` beside the logs) and checked for a key on two replicas at
-//! once; a replica killed with SIGKILL, timed until its WebApps are reassigned, against the member
-//! Lease's duration. Last, without sharding, a leader killed beside a standby, cold and with
-//! `--warm-standby`: the time from the standby's taking the Lease to its first reconcile.
+//! `wasmop` replica and by three sharding ones, each group on a control plane started for it
+//! alone. Printed side by side: every replica's peak RSS (and the file-backed part no share
+//! shrinks) and CPU seconds while the WebApps, created at once, converge, as a share of the
+//! single replica's, and the convergence times. On the single replica's control plane, a leader
+//! killed beside a standby, cold and with `--warm-standby`: the time from the standby's taking the
+//! Lease to its first reconcile. On the three: a rolling restart (SIGTERM, a new replica in its
+//! place) under a steady churn of changes, and a replica killed with SIGKILL, timed until its
+//! WebApps are reassigned, against the member Lease's duration; every reconcile of every replica
+//! is recorded (replica, key, start, end; written to `shards-record.csv` beside the logs) and
+//! checked for a key on two replicas at once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,6 +41,10 @@ pub struct ShardsArgs {
     /// The `wasmop` binary.
     #[arg(long, default_value = "target/release/wasmop")]
     wasmop: PathBuf,
+    /// Only the convergence of one replica and of the sharded ones, for the memory curve at
+    /// larger sizes: no rolling restart, kill or takeover.
+    #[arg(long)]
+    converge_only: bool,
 }
 
 /// One replica's cost while the WebApps converged.
@@ -47,58 +52,70 @@ struct Cost {
     name: String,
     idle_rss: f64,
     peak_rss: f64,
+    /// The file-backed part of the resident set at the end (the binary's and libraries' pages,
+    /// the compiled plugin), which no share of the objects shrinks.
+    file_rss: f64,
     cpu_seconds: f64,
 }
 
 /// Runs the benchmark and prints its figures; fails if a key was reconciled by two replicas at
-/// once or the WebApps did not converge.
+/// once or the WebApps did not converge. Each group runs on a control plane started for it
+/// alone, so both meet the same empty apiserver.
 pub async fn run(repo: &Path, logs: &Path, args: &ShardsArgs) -> anyhow::Result<()> {
-    let cluster = Cluster::start(repo).await?;
-    let group = |namespace: String, sharding: bool, warm_standby: bool| Group {
+    let group = |cluster: &Cluster, namespace: &str, sharding: bool, warm_standby: bool| Group {
         wasmop: repo.join(&args.wasmop),
         plugin: repo.join("target/components/webapp.wasm"),
         kubeconfig: cluster.operator_kubeconfig().to_owned(),
-        namespace,
+        namespace: namespace.to_owned(),
         logs: logs.to_owned(),
         sharding,
         warm_standby,
     };
-    let one = group(cluster.namespace("one").await?, false, false);
+    let cluster = Cluster::start(repo).await?;
+    let namespace = cluster.namespace("one").await?;
     eprintln!("[shards] {} WebApps, one replica", args.webapps);
-    let (mut single, single_seconds) = converge(&cluster, &one, &["solo"], args.webapps).await?;
+    let one = group(&cluster, &namespace, false, false);
+    let ((solo, single), single_seconds) =
+        converge(&cluster, &one, &["solo"], args.webapps).await?;
+    for replica in solo {
+        replica.operator.stop().await?;
+    }
+    if !args.converge_only {
+        for warm in [false, true] {
+            let standby = group(&cluster, &namespace, false, warm);
+            takeover(&cluster, &standby, args.webapps).await?;
+        }
+    }
+    cluster.stop().await?;
+
+    let cluster = Cluster::start(repo).await?;
     let names: Vec<String> = (0..args.replicas).map(|i| format!("r{i}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let three = group(cluster.namespace("sharded").await?, true, false);
+    let three = group(&cluster, &cluster.namespace("sharded").await?, true, false);
     eprintln!(
         "[shards] {} WebApps, {} sharding replicas",
         args.webapps, args.replicas
     );
-    let (sharded, sharded_seconds) = converge(&cluster, &three, &names, args.webapps).await?;
+    let ((mut live, sharded), sharded_seconds) =
+        converge(&cluster, &three, &names, args.webapps).await?;
     let apps = load::webapps(cluster.client(), &three.namespace);
     let balance = replicas::owners(&apps).await?;
-    print_costs(&single.1, &sharded.1, (single_seconds, sharded_seconds));
+    print_costs(&single, &sharded, (single_seconds, sharded_seconds));
     println!(
         "WebApps per member: {:?}",
         balance.values().collect::<Vec<_>>()
     );
-    for replica in single.0.drain(..) {
-        replica.operator.stop().await?;
+    let mut retired = Vec::new();
+    if !args.converge_only {
+        retired = rolling_restart(&cluster, &three, &mut live, args).await?;
+        kill_one(&apps, &mut live, &mut retired).await?;
     }
-
-    let mut live = sharded.0;
-    let mut retired = rolling_restart(&cluster, &three, &mut live, args).await?;
-    kill_one(&apps, &mut live, &mut retired).await?;
     for replica in live {
         retired.push(replica.log.clone());
         replica.operator.stop().await?;
     }
     let logs: Vec<&Path> = retired.iter().map(|r| r.as_path()).collect();
     check_record(&logs, &three.logs.join("shards-record.csv"))?;
-
-    for warm in [false, true] {
-        let standby = group(one.namespace.clone(), false, warm);
-        takeover(&cluster, &standby, args.webapps).await?;
-    }
     cluster.stop().await
 }
 
@@ -134,6 +151,7 @@ async fn converge(
             name: replica.name.clone(),
             idle_rss: idle.rss,
             peak_rss: end.peak,
+            file_rss: end.file_rss,
             cpu_seconds: (end.cpu - idle.cpu).as_secs_f64(),
         });
     }
@@ -157,15 +175,18 @@ async fn wait_for_leases(cluster: &Cluster, namespace: &str, count: usize) -> an
 
 fn print_costs(single: &[Cost], sharded: &[Cost], (single_seconds, sharded_seconds): (f64, f64)) {
     let base = &single[0];
-    println!("\n| replica | idle RSS MiB | peak RSS MiB | peak vs one | CPU s | CPU vs one |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "\n| replica | idle RSS MiB | peak RSS MiB | peak vs one | file-backed MiB | CPU s | CPU vs one |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for cost in single.iter().chain(sharded) {
         println!(
-            "| {} | {:.0} | {:.0} | {:.0} % | {:.1} | {:.0} % |",
+            "| {} | {:.0} | {:.0} | {:.0} % | {:.1} | {:.1} | {:.0} % |",
             cost.name,
             cost.idle_rss,
             cost.peak_rss,
             100.0 * cost.peak_rss / base.peak_rss,
+            cost.file_rss,
             cost.cpu_seconds,
             100.0 * cost.cpu_seconds / base.cpu_seconds
         );

@@ -468,8 +468,8 @@ impl Manager {
             self.servers.push(tokio::spawn(writer.run(live, tls)));
         }
         if let (Some(_), Some(leader)) = (&self.shard, &self.options.leader) {
-            let sharder =
-                Sharder::new(self.client.clone(), leader, self.options.namespaces.clone());
+            let namespaces = self.options.namespaces.clone();
+            let sharder = Sharder::new(self.client.clone(), leader, namespaces, &self.metrics);
             let live = self.registry.live();
             self.servers
                 .push(tokio::spawn(shard_plugins(sharder, live)));

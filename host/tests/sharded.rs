@@ -82,6 +82,14 @@ impl Replica {
         value(&parse(&text), "wasmop_cache_objects", &labels)
     }
 
+    /// The live members this replica counts, if it leads and answers.
+    async fn members(&self) -> Option<f64> {
+        let (200, text) = get(&self.address, "/metrics").await.ok()? else {
+            return None;
+        };
+        value(&parse(&text), "wasmop_shard_members", &[])
+    }
+
     fn kill(&self) {
         let pid = self.child.id().expect("running").to_string();
         std::process::Command::new("kill")
@@ -118,6 +126,18 @@ async fn scale_all(apps: &Api<DynamicObject>, replicas: u32) -> anyhow::Result<(
         common::converged(apps, name).await?;
     }
     Ok(())
+}
+
+/// Waits until the leader among `replicas` counts `members` live members.
+async fn counted(replicas: &[Replica], members: usize) {
+    loop {
+        for replica in replicas {
+            if replica.members().await == Some(members as f64) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Waits until every WebApp carries an owner label and `members` distinct members own them;
@@ -217,6 +237,8 @@ async fn three_replicas_share_the_work_survive_a_kill_and_hand_over_to_a_joiner(
         for name in ["a", "b", "c"] {
             replicas.push(Replica::start(plane, &namespace, name, &plugins).await?);
         }
+        // Created once the leader counts all three, each WebApp is labelled once and stays.
+        counted(&replicas, 3).await;
         for i in 0..APPS {
             apps.create(&PostParams::default(), &common::webapp(&format!("app-{i}")))
                 .await?;

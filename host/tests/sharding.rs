@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use wasmop::cache::Namespaces;
 use wasmop::leader::{Campaign, Elector, LeaderConfig, Leadership, identity};
+use wasmop::metrics::Metrics;
 use wasmop::object::GroupVersionKind;
 use wasmop::shard::{
     GROUP_LABEL, Members, Ring, ShardLabels, ShardedKinds, Sharder, member_id, member_lease,
@@ -72,8 +73,11 @@ async fn members_join_leave_and_expire_and_only_a_leavers_objects_move() {
         let b = member_id(&config.identity);
         Elector::new(client.clone(), config)?.acquire().await;
         let (c, third) = join(&client, &namespace, "replica-c").await;
-        let mut members = Members::new(client.clone(), &group(&namespace, "reader"));
+        let metrics = Metrics::new();
+        let mut members = Members::new(client.clone(), &group(&namespace, "reader"), &metrics);
         until_live(&mut members, &[&a, &b, &c]).await;
+        let shown = r#"wasmop_shard_members{group="wasmop-leader"} 3"#;
+        assert!(metrics.gather().contains(shown), "{}", metrics.gather());
 
         let selector = format!("{GROUP_LABEL}=wasmop-leader");
         let listed = plane
@@ -97,6 +101,8 @@ async fn members_join_leave_and_expire_and_only_a_leavers_objects_move() {
             "dropped after {expired:?}, before its lease ran out"
         );
         let two = members.live().await?;
+        let shown = r#"wasmop_shard_members{group="wasmop-leader"} 2"#;
+        assert!(metrics.gather().contains(shown), "{}", metrics.gather());
         for key in &keys {
             let (before, after) = (three.owner(key).unwrap(), two.owner(key).unwrap());
             assert!(
@@ -266,7 +272,7 @@ async fn the_sharder_labels_primaries_and_their_objects_and_moves_them_only_once
             namespace: namespace.clone(),
         };
         let scope = Namespaces::Only(vec![namespace.clone()]);
-        let sharder = Sharder::new(client.clone(), &leader, scope);
+        let sharder = Sharder::new(client.clone(), &leader, scope, &Metrics::new());
         let kinds = vec![ShardedKinds {
             primary: GroupVersionKind::gvk("", "v1", "ConfigMap"),
             owned: vec![GroupVersionKind::gvk("", "v1", "Secret")],

@@ -3,7 +3,8 @@
 //! counts a member live until its record has gone unchanged for its lease duration by the
 //! reader's own clock, as a candidate judges a leader. A member first seen counts as live: a
 //! reader that has just started cannot tell, and taking a live member's objects is the one
-//! mistake sharding must not make.
+//! mistake sharding must not make. While a reader lives, `wasmop_shard_members` shows how many
+//! members it counts live.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,9 +12,11 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::ListParams;
+use prometheus::{IntGauge, Opts};
 use sha2::{Digest, Sha256};
 
 use crate::leader::{LeaderConfig, Observed};
+use crate::metrics::{Collecting, Metrics};
 use crate::shard::ring::Ring;
 
 /// The label on every member Lease, whose value is the group (the leader election's Lease name).
@@ -51,17 +54,26 @@ pub struct Members {
     prefix: String,
     lease_duration: Duration,
     observed: HashMap<String, Observed>,
+    live: IntGauge,
+    _registered: Option<Collecting>,
 }
 
 impl Members {
-    /// Reads the member Leases of `leader`'s group.
-    pub fn new(client: kube::Client, leader: &LeaderConfig) -> Self {
+    /// Reads the member Leases of `leader`'s group, showing their count in `metrics`.
+    pub fn new(client: kube::Client, leader: &LeaderConfig, metrics: &Metrics) -> Self {
+        let live = live_gauge(&leader.name);
+        let registered = metrics
+            .register(live.clone())
+            .inspect_err(|error| tracing::warn!("the shard members gauge is not shown: {error}"))
+            .ok();
         Members {
             api: Api::namespaced(client, &leader.namespace),
             selector: format!("{GROUP_LABEL}={}", leader.name),
             prefix: prefix(&leader.name),
             lease_duration: leader.lease_duration,
             observed: HashMap::new(),
+            live,
+            _registered: registered,
         }
     }
 
@@ -85,6 +97,16 @@ impl Members {
             .iter()
             .filter(|(_, seen)| seen.holder().is_some() && !seen.expired(self.lease_duration))
             .filter_map(|(name, _)| name.strip_prefix(&self.prefix).map(str::to_owned));
-        Ok(Ring::new(live))
+        let ring = Ring::new(live);
+        self.live
+            .set(i64::try_from(ring.members().len()).unwrap_or(i64::MAX));
+        Ok(ring)
     }
+}
+
+/// The gauge of the members of `group` counted live.
+fn live_gauge(group: &str) -> IntGauge {
+    let help = "Replicas the leader counts live and assigns objects to, by shard group";
+    let opts = Opts::new("wasmop_shard_members", help).const_label("group", group);
+    IntGauge::with_opts(opts).expect("a constant metric")
 }

@@ -24,6 +24,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::cache::Namespaces;
 use crate::leader::LeaderConfig;
+use crate::metrics::Metrics;
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::shard::assign::{Move, ShardLabels, decide};
 use crate::shard::members::Members;
@@ -60,11 +61,17 @@ pub struct Sharder {
 
 impl Sharder {
     /// A sharder for `leader`'s group (its shard labels and member Leases), watching `namespaces`.
-    pub fn new(client: kube::Client, leader: &LeaderConfig, namespaces: Namespaces) -> Self {
+    /// `metrics` shows the live members while it runs.
+    pub fn new(
+        client: kube::Client,
+        leader: &LeaderConfig,
+        namespaces: Namespaces,
+        metrics: &Metrics,
+    ) -> Self {
         let labels = ShardLabels::new(&leader.name);
         let changed = Arc::new(Notify::new());
         Sharder {
-            members: Members::new(client.clone(), leader),
+            members: Members::new(client.clone(), leader, metrics),
             poll: leader.lease_duration / 4,
             watches: Watches::new(client.clone(), namespaces, labels.clone(), changed.clone()),
             client,

@@ -45,7 +45,7 @@ use crate::leader::{Campaign, Elector, LeaderConfig, LeaderError, Leadership};
 use crate::metrics::{Collecting, Metrics};
 use crate::plugins::{self, Command, Loader, PluginError, PluginHandle, Registry};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
-use crate::shard::{self, ShardLabels, ShardedKinds, Sharder};
+use crate::shard::{self, Members, Ring, ShardLabels, ShardedKinds, Sharder};
 use crate::webhook::{WebhookServer, WebhookServing, Writer};
 
 /// How long a stopping replica keeps answering webhooks after it stops reporting ready: the
@@ -183,10 +183,12 @@ pub struct Manager {
     _cache_gauges: Collecting,
 }
 
-/// A sharded replica's member Lease and its handover of objects the leader moves.
+/// A sharded replica's member Lease, its handover of objects the leader moves, and the live
+/// members it has observed since it started (for its sharder, should it lead).
 struct Shard {
     member: LeaderConfig,
     handover: Arc<Handover>,
+    members: Option<watch::Receiver<Option<Ring>>>,
 }
 
 impl Manager {
@@ -205,7 +207,15 @@ impl Manager {
                 }));
                 let handover = Handover::new(client.clone(), cache.clone(), labels);
                 let handover = Arc::new(handover);
-                (cache, Some(Shard { member, handover }))
+                let members = None;
+                (
+                    cache,
+                    Some(Shard {
+                        member,
+                        handover,
+                        members,
+                    }),
+                )
             }
         };
         let metrics = Arc::new(Metrics::new());
@@ -380,10 +390,8 @@ impl Manager {
                 None
             }
         };
-        let mut member = match &self.shard {
-            Some(shard) => Some(self.campaign(shard.member.clone())?),
-            None => None,
-        };
+        let member = self.observe_members();
+        let mut member = member.map(|config| self.campaign(config)).transpose()?;
         if self.options.warm_standby && campaign.is_some() {
             let warm = controller::warm(self.cache.clone(), self.registry.live());
             self.servers.push(tokio::spawn(warm));
@@ -411,6 +419,15 @@ impl Manager {
                 Err(error)
             }
         }
+    }
+
+    /// When sharding, starts observing the group's members and returns this replica's member
+    /// Lease to campaign for.
+    fn observe_members(&mut self) -> Option<LeaderConfig> {
+        let (shard, group) = (self.shard.as_mut()?, self.options.leader.as_ref()?);
+        let poll = group.lease_duration / 4;
+        shard.members = Some(Members::new(self.client.clone(), group).observe(poll));
+        Some(shard.member.clone())
     }
 
     fn campaign(&self, config: LeaderConfig) -> Result<Campaign, ManagerError> {
@@ -467,9 +484,11 @@ impl Manager {
             let live = self.registry.live();
             self.servers.push(tokio::spawn(writer.run(live, tls)));
         }
-        if let (Some(_), Some(leader)) = (&self.shard, &self.options.leader) {
+        let members = self.shard.as_ref().and_then(|s| s.members.clone());
+        if let (Some(members), Some(leader)) = (members, &self.options.leader) {
             let namespaces = self.options.namespaces.clone();
-            let sharder = Sharder::new(self.client.clone(), leader, namespaces, &self.metrics);
+            let client = self.client.clone();
+            let sharder = Sharder::new(client, leader, namespaces, members, &self.metrics);
             let live = self.registry.live();
             self.servers
                 .push(tokio::spawn(shard_plugins(sharder, live)));

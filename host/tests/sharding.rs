@@ -73,11 +73,8 @@ async fn members_join_leave_and_expire_and_only_a_leavers_objects_move() {
         let b = member_id(&config.identity);
         Elector::new(client.clone(), config)?.acquire().await;
         let (c, third) = join(&client, &namespace, "replica-c").await;
-        let metrics = Metrics::new();
-        let mut members = Members::new(client.clone(), &group(&namespace, "reader"), &metrics);
+        let mut members = Members::new(client.clone(), &group(&namespace, "reader"));
         until_live(&mut members, &[&a, &b, &c]).await;
-        let shown = r#"wasmop_shard_members{group="wasmop-leader"} 3"#;
-        assert!(metrics.gather().contains(shown), "{}", metrics.gather());
 
         let selector = format!("{GROUP_LABEL}=wasmop-leader");
         let listed = plane
@@ -101,8 +98,6 @@ async fn members_join_leave_and_expire_and_only_a_leavers_objects_move() {
             "dropped after {expired:?}, before its lease ran out"
         );
         let two = members.live().await?;
-        let shown = r#"wasmop_shard_members{group="wasmop-leader"} 2"#;
-        assert!(metrics.gather().contains(shown), "{}", metrics.gather());
         for key in &keys {
             let (before, after) = (three.owner(key).unwrap(), two.owner(key).unwrap());
             assert!(
@@ -272,7 +267,9 @@ async fn the_sharder_labels_primaries_and_their_objects_and_moves_them_only_once
             namespace: namespace.clone(),
         };
         let scope = Namespaces::Only(vec![namespace.clone()]);
-        let sharder = Sharder::new(client.clone(), &leader, scope, &Metrics::new());
+        let metrics = Metrics::new();
+        let members = Members::new(client.clone(), &leader).observe(LEASE / 4);
+        let sharder = Sharder::new(client.clone(), &leader, scope, members, &metrics);
         let kinds = vec![ShardedKinds {
             primary: GroupVersionKind::gvk("", "v1", "ConfigMap"),
             owned: vec![GroupVersionKind::gvk("", "v1", "Secret")],
@@ -311,6 +308,8 @@ async fn the_sharder_labels_primaries_and_their_objects_and_moves_them_only_once
         objects.let_go(&moving).await?;
         let with_three = |key: &str| (three.owner(key).map(str::to_owned), false);
         objects.until("moved to the new member", with_three).await?;
+        let shown = r#"wasmop_shard_members{group="wasmop-leader"} 3"#;
+        assert!(metrics.gather().contains(shown), "{}", metrics.gather());
 
         // The new member releases its Lease: its objects go back at once, with no drain.
         third.release().await;
@@ -358,6 +357,9 @@ async fn the_sharder_labels_primaries_and_their_objects_and_moves_them_only_once
         assert_eq!(written, [("configmaps", "late"), ("secrets", "late")]);
 
         task.abort();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let gone = metrics.gather();
+        assert!(!gone.contains("wasmop_shard_members"), "{gone}");
         first.release().await;
         second.release().await;
         anyhow::Ok(())

@@ -3,8 +3,11 @@
 //! counts a member live until its record has gone unchanged for its lease duration by the
 //! reader's own clock, as a candidate judges a leader. A member first seen counts as live: a
 //! reader that has just started cannot tell, and taking a live member's objects is the one
-//! mistake sharding must not make. While a reader lives, `wasmop_shard_members` shows how many
-//! members it counts live.
+//! mistake sharding must not make. Every sharding replica observes its group from its start
+//! ([`Members::observe`]), so a replica that comes to lead already knows how long a dead member's
+//! Lease has gone unchanged, and reassigns its objects without first waiting a lease duration of
+//! its own. The leader's sharder shows the count it assigns to as `wasmop_shard_members`
+//! ([`Shown`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -14,6 +17,8 @@ use kube::Api;
 use kube::api::ListParams;
 use prometheus::{IntGauge, Opts};
 use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
 
 use crate::leader::{LeaderConfig, Observed};
 use crate::metrics::{Collecting, Metrics};
@@ -54,27 +59,42 @@ pub struct Members {
     prefix: String,
     lease_duration: Duration,
     observed: HashMap<String, Observed>,
-    live: IntGauge,
-    _registered: Option<Collecting>,
 }
 
 impl Members {
-    /// Reads the member Leases of `leader`'s group, showing their count in `metrics`.
-    pub fn new(client: kube::Client, leader: &LeaderConfig, metrics: &Metrics) -> Self {
-        let live = live_gauge(&leader.name);
-        let registered = metrics
-            .register(live.clone())
-            .inspect_err(|error| tracing::warn!("the shard members gauge is not shown: {error}"))
-            .ok();
+    /// Reads the member Leases of `leader`'s group.
+    pub fn new(client: kube::Client, leader: &LeaderConfig) -> Self {
         Members {
             api: Api::namespaced(client, &leader.namespace),
             selector: format!("{GROUP_LABEL}={}", leader.name),
             prefix: prefix(&leader.name),
             lease_duration: leader.lease_duration,
             observed: HashMap::new(),
-            live,
-            _registered: registered,
         }
+    }
+
+    /// Reads the live members now and every `poll` after, in a task of its own that ends when
+    /// the last receiver is dropped; the receiver holds `None` until the first read succeeds,
+    /// and a failed read keeps the last ring.
+    pub fn observe(mut self, poll: Duration) -> watch::Receiver<Option<Ring>> {
+        let (sender, receiver) = watch::channel(None);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(poll);
+            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = sender.closed() => return,
+                }
+                match self.live().await {
+                    Ok(ring) => {
+                        sender.send_if_modified(|seen| changed(seen, ring));
+                    }
+                    Err(error) => tracing::warn!("reading the shard members failed: {error}"),
+                }
+            }
+        });
+        receiver
     }
 
     /// Lists the group's Leases and returns the ring of the ids of members live now: held, and
@@ -97,16 +117,45 @@ impl Members {
             .iter()
             .filter(|(_, seen)| seen.holder().is_some() && !seen.expired(self.lease_duration))
             .filter_map(|(name, _)| name.strip_prefix(&self.prefix).map(str::to_owned));
-        let ring = Ring::new(live);
-        self.live
-            .set(i64::try_from(ring.members().len()).unwrap_or(i64::MAX));
-        Ok(ring)
+        Ok(Ring::new(live))
     }
 }
 
-/// The gauge of the members of `group` counted live.
-fn live_gauge(group: &str) -> IntGauge {
-    let help = "Replicas the leader counts live and assigns objects to, by shard group";
-    let opts = Opts::new("wasmop_shard_members", help).const_label("group", group);
-    IntGauge::with_opts(opts).expect("a constant metric")
+/// Puts `ring` in `seen` if it differs; true then.
+fn changed(seen: &mut Option<Ring>, ring: Ring) -> bool {
+    if seen.as_ref() == Some(&ring) {
+        return false;
+    }
+    tracing::info!(members = ?ring.members(), "shard members changed");
+    *seen = Some(ring);
+    true
+}
+
+/// The `wasmop_shard_members` gauge of one group, shown while it lives.
+pub struct Shown {
+    gauge: IntGauge,
+    _registered: Option<Collecting>,
+}
+
+impl Shown {
+    /// Shows the count of `group`'s members in `metrics`.
+    pub fn new(metrics: &Metrics, group: &str) -> Self {
+        let help = "Replicas the leader counts live and assigns objects to, by shard group";
+        let opts = Opts::new("wasmop_shard_members", help).const_label("group", group);
+        let gauge = IntGauge::with_opts(opts).expect("a constant metric");
+        let registered = metrics
+            .register(gauge.clone())
+            .inspect_err(|error| tracing::warn!("the shard members gauge is not shown: {error}"))
+            .ok();
+        Shown {
+            gauge,
+            _registered: registered,
+        }
+    }
+
+    /// Shows `ring`'s count.
+    pub fn set(&self, ring: &Ring) {
+        let count = i64::try_from(ring.members().len()).unwrap_or(i64::MAX);
+        self.gauge.set(count);
+    }
 }

@@ -2,11 +2,12 @@
 //! owns it, and every object a primary controls with its primary's label, so that each replica
 //! watches only its own label.
 //!
-//! Whenever the live members or the watched objects change (at most one pass per
+//! Whenever the live members (as this replica has observed them since it started) or the watched
+//! objects change (at most one pass per
 //! [`DEBOUNCE`]), a pass makes each primary's move ([`decide`]) and gives each controlled object
 //! its primary's owner label, unless the primary is being drained: its objects move once it has.
 //! A pass writes only what differs, so a pass over converged objects sends nothing; a write that
-//! fails is tried again by a pass at the next poll of the members.
+//! fails is tried again by a pass a quarter of the lease duration later.
 //!
 //! Invariant: no object leaves a live member without that member's acknowledgement (the drain
 //! handshake of [`decide`]); an object of a member that is gone moves at once.
@@ -27,7 +28,7 @@ use crate::leader::LeaderConfig;
 use crate::metrics::Metrics;
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::shard::assign::{Move, ShardLabels, decide};
-use crate::shard::members::Members;
+use crate::shard::members::Shown;
 use crate::shard::objects::{Objects, Shard, SharedObjects, Watches, lock};
 use crate::shard::ring::Ring;
 
@@ -51,7 +52,8 @@ pub struct ShardedKinds {
 pub struct Sharder {
     client: kube::Client,
     labels: ShardLabels,
-    members: Members,
+    members: watch::Receiver<Option<Ring>>,
+    shown: Shown,
     poll: Duration,
     watches: Watches,
     changed: Arc<Notify>,
@@ -60,18 +62,20 @@ pub struct Sharder {
 }
 
 impl Sharder {
-    /// A sharder for `leader`'s group (its shard labels and member Leases), watching `namespaces`.
-    /// `metrics` shows the live members while it runs.
+    /// A sharder for `leader`'s group (its shard labels), watching `namespaces`, assigning to the
+    /// live `members` (as [`Members::observe`] reports them) and showing their count in `metrics`.
     pub fn new(
         client: kube::Client,
         leader: &LeaderConfig,
         namespaces: Namespaces,
+        members: watch::Receiver<Option<Ring>>,
         metrics: &Metrics,
     ) -> Self {
         let labels = ShardLabels::new(&leader.name);
         let changed = Arc::new(Notify::new());
         Sharder {
-            members: Members::new(client.clone(), leader, metrics),
+            members,
+            shown: Shown::new(metrics, &leader.name),
             poll: leader.lease_duration / 4,
             watches: Watches::new(client.clone(), namespaces, labels.clone(), changed.clone()),
             client,
@@ -86,14 +90,21 @@ impl Sharder {
     /// a task and aborts it when leadership ends), watching each kind only while it is named.
     pub async fn run(mut self, mut kinds: watch::Receiver<Vec<ShardedKinds>>) {
         self.shard(kinds.borrow_and_update().clone());
-        self.poll_members().await;
+        if self.members.wait_for(Option::is_some).await.is_err() {
+            return;
+        }
+        self.follow_members();
         let mut poll = tokio::time::interval_at(Instant::now() + self.poll, self.poll);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let changed = self.changed.clone();
-        let (mut dirty, mut retry, mut open) = (true, false, true);
+        let (mut dirty, mut retry, mut open, mut observed) = (true, false, true, true);
         let mut next = Instant::now();
         loop {
             tokio::select! {
+                update = self.members.changed(), if observed => match update {
+                    Ok(()) => dirty |= self.follow_members(),
+                    Err(_) => observed = false,
+                },
                 update = kinds.changed(), if open => match update {
                     Ok(()) => {
                         self.shard(kinds.borrow_and_update().clone());
@@ -101,10 +112,7 @@ impl Sharder {
                     }
                     Err(_) => open = false,
                 },
-                _ = poll.tick() => {
-                    let retrying = std::mem::take(&mut retry);
-                    dirty |= self.poll_members().await || retrying;
-                }
+                _ = poll.tick() => dirty |= std::mem::take(&mut retry),
                 () = changed.notified() => dirty = true,
                 () = tokio::time::sleep_until(next), if dirty => {
                     let outcome = self.pass().await;
@@ -130,20 +138,17 @@ impl Sharder {
         self.watches.set(&kinds);
     }
 
-    /// Reads the live members; true when they changed. On failure the last ring stays.
-    async fn poll_members(&mut self) -> bool {
-        match self.members.live().await {
-            Ok(ring) if ring != self.ring => {
-                tracing::info!(members = ?ring.members(), "shard members changed");
-                self.ring = ring;
-                true
-            }
-            Ok(_) => false,
-            Err(error) => {
-                tracing::warn!("reading the shard members failed: {error}");
-                false
-            }
+    /// Takes the members last observed; true when they changed.
+    fn follow_members(&mut self) -> bool {
+        let Some(ring) = self.members.borrow_and_update().clone() else {
+            return false;
+        };
+        self.shown.set(&ring);
+        if ring == self.ring {
+            return false;
         }
+        self.ring = ring;
+        true
     }
 
     /// One pass: plans every write and sends them.

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use wasmop::object::ObjectKey;
-use wasmop::runtime::memory::MemoryHost;
 use wasmop::runtime::{InstanceMode, Plugin, PluginOptions, Runtime, RuntimeConfig};
+use wasmop::testing::MemoryHost;
 
 use support::counting::{Counter, counted};
 use support::{Spread, median, repo};

@@ -24,4 +24,5 @@ pub mod rbac;
 pub mod runtime;
 pub mod selector;
 pub mod shard;
+pub mod testing;
 pub mod webhook;

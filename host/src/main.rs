@@ -7,13 +7,16 @@ use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 use tokio::signal::unix::{SignalKind, signal};
-use wasmop::config::{Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RbacArgs, RunArgs};
+use wasmop::config::{
+    Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RbacArgs, RunArgs, TestArgs,
+};
 use wasmop::identity::Identities;
 use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::plugins::crd::WasmReconcilers;
 use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
+use wasmop::testing::{Fixture, Recorder, Tester};
 
 /// Where a pod finds its own namespace.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -51,6 +54,12 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Plugins(args) => runtime.block_on(list_plugins(args)),
         Command::Rbac(args) => runtime.block_on(print_rbac(args)),
+        Command::Test(args) => {
+            if !runtime.block_on(test_plugin(args))? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::CompileWorker(_) => unreachable!("handled before the async runtime starts"),
     }
 }
@@ -58,7 +67,7 @@ fn main() -> anyhow::Result<()> {
 /// Prints the RBAC of the plugin in `args.plugin`'s own identity, as YAML documents.
 async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
     let runtime = wasmop::runtime::Runtime::new(RuntimeConfig::default())?;
-    let host = wasmop::runtime::memory::MemoryHost::new();
+    let host = wasmop::testing::MemoryHost::new();
     let options = wasmop::runtime::PluginOptions::default();
     let plugin = runtime
         .load(&args.plugin, options, |_| host.services())
@@ -100,6 +109,77 @@ async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
         println!("---\n{}", serde_saphyr::to_string(&manifest)?.trim_end());
     }
     Ok(())
+}
+
+/// Runs the plugin in `args.plugin` against every fixture `args.fixtures` names, printing each
+/// one's verdict and differences (and with `--accept`, rewriting the expectations of those that
+/// failed); false if any failed.
+async fn test_plugin(args: TestArgs) -> anyhow::Result<bool> {
+    let runtime = wasmop::runtime::Runtime::new(RuntimeConfig::default())?;
+    let tester = Tester::load(&runtime, &args.plugin).await?;
+    let mut paths = args.fixtures.clone();
+    if let Some(dir) = &args.replay {
+        let folder = Recorder::folder(dir, tester.plugin().name());
+        anyhow::ensure!(
+            folder.is_dir(),
+            "no recordings of plugin {} in {} ({} is not a folder)",
+            tester.plugin().name(),
+            dir.display(),
+            folder.display()
+        );
+        paths.push(folder);
+    }
+    let files = fixture_files(&paths)?;
+    let mut failed = 0;
+    for file in &files {
+        let mut fixture = Fixture::load(file)?;
+        let checked = tester.check(&fixture).await;
+        let name = fixture.name.clone();
+        let name = name.unwrap_or_else(|| file.display().to_string());
+        let verdict = if checked.passed() { "ok  " } else { "FAIL" };
+        println!("{verdict}  {name} ({})", file.display());
+        for difference in &checked.differences {
+            println!("        {difference}");
+        }
+        failed += usize::from(!checked.passed());
+        if args.accept && !checked.passed() {
+            fixture.expect = checked.expected();
+            std::fs::write(file, fixture.to_yaml())
+                .with_context(|| format!("rewriting {}", file.display()))?;
+            println!(
+                "        accepted: {} now expects what was sent",
+                file.display()
+            );
+        }
+    }
+    let plugin = tester.plugin().name();
+    println!("{plugin}: {} fixtures, {failed} failed", files.len());
+    Ok(failed == 0)
+}
+
+/// The fixture files `paths` names: files as given, and each directory's `.yaml`, `.yml` and
+/// `.json` files in name order.
+fn fixture_files(paths: &[std::path::PathBuf]) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let entries =
+            std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut found: Vec<_> = entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|file| {
+                let extension = file.extension().and_then(|e| e.to_str());
+                matches!(extension, Some("yaml" | "yml" | "json"))
+            })
+            .collect();
+        found.sort();
+        files.extend(found);
+    }
+    anyhow::ensure!(!files.is_empty(), "no fixture files in {paths:?}");
+    Ok(files)
 }
 
 /// Prints the plugins of the host at `args.address`.

@@ -226,7 +226,7 @@ async fn the_shipped_policy_admits_the_examples_and_refuses_more() -> anyhow::Re
         ceiling: run.ceiling,
         ..Default::default()
     })?;
-    let host = wasmop::runtime::memory::MemoryHost::new();
+    let host = wasmop::testing::MemoryHost::new();
     let load = |name: &str| {
         let host = host.clone();
         let file = common::component(name);

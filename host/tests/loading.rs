@@ -7,11 +7,11 @@ use std::path::Path;
 
 use common::{LIMIT, component, runtime};
 use wasmop::object::GroupVersionKind;
-use wasmop::runtime::memory::MemoryHost;
 use wasmop::runtime::{
     CompileIn, CompileWorker, Mapping, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Verb,
     WorkerError,
 };
+use wasmop::testing::MemoryHost;
 use wasmop_envtest::within;
 
 async fn load_bytes(bytes: &[u8]) -> RuntimeError {

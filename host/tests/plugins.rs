@@ -7,8 +7,8 @@ use common::{LIMIT, configmap, load, runtime};
 use serde_json::json;
 use wasmop::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::imports::{Patch, Write};
-use wasmop::runtime::memory::RecordedWrite;
 use wasmop::runtime::{Outcome, PluginOptions};
+use wasmop::testing::RecordedWrite;
 use wasmop_envtest::within;
 
 fn kinds(writes: &[RecordedWrite]) -> Vec<String> {

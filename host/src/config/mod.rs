@@ -24,6 +24,7 @@ use crate::http::SecureServing;
 use crate::rate::Rate;
 use crate::runtime::boundary::cut;
 use crate::runtime::{Ceiling, FailurePolicy, GuestLimits, InstanceMode, PluginOptions};
+use crate::testing::Recorder;
 
 pub use file::PluginOverrides;
 pub use policy::ceiling;
@@ -89,6 +90,8 @@ pub enum Command {
     Plugins(PluginsArgs),
     /// Print the ServiceAccount, roles and bindings a plugin's own identity needs (YAML).
     Rbac(RbacArgs),
+    /// Run a plugin against fixture files offline, in the real runtime, and show what differs.
+    Test(TestArgs),
     /// Compile the component on stdin into the artifact on stdout (the host runs this itself).
     #[command(name = "compile-worker", hide = true)]
     CompileWorker(CompileWorkerArgs),
@@ -119,6 +122,22 @@ pub struct RbacArgs {
     /// A cluster to look up the kinds' resource names in; guessed from the kind names without one.
     #[arg(long, env = "WASMOP_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+}
+
+/// Options of `wasmop test`.
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// The plugin component.
+    pub plugin: PathBuf,
+    /// Fixture files, or directories whose `.yaml`, `.yml` and `.json` files are fixtures.
+    #[arg(required_unless_present = "replay")]
+    pub fixtures: Vec<PathBuf>,
+    /// Replay the reconciles `wasmop run --record DIR` recorded of this plugin (by its name).
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// Rewrite each failing fixture's expectations to what the plugin did (review the change).
+    #[arg(long)]
+    pub accept: bool,
 }
 
 /// Options of `wasmop plugins`.
@@ -282,6 +301,10 @@ pub struct PluginLimits {
     /// Idle instances kept per plugin for reuse; 0 gives every call a fresh instance.
     #[arg(long, env = "WASMOP_WARM_INSTANCES", default_value_t = 0)]
     pub warm_instances: usize,
+    /// Write every reconcile as a fixture under DIR/<plugin>/ — the objects it read, the writes
+    /// it sent, its outcome; Secrets' values redacted — for `wasmop test --replay DIR`.
+    #[arg(long, env = "WASMOP_RECORD", value_name = "DIR")]
+    pub record: Option<PathBuf>,
     /// The most instances of one plugin at once, busy and idle; its concurrency, one for `map`
     /// and its warm instances when absent.
     #[arg(long, env = "WASMOP_MAX_INSTANCES", value_parser = positive)]
@@ -376,6 +399,7 @@ impl PluginLimits {
             max_instances: self.max_instances,
             webhook_timeout: self.webhook_timeout,
             failure_policy: self.webhook_failure_policy,
+            record: self.record.as_ref().map(Recorder::new),
             ..PluginOptions::default()
         }
     }
@@ -716,10 +740,13 @@ mod tests {
             "--reconcile-timeout=5s",
             "--max-concurrent-reconciles=3",
             "--warm-instances=2",
+            "--record=recorded",
         ])
         .unwrap();
         let options = run.plugin_options(Path::new("a.wasm"));
         assert_eq!(options.memory_limit, 128 << 20);
+        let recorder = format!("{:?}", options.record);
+        assert!(recorder.contains("\"recorded\""), "{recorder}");
         assert_eq!(options.reconcile_timeout, Some(Duration::from_secs(5)));
         assert_eq!(options.max_concurrent_reconciles, Some(3));
         assert_eq!(

@@ -12,6 +12,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
+use crate::runtime::SetClock;
 use crate::runtime::bindings::{cache, client, events, log, plugin, types};
 use crate::runtime::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
 use crate::runtime::budget::{Budget, Refusal};
@@ -23,6 +24,7 @@ use crate::runtime::limits::GuestLimits;
 use crate::runtime::output::{GuestOutput, Stream};
 use crate::runtime::registration::{Registration, Verb};
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::testing::record;
 
 /// WASI resources (streams, pollables) one instance may hold at once.
 const MAX_WASI_RESOURCES: usize = 1024;
@@ -47,6 +49,8 @@ pub(crate) struct PluginContext {
     pub budget: Budget,
     /// Who hears its counts.
     pub observer: Arc<dyn Observer>,
+    /// The wall clock its guests read, when not the host's.
+    pub clock: Option<SetClock>,
 }
 
 /// A described plugin's registration and the services its imports call.
@@ -70,10 +74,13 @@ impl StoreState {
     /// A fresh store state: WASI with nothing granted but stdout and stderr into the log.
     pub fn new(context: Arc<PluginContext>, shared: Arc<GuestMemory>) -> Self {
         let stderr = GuestOutput::new(context.name.clone(), Stream::Stderr);
-        let wasi = WasiCtx::builder()
-            .stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
-            .stderr(stderr.clone())
-            .build();
+        let mut wasi = WasiCtx::builder();
+        wasi.stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
+            .stderr(stderr.clone());
+        if let Some(clock) = &context.clock {
+            wasi.wall_clock(clock.clone());
+        }
+        let wasi = wasi.build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_WASI_RESOURCES);
         StoreState {
@@ -144,9 +151,13 @@ impl StoreState {
             self.refused(self.check(write.verb(), &target.kind, &target.key.namespace))?;
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
+        record::wrote(&target, &write);
         Ok(async move {
             wait(delay).await;
-            let stored = writer.write(&target, write).await?;
+            let stored = writer
+                .write(&target, write)
+                .await
+                .inspect_err(record::rejected)?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
     }
@@ -212,6 +223,12 @@ impl StoreState {
     }
 }
 
+/// An object a cache read returned, as the guest receives it (and as a recording keeps it).
+fn read_object(json: &crate::runtime::imports::Json) -> String {
+    record::read(json);
+    String::from(&**json)
+}
+
 fn denied(message: String) -> ApiError {
     ApiError::new(
         ApiErrorKind::Forbidden(DeniedBy::DeclaredPermissions),
@@ -265,6 +282,7 @@ impl cache::Host for StoreState {
         let (kind, key) = (&target.kind, &target.key);
         let services = self.refused(self.check(Verb::Get, kind, &key.namespace))?;
         let json = services.cache.get(kind, &key.namespace, &key.name)?;
+        record::read(&json);
         Ok(String::from(&*json))
     }
 
@@ -279,7 +297,7 @@ impl cache::Host for StoreState {
         let namespace = options.namespace.as_deref().unwrap_or_default();
         let services = self.refused(self.check(Verb::List, &kind, namespace))?;
         let objects = services.cache.list(&kind, &options)?;
-        Ok(objects.iter().map(|json| String::from(&**json)).collect())
+        Ok(objects.iter().map(read_object).collect())
     }
 
     fn list_by_index(
@@ -294,7 +312,7 @@ impl cache::Host for StoreState {
         self.refused(boundary::bounded("the index value", &value, MAX_SHORT_TEXT))?;
         let services = self.refused(self.check(Verb::List, &kind, ""))?;
         let objects = services.cache.list_by_index(&kind, &index, &value)?;
-        Ok(objects.iter().map(|json| String::from(&**json)).collect())
+        Ok(objects.iter().map(read_object).collect())
     }
 }
 

@@ -9,6 +9,7 @@ use wasmtime::component::Component;
 
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::Runtime;
+use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::boundary;
 use crate::runtime::budget::{Budget, Refusal};
@@ -22,6 +23,7 @@ use crate::runtime::limits::GuestLimits;
 use crate::runtime::policy::{Asked, Ceiling};
 use crate::runtime::registration::Registration;
 use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, FailurePolicy, WebhookRegistration};
+use crate::testing::record::{self, Recorder};
 
 /// The exports every reconciler component must have.
 const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
@@ -54,6 +56,10 @@ pub struct PluginOptions {
     /// A ceiling of this plugin's own (its `WasmReconciler`'s policy); it must fit this one as
     /// well as the runtime's.
     pub ceiling: Option<Ceiling>,
+    /// The wall clock its guests read instead of the host's (offline tests set it).
+    pub clock: Option<SetClock>,
+    /// Where each reconcile is recorded as a fixture, if anywhere.
+    pub record: Option<Recorder>,
 }
 
 impl Default for PluginOptions {
@@ -69,6 +75,8 @@ impl Default for PluginOptions {
             limits: GuestLimits::default(),
             max_instances: None,
             ceiling: None,
+            clock: None,
+            record: None,
         }
     }
 }
@@ -98,6 +106,7 @@ pub struct Plugin {
     pub(crate) webhook_timeout: Duration,
     pub(crate) failure_policy: FailurePolicy,
     workers: u32,
+    record: Option<Recorder>,
     _share: Reservation,
 }
 
@@ -165,6 +174,7 @@ impl Runtime {
             budget: Budget::new(&options.limits, Arc::new(())),
             limits: options.limits.clone(),
             observer: Arc::new(()),
+            clock: options.clock.clone(),
         };
         let describing = Instances::new(
             self,
@@ -210,6 +220,7 @@ impl Runtime {
             budget: Budget::new(&options.limits, observer.clone()),
             limits: options.limits,
             observer,
+            clock: options.clock,
         });
         let instances =
             Instances::new(self, linked, context.clone(), options.mode, asked.instances);
@@ -223,6 +234,7 @@ impl Runtime {
             webhook_timeout: options.webhook_timeout,
             failure_policy: options.failure_policy,
             workers: asked.concurrency,
+            record: options.record,
             _share: share,
         })
     }
@@ -410,8 +422,17 @@ impl Plugin {
         self.instances.idle()
     }
 
-    /// Reconciles one primary object.
+    /// Reconciles one primary object, recording the reconcile as a fixture when asked to.
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
+        let Some(recorder) = &self.record else {
+            return self.call_reconcile(key).await;
+        };
+        let (result, recording) = record::recording(self.call_reconcile(key)).await;
+        recorder.save(self.name(), key, recording, &result).await;
+        result
+    }
+
+    async fn call_reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
         let request = types::ObjectKey::from(key);
         let result = self
             .instances

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wasmop::runtime::memory::MemoryHost;
 use wasmop::runtime::{Plugin, PluginOptions, Runtime, RuntimeConfig};
+use wasmop::testing::MemoryHost;
 
 /// Bounds every async test.
 pub const LIMIT: Duration = Duration::from_secs(120);

@@ -116,9 +116,15 @@ fn repo_file(path: &str) -> PathBuf {
 
 /// Runs every scenario against `operator`, in order, printing each as it passes.
 pub async fn run(operator: Operator) -> anyhow::Result<()> {
+    run_recording(operator, None).await
+}
+
+/// Runs every scenario against `operator` as [`run`] does; a wasmop plugin's reconciles are
+/// recorded as fixtures under `record` when given (`wasmop run --record`).
+pub async fn run_recording(operator: Operator, record: Option<&Path>) -> anyhow::Result<()> {
     let started = Instant::now();
     let name = operator.name();
-    let subject = Subject::start(operator).await?;
+    let subject = Subject::start(operator, record).await?;
     for (scenario, check) in scenarios::ALL {
         let began = Instant::now();
         if let Err(error) = check(&subject).await {

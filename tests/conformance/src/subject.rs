@@ -13,6 +13,7 @@ use kube::core::ApiResource;
 use wasmop::cache::Namespaces;
 use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::runtime::PluginOptions;
+use wasmop::testing::Recorder;
 use wasmop_envtest::{AuditEvent, AuditLog, ControlPlane, Supervised, shared};
 
 use crate::identity::Identity;
@@ -62,8 +63,9 @@ struct Audit {
 }
 
 impl Subject {
-    /// Starts `operator` in a fresh namespace, as its own identity, watching only that namespace.
-    pub async fn start(operator: Operator) -> anyhow::Result<Subject> {
+    /// Starts `operator` in a fresh namespace, as its own identity, watching only that namespace;
+    /// a wasmop plugin's reconciles are recorded as fixtures under `record` when given.
+    pub async fn start(operator: Operator, record: Option<&Path>) -> anyhow::Result<Subject> {
         let name = operator.name();
         // What runs the operator: the component, or the executable and its arguments. Missing
         // files fail here, before any server starts.
@@ -87,7 +89,11 @@ impl Subject {
                 };
                 let client = plane.client_from(&identity.kubeconfig).await?;
                 let mut manager = Manager::new(client, options)?;
-                manager.add_plugin(&file, PluginOptions::default()).await?;
+                let plugin = PluginOptions {
+                    record: record.map(Recorder::new),
+                    ..PluginOptions::default()
+                };
+                manager.add_plugin(&file, plugin).await?;
                 (Running::Wasmop(Box::new(manager)), WASMOP_MANAGER)
             }
             Operator::Program(program) => {

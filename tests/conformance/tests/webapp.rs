@@ -1,7 +1,13 @@
 //! Every language's `webapp` plugin against the conformance scenarios. A new language adds one
-//! line here once its component builds.
+//! line here once its component builds. The Rust plugin's run is recorded (`--record`): replayed
+//! offline, 0.1.0 does again exactly what it did, and the 0.2.0 test build differs in its
+//! `applied-by` stamp alone — the check to run before hot-loading an upgrade.
 
-use wasmop_conformance::{Language, Operator, run};
+use std::path::Path;
+
+use wasmop::runtime::{Runtime, RuntimeConfig};
+use wasmop::testing::{Checked, Fixture, Recorder, Tester};
+use wasmop_conformance::{Language, Operator, run, run_recording};
 
 macro_rules! conformance {
     ($($test:ident: $name:literal => $component:literal;)*) => {$(
@@ -13,8 +19,67 @@ macro_rules! conformance {
 }
 
 conformance! {
-    rust: "rust" => "webapp.wasm";
     python: "python" => "webapp-python.wasm";
     js: "js" => "webapp-js.wasm";
     go: "go" => "webapp-go.wasm";
+}
+
+/// The recorded fixtures under `dir` that `component` fails, with their differences; and how
+/// many fixtures there were.
+async fn replay(
+    dir: &Path,
+    component: &'static str,
+) -> anyhow::Result<(Vec<(String, Checked)>, usize)> {
+    let runtime = Runtime::new(RuntimeConfig::default())?;
+    let language = Language {
+        name: "rust",
+        component,
+    };
+    let tester = Tester::load(&runtime, &language.component_path()?).await?;
+    let folder = Recorder::folder(dir, tester.plugin().name());
+    let mut files: Vec<_> = std::fs::read_dir(&folder)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.sort();
+    let mut failed = Vec::new();
+    for file in &files {
+        let checked = tester.check(&Fixture::load(file)?).await;
+        if !checked.passed() {
+            failed.push((file.display().to_string(), checked));
+        }
+    }
+    Ok((failed, files.len()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust() -> anyhow::Result<()> {
+    let recorded = tempfile::tempdir()?;
+    let rust = Language {
+        name: "rust",
+        component: "webapp.wasm",
+    };
+    run_recording(Operator::Wasmop(rust), Some(recorded.path())).await?;
+
+    let (failed, count) = replay(recorded.path(), "webapp.wasm").await?;
+    assert!(count > 20, "only {count} reconciles recorded");
+    assert!(failed.is_empty(), "0.1.0 replayed differently: {failed:#?}");
+    println!("[rust] {count} recorded reconciles replayed by 0.1.0 alike");
+
+    let (failed, _) = replay(recorded.path(), "webapp-v2.wasm").await?;
+    assert!(!failed.is_empty(), "0.2.0 replayed every reconcile alike");
+    for (file, checked) in &failed {
+        for difference in &checked.differences {
+            let stamp = difference.contains("applied-by")
+                && difference.contains("\"webapp/0.1.0\"")
+                && difference.contains("\"webapp/0.2.0\"");
+            let explained =
+                difference.ends_with("sent, not expected; against the cached object it changes:");
+            assert!(stamp || explained, "{file}: {difference}");
+        }
+    }
+    println!(
+        "[rust] 0.2.0 replayed {} of {count} reconciles differently, each in its applied-by stamp alone",
+        failed.len()
+    );
+    Ok(())
 }

@@ -1,10 +1,10 @@
-//! An in-memory stand-in for the cache, the apiserver and the event recorder, for unit tests and
-//! benchmarks of plugins without a cluster. It keeps objects as JSON, records every write and
+//! An in-memory stand-in for the cache, the apiserver and the event recorder, for offline tests
+//! and benchmarks of plugins without a cluster. It keeps objects as JSON, records every write and
 //! event in order, and applies writes with the apiserver's essentials: resourceVersion conflicts,
 //! generation bumps on spec changes, the status subresource, finalizers delaying deletion.
 //! Server-side apply is approximated by a merge of the applied fields.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use crate::runtime::imports::{
     Services, Write,
 };
 use crate::selector::FieldSelector;
+use crate::testing::fixture::{FixtureWrite, Rejection, object_ref};
 
 /// One write a guest made, as the host received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +38,9 @@ struct State {
     writes: Vec<RecordedWrite>,
     events: Vec<Event>,
     revision: u64,
+    /// The answers to come for writes to each target (by [`FixtureWrite::target`]): an error
+    /// to answer with, or `None` to apply the write.
+    answers: HashMap<String, VecDeque<Option<ApiError>>>,
 }
 
 struct Stored {
@@ -60,11 +64,34 @@ impl MemoryHost {
         }
     }
 
-    /// Puts an object in place as if it had been created (not recorded as a write).
+    /// Puts an object in place as if it had been created (not recorded as a write), keeping the
+    /// uid, resourceVersion and generation it has and giving it those it lacks.
     pub fn insert(&self, object: Value) {
         let target = object_ref(&object).expect("inserted objects have apiVersion, kind and name");
+        self.lock().seed(&target, object);
+    }
+
+    /// Forgets every object, write and event, then holds `objects` (as [`MemoryHost::insert`]).
+    pub fn reset(&self, objects: impl IntoIterator<Item = Value>) {
+        *self.lock() = State::default();
+        for object in objects {
+            self.insert(object);
+        }
+    }
+
+    /// Answers the writes to come as `expected` were answered: the n-th write to a target gets
+    /// the n-th expected write's rejection, if it had one; other writes are applied.
+    pub fn answer_as(&self, expected: &[FixtureWrite]) {
         let mut state = self.lock();
-        state.store(&target, object, true);
+        state.answers.clear();
+        for write in expected {
+            let answer = write.rejected.as_ref().map(Rejection::error);
+            state
+                .answers
+                .entry(write.target())
+                .or_default()
+                .push_back(answer);
+        }
     }
 
     /// The current object, if any.
@@ -93,20 +120,6 @@ impl MemoryHost {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-fn object_ref(object: &Value) -> Option<ObjectRef> {
-    let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
-    let (group, version) = text("/apiVersion")?
-        .rsplit_once('/')
-        .unwrap_or(("", text("/apiVersion")?));
-    Some(ObjectRef {
-        kind: GroupVersionKind::gvk(group, version, text("/kind")?),
-        key: ObjectKey::new(
-            text("/metadata/namespace").unwrap_or_default(),
-            text("/metadata/name")?,
-        ),
-    })
 }
 
 fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
@@ -148,6 +161,34 @@ fn spec_of(object: &Value) -> Value {
 }
 
 impl State {
+    /// Stores `object` as given, filling in the uid, resourceVersion and generation it lacks.
+    fn seed(&mut self, target: &ObjectRef, mut object: Value) {
+        self.revision += 1;
+        if !object["metadata"].is_object() {
+            object["metadata"] = json!({});
+        }
+        let meta = &mut object["metadata"];
+        let missing = |meta: &Value, field: &str| meta.get(field).is_none_or(Value::is_null);
+        if missing(meta, "uid") {
+            meta["uid"] = json!(format!("uid-{}", self.revision));
+        }
+        if missing(meta, "resourceVersion") {
+            meta["resourceVersion"] = json!(self.revision.to_string());
+        }
+        if missing(meta, "generation") {
+            meta["generation"] = json!(1);
+        }
+        let json: Json = object.to_string().into();
+        let key = (target.kind.clone(), target.key.clone());
+        self.objects.insert(
+            key,
+            Stored {
+                value: object,
+                json,
+            },
+        );
+    }
+
     /// Stores `object` as the new state of `target`, maintaining resourceVersion, uid and
     /// generation; an object being deleted disappears once its finalizers are gone.
     fn store(&mut self, target: &ObjectRef, mut object: Value, created: bool) -> Json {
@@ -338,11 +379,20 @@ impl CacheReader for MemoryHost {
 impl ApiWriter for MemoryHost {
     async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError> {
         let mut state = self.lock();
-        state.writes.push(RecordedWrite {
+        let recorded = RecordedWrite {
             target: target.clone(),
             write: write.clone(),
-        });
-        state.apply(target, write)
+        };
+        let answer = state
+            .answers
+            .get_mut(&FixtureWrite::from(&recorded).target())
+            .and_then(VecDeque::pop_front)
+            .flatten();
+        state.writes.push(recorded);
+        match answer {
+            Some(error) => Err(error),
+            None => state.apply(target, write),
+        }
     }
 }
 
@@ -386,6 +436,34 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(conflict.kind, ApiErrorKind::Conflict);
+    }
+
+    #[tokio::test]
+    async fn a_write_given_a_rejection_is_answered_with_it_and_not_applied() {
+        let host = MemoryHost::new();
+        host.insert(configmap("a", "1"));
+        let patch = |data: &str| Write::Patch {
+            patch: Patch::Merge(json!({"data": {"k": data}})),
+            status: false,
+        };
+        let recorded = RecordedWrite {
+            target: target("a"),
+            write: patch("2"),
+        };
+        let mut rejected = FixtureWrite::from(&recorded);
+        rejected.rejected = Some(Rejection {
+            reason: "Conflict".into(),
+            message: "stale".into(),
+        });
+        host.answer_as(&[rejected, FixtureWrite::from(&recorded)]);
+        let first = host.write(&target("a"), patch("2")).await.unwrap_err();
+        assert_eq!(first.kind, ApiErrorKind::Conflict);
+        let current = host.get(&target("a").kind, &target("a").key).unwrap();
+        assert_eq!(current["data"]["k"], "1");
+        host.write(&target("a"), patch("3")).await.unwrap();
+        let current = host.get(&target("a").kind, &target("a").key).unwrap();
+        assert_eq!(current["data"]["k"], "3");
+        assert_eq!(host.writes().len(), 2);
     }
 
     #[tokio::test]

@@ -1,0 +1,137 @@
+//! `wasmop test`, as a plugin author runs it: the real component against fixture files, with no
+//! cluster. webapp passes its own fixtures; its 0.2.0 build differs from them in the `applied-by`
+//! stamp and nothing else; a guest writing what it did not declare is refused before anything
+//! is written, as in a cluster; `--accept` makes a failing fixture expect what was sent; and a
+//! malformed fixture is named with what is wrong.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The webapp plugin's own fixtures.
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/webapp/rust/fixtures")
+}
+
+/// Runs `wasmop test` with `args`.
+fn wasmop_test(args: &[&Path]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .arg("test")
+        .args(args)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("wasmop runs")
+}
+
+/// Writes `text` as fixture `name` in `dir`; returns its path.
+fn fixture_file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("the temporary folder takes files");
+    path
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn webapp_passes_its_own_fixtures() {
+    let output = wasmop_test(&[&common::component("webapp"), &fixtures()]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("ok  ")).count(),
+        4,
+        "{text}"
+    );
+    assert!(text.ends_with("webapp: 4 fixtures, 0 failed\n"), "{text}");
+}
+
+#[test]
+fn the_next_version_differs_in_its_applied_by_stamp_alone() {
+    let output = wasmop_test(&[&common::component("webapp-v2"), &fixtures()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let differences: Vec<&str> = text.lines().filter(|l| l.starts_with("        ")).collect();
+    let stamp = "at /metadata/annotations/example.wasmop.dev~1applied-by: \
+                 expected \"webapp/0.1.0\", sent \"webapp/0.2.0\"";
+    let deployment = "write 0 `apply apps/v1 Deployment shop/web`: ";
+    let service = "write 1 `apply v1 Service shop/web`: ";
+    let changes = "/metadata/annotations/example.wasmop.dev~1applied-by \
+                   from \"webapp/0.1.0\" to \"webapp/0.2.0\"";
+    let unexpected = "sent, not expected; against the cached object it changes:";
+    assert_eq!(
+        differences,
+        [
+            // Converged under 0.1.0, its Deployment and Service carry the old stamp: 0.2.0
+            // applies both again, changing nothing but the stamp.
+            format!("        {deployment}{unexpected}"),
+            format!("        {deployment}{changes}"),
+            format!("        {service}{unexpected}"),
+            format!("        {service}{changes}"),
+            format!("        write 2 `apply apps/v1 Deployment shop/web`: {stamp}"),
+            format!("        write 3 `apply v1 Service shop/web`: {stamp}"),
+        ],
+        "{text}"
+    );
+    assert!(text.ends_with("webapp: 4 fixtures, 2 failed\n"), "{text}");
+}
+
+#[test]
+fn an_undeclared_write_is_refused_before_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "request: {namespace: shop, name: stolen}\nexpect: {outcome: done}\n";
+    let fixture = fixture_file(&dir, "secret.yaml", text);
+    let output = wasmop_test(&[&common::component("guest-undeclared-write"), &fixture]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let differences: Vec<&str> = text.lines().filter(|l| l.starts_with("        ")).collect();
+    assert_eq!(differences.len(), 1, "{text}");
+    assert!(
+        differences[0].starts_with("        outcome: expected `done`, got `error`")
+            && differences[0].contains("guest-undeclared-write")
+            && differences[0].contains("Secret"),
+        "{text}"
+    );
+}
+
+#[test]
+fn accept_rewrites_a_failing_fixture_to_what_was_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("new.yaml");
+    let original = std::fs::read_to_string(fixtures().join("new.yaml")).unwrap();
+    let (head, _) = original.split_once("expect:").unwrap();
+    std::fs::write(&fixture, head).unwrap();
+    let webapp = common::component("webapp");
+
+    let mut accept = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
+    accept.args(["test", "--accept"]).arg(&webapp).arg(&fixture);
+    let accepted = accept.env("RUST_LOG", "error").output().unwrap();
+    assert_eq!(accepted.status.code(), Some(1), "{}", stdout(&accepted));
+    assert!(stdout(&accepted).contains("now expects what was sent"));
+
+    let rerun = wasmop_test(&[&webapp, &fixture]);
+    assert!(rerun.status.success(), "{}", stdout(&rerun));
+    let rewritten = std::fs::read_to_string(&fixture).unwrap();
+    let verbs: Vec<&str> = rewritten
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- verb: "))
+        .collect();
+    let expected = ["merge-patch", "create", "apply", "apply", "merge-patch"];
+    assert_eq!(verbs, expected, "{rewritten}");
+}
+
+#[test]
+fn a_malformed_fixture_is_named_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "request: {namespace: shop, name: web}\nexpct: {}\n";
+    let fixture = fixture_file(&dir, "typo.yaml", text);
+    let output = wasmop_test(&[&common::component("webapp"), &fixture]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("typo.yaml") && stderr.contains("expct"),
+        "{stderr}"
+    );
+}

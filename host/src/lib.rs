@@ -22,6 +22,7 @@ pub mod queue;
 pub mod rate;
 pub mod rbac;
 pub mod runtime;
+pub mod scaffold;
 pub mod selector;
 pub mod shard;
 pub mod testing;

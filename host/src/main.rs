@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 
 use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{
-    Cli, Command, ConfigError, LeaderArgs, PluginsArgs, RbacArgs, RunArgs, TestArgs,
+    Cli, Command, ConfigError, LeaderArgs, NewArgs, PluginsArgs, RbacArgs, RunArgs, TestArgs,
 };
 use wasmop::identity::Identities;
 use wasmop::leader::{self, LeaderConfig};
@@ -16,6 +16,7 @@ use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::plugins::crd::WasmReconcilers;
 use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
+use wasmop::scaffold::{self, PrimaryKind};
 use wasmop::testing::{Fixture, Recorder, Tester};
 
 /// Where a pod finds its own namespace.
@@ -54,6 +55,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Plugins(args) => runtime.block_on(list_plugins(args)),
         Command::Rbac(args) => runtime.block_on(print_rbac(args)),
+        Command::New(args) => new_plugin(args),
         Command::Test(args) => {
             if !runtime.block_on(test_plugin(args))? {
                 std::process::exit(1);
@@ -108,6 +110,31 @@ async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
     for manifest in manifests {
         println!("---\n{}", serde_saphyr::to_string(&manifest)?.trim_end());
     }
+    Ok(())
+}
+
+/// Makes the plugin folder `args` asks for and prints what to do next.
+fn new_plugin(args: NewArgs) -> anyhow::Result<()> {
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
+    let sdk = args.sdk.unwrap_or(built_from);
+    let sdk = sdk.canonicalize().with_context(|| {
+        format!(
+            "the guest SDKs are not at {} (give --sdk <checkout>/guest-sdk)",
+            sdk.display()
+        )
+    })?;
+    let kind = PrimaryKind::parse(&args.kind)?;
+    let created = scaffold::create(args.language, &args.name, &kind, &args.dir, &sdk)?;
+    for file in &created.files {
+        println!("created {}", file.display());
+    }
+    let folder = created.folder.display();
+    let component = created.component.display();
+    println!(
+        "\nnext:\n  cd {folder}\n  {}\n  wasmop test {component} fixtures/",
+        created.build
+    );
+    println!("  wasmop run --plugin {component}");
     Ok(())
 }
 

@@ -92,6 +92,8 @@ pub enum Command {
     Rbac(RbacArgs),
     /// Run a plugin against fixture files offline, in the real runtime, and show what differs.
     Test(TestArgs),
+    /// Make a plugin folder: build configuration, a reconciler skeleton and passing fixtures.
+    New(NewArgs),
     /// Compile the component on stdin into the artifact on stdout (the host runs this itself).
     #[command(name = "compile-worker", hide = true)]
     CompileWorker(CompileWorkerArgs),
@@ -122,6 +124,26 @@ pub struct RbacArgs {
     /// A cluster to look up the kinds' resource names in; guessed from the kind names without one.
     #[arg(long, env = "WASMOP_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+}
+
+/// Options of `wasmop new`.
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// The plugin's language.
+    #[arg(value_enum)]
+    pub language: crate::scaffold::Language,
+    /// The plugin's name (a DNS label); its folder is created under `--dir`.
+    pub name: String,
+    /// The kind it reconciles: GROUP/VERSION/KIND, or VERSION/KIND for the core group.
+    #[arg(long, default_value = "v1/ConfigMap")]
+    pub kind: String,
+    /// Where to create the plugin's folder.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The guest SDKs (a wasmop checkout's `guest-sdk`); the checkout this binary was built from
+    /// by default.
+    #[arg(long, env = "WASMOP_GUEST_SDK")]
+    pub sdk: Option<PathBuf>,
 }
 
 /// Options of `wasmop test`.

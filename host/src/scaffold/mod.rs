@@ -1,0 +1,360 @@
+//! `wasmop new`: a plugin folder for one guest language — its build configuration, a reconciler
+//! of the kind asked for that marks each object with the generation it last reconciled, and two
+//! fixtures `wasmop test` passes out of the box. The folder is `NAME/` with the language's sources
+//! under `NAME/<rust|python|js|go>/` (where that language's `build` script takes a plugin) and
+//! the fixtures under `NAME/fixtures/`.
+//!
+//! Invariants: the plugin's name is a DNS label (it names a component file, an annotation's
+//! domain and a Python package); nothing is written over an existing folder.
+
+use std::path::{Path, PathBuf};
+
+/// A guest language `wasmop new` scaffolds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Language {
+    /// Rust, built with `guest-sdk/rust/build`.
+    Rust,
+    /// Python, built with componentize-py by `guest-sdk/python/build`.
+    Python,
+    /// TypeScript, built with componentize-js by `guest-sdk/js/build`.
+    Ts,
+    /// Go, built by `guest-sdk/go/build`.
+    Go,
+}
+
+/// A plugin could not be scaffolded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    /// The name cannot name a plugin.
+    #[error(
+        "plugin name {0:?}: a plugin's name is a DNS label: 1-40 lowercase letters, digits and '-', starting with a letter"
+    )]
+    Name(String),
+    /// The kind is not GROUP/VERSION/KIND.
+    #[error("kind {0:?}: expected GROUP/VERSION/KIND (v1/ConfigMap for the core group)")]
+    Kind(String),
+    /// The folder exists.
+    #[error("{0} already exists")]
+    Exists(PathBuf),
+    /// A file could not be written.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The kind a scaffolded plugin reconciles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrimaryKind {
+    group: String,
+    version: String,
+    kind: String,
+}
+
+impl PrimaryKind {
+    /// Parses `GROUP/VERSION/KIND`, or `VERSION/KIND` for the core group.
+    pub fn parse(text: &str) -> Result<Self, ScaffoldError> {
+        let parts: Vec<&str> = text.split('/').collect();
+        let (group, version, kind) = match parts.as_slice() {
+            [version, kind] => ("", *version, *kind),
+            [group, version, kind] => (*group, *version, *kind),
+            _ => return Err(ScaffoldError::Kind(text.to_owned())),
+        };
+        let label = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+        };
+        let kind_ok = kind.starts_with(|c: char| c.is_ascii_uppercase())
+            && kind.chars().all(|c| c.is_ascii_alphanumeric());
+        if !(group.is_empty() || label(group)) || !label(version) || !kind_ok {
+            return Err(ScaffoldError::Kind(text.to_owned()));
+        }
+        Ok(PrimaryKind {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+        })
+    }
+
+    fn api_version(&self) -> String {
+        match self.group.as_str() {
+            "" => self.version.clone(),
+            group => format!("{group}/{}", self.version),
+        }
+    }
+
+    /// The `k8s_openapi` type of a built-in kind (the core group, groups without a dot and
+    /// `*.k8s.io`), by the crate's module layout.
+    fn builtin_rust_type(&self) -> Option<String> {
+        let module = match self.group.as_str() {
+            "" => "core".to_owned(),
+            group if !group.contains('.') => group.to_owned(),
+            group => group.strip_suffix(".k8s.io")?.split('.').next()?.to_owned(),
+        };
+        Some(format!(
+            "wasmop_guest::k8s_openapi::api::{module}::{}::{}",
+            self.version, self.kind
+        ))
+    }
+}
+
+/// What `wasmop new` made.
+#[derive(Debug)]
+pub struct Created {
+    /// The plugin's folder.
+    pub folder: PathBuf,
+    /// Every file written, in order.
+    pub files: Vec<PathBuf>,
+    /// The command that builds it, run in `folder`.
+    pub build: String,
+    /// The component the build writes.
+    pub component: PathBuf,
+}
+
+/// Writes a `language` plugin named `name` reconciling `kind` into `parent/name`, built against
+/// the guest SDKs in `sdk` (a checkout's `guest-sdk`).
+pub fn create(
+    language: Language,
+    name: &str,
+    kind: &PrimaryKind,
+    parent: &Path,
+    sdk: &Path,
+) -> Result<Created, ScaffoldError> {
+    check_name(name)?;
+    let folder = parent.join(name);
+    if folder.exists() {
+        return Err(ScaffoldError::Exists(folder));
+    }
+    let values = Values::new(name, kind, sdk);
+    let (sources, built_as) = sources(language, kind);
+    let directory = match language {
+        Language::Rust => "rust",
+        Language::Python => "python",
+        Language::Ts => "js",
+        Language::Go => "go",
+    };
+    let checkout = sdk.parent().unwrap_or(sdk);
+    let component = checkout
+        .join("target/components")
+        .join(format!("{name}{built_as}.wasm"));
+    let build = format!("{}/{directory}/build {directory}", sdk.display());
+    let mut files = Vec::new();
+    let readme = include_str!("templates/readme.md")
+        .replace("@LANGUAGE@", language_name(language))
+        .replace("@BUILD@", &build)
+        .replace("@COMPONENT@", &component.display().to_string());
+    let mut all = vec![
+        ("README.md".to_owned(), readme),
+        (
+            "fixtures/observes-its-generation.yaml".to_owned(),
+            include_str!("templates/fixture-observes.yaml").to_owned(),
+        ),
+        (
+            "fixtures/leaves-an-observed-one-alone.yaml".to_owned(),
+            include_str!("templates/fixture-unchanged.yaml").to_owned(),
+        ),
+    ];
+    all.extend(
+        sources
+            .into_iter()
+            .map(|(path, text)| (format!("{directory}/{path}"), text)),
+    );
+    for (path, text) in all {
+        let path = folder.join(path.replace("@MODULE@", &values.module));
+        write(&path, &values.fill(&text))?;
+        files.push(path);
+    }
+    Ok(Created {
+        folder,
+        files,
+        build,
+        component,
+    })
+}
+
+/// The language's source files (paths under its folder, texts) and the suffix its build gives
+/// the component's name.
+fn sources(language: Language, kind: &PrimaryKind) -> (Vec<(String, String)>, &'static str) {
+    let file = |path: &str, text: &str| (path.to_owned(), text.to_owned());
+    match language {
+        Language::Rust => {
+            let primary = match kind.builtin_rust_type() {
+                Some(path) => format!("use {path} as Primary;"),
+                None => include_str!("templates/rust-custom.rs")
+                    .trim_end()
+                    .to_owned(),
+            };
+            let lib = include_str!("templates/rust-lib.rs").replace("@PRIMARY@", &primary);
+            let cargo = include_str!("templates/rust-Cargo.toml");
+            (
+                vec![file("Cargo.toml", cargo), file("src/lib.rs", &lib)],
+                "",
+            )
+        }
+        Language::Python => {
+            let init = include_str!("templates/python-init.py");
+            (vec![file("@MODULE@/__init__.py", init)], "-python")
+        }
+        Language::Ts => {
+            let index = include_str!("templates/ts-index.ts");
+            let tsconfig = include_str!("templates/ts-tsconfig.json");
+            let files = vec![file("src/index.ts", index), file("tsconfig.json", tsconfig)];
+            (files, "-js")
+        }
+        Language::Go => {
+            let main = include_str!("templates/go-main.go");
+            let module = include_str!("templates/go-mod");
+            (vec![file("main.go", main), file("go.mod", module)], "-go")
+        }
+    }
+}
+
+fn language_name(language: Language) -> &'static str {
+    match language {
+        Language::Rust => "Rust",
+        Language::Python => "Python",
+        Language::Ts => "TypeScript",
+        Language::Go => "Go",
+    }
+}
+
+/// The placeholders of the templates and what they stand for.
+struct Values {
+    pairs: Vec<(&'static str, String)>,
+    module: String,
+}
+
+impl Values {
+    fn new(name: &str, kind: &PrimaryKind, sdk: &Path) -> Self {
+        let module = name.replace('-', "_");
+        let pairs = vec![
+            ("@NAME@", name.to_owned()),
+            ("@MODULE@", module.clone()),
+            ("@KIND@", kind.kind.clone()),
+            ("@GROUP@", kind.group.clone()),
+            ("@VERSION@", kind.version.clone()),
+            ("@API_VERSION@", kind.api_version()),
+            ("@PLURAL@", format!("{}s", kind.kind.to_lowercase())),
+            ("@SDK@", sdk.display().to_string()),
+        ];
+        Values { pairs, module }
+    }
+
+    fn fill(&self, template: &str) -> String {
+        self.pairs
+            .iter()
+            .fold(template.to_owned(), |text, (key, value)| {
+                text.replace(key, value)
+            })
+    }
+}
+
+/// Refuses a name that is not a DNS label of at most 40 characters starting with a letter.
+fn check_name(name: &str) -> Result<(), ScaffoldError> {
+    let valid = (1..=40).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    match valid {
+        true => Ok(()),
+        false => Err(ScaffoldError::Name(name.to_owned())),
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), ScaffoldError> {
+    let failed = |source| ScaffoldError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(failed)?;
+    }
+    std::fs::write(path, text).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_parse_with_and_without_a_group() {
+        let core = PrimaryKind::parse("v1/ConfigMap").unwrap();
+        assert_eq!(core.api_version(), "v1");
+        let custom = PrimaryKind::parse("example.wasmop.dev/v1alpha1/WebApp").unwrap();
+        assert_eq!(custom.api_version(), "example.wasmop.dev/v1alpha1");
+        for bad in [
+            "ConfigMap",
+            "v1/configMap",
+            "a/b/c/D",
+            "ex ample/v1/X",
+            "v1/Config-Map",
+        ] {
+            assert!(PrimaryKind::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn built_in_kinds_use_k8s_openapi_types_and_custom_ones_a_struct_of_their_own() {
+        let rust = |text: &str| PrimaryKind::parse(text).unwrap().builtin_rust_type();
+        let core = rust("v1/ConfigMap").unwrap();
+        assert_eq!(core, "wasmop_guest::k8s_openapi::api::core::v1::ConfigMap");
+        let apps = rust("apps/v1/Deployment").unwrap();
+        assert_eq!(apps, "wasmop_guest::k8s_openapi::api::apps::v1::Deployment");
+        let rbac = rust("rbac.authorization.k8s.io/v1/Role").unwrap();
+        assert_eq!(rbac, "wasmop_guest::k8s_openapi::api::rbac::v1::Role");
+        assert_eq!(rust("example.wasmop.dev/v1/Widget"), None);
+    }
+
+    #[test]
+    fn names_are_dns_labels() {
+        for good in ["hello", "web-app2"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "Hello",
+            "2web",
+            "web-",
+            "web_app",
+            "../x",
+            &"a".repeat(41),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_plugin_folder_has_its_sources_fixtures_and_readme_filled_in() {
+        let parent = tempfile::tempdir().unwrap();
+        let kind = PrimaryKind::parse("example.wasmop.dev/v1/Widget").unwrap();
+        let sdk = Path::new("/opt/wasmop/guest-sdk");
+        let created = create(Language::Python, "my-widgets", &kind, parent.path(), sdk).unwrap();
+        let init = created.folder.join("python/my_widgets/__init__.py");
+        assert!(created.files.contains(&init));
+        let text = std::fs::read_to_string(&init).unwrap();
+        assert!(
+            text.contains("class Widget(Object, group=\"example.wasmop.dev\", version=\"v1\")")
+        );
+        let placeholders = [
+            "@NAME@",
+            "@MODULE@",
+            "@KIND@",
+            "@GROUP@",
+            "@VERSION@",
+            "@SDK@",
+        ];
+        assert!(!placeholders.iter().any(|p| text.contains(p)), "{text}");
+        let fixture = created.folder.join("fixtures/observes-its-generation.yaml");
+        let fixture = std::fs::read_to_string(fixture).unwrap();
+        assert!(fixture.contains("my-widgets.wasmop.dev/observed-generation: \"3\""));
+        assert!(created.component.ends_with("my-widgets-python.wasm"));
+        let again = create(Language::Python, "my-widgets", &kind, parent.path(), sdk);
+        assert!(matches!(again, Err(ScaffoldError::Exists(_))));
+    }
+}

@@ -1,6 +1,10 @@
 package guest
 
-import "time"
+import (
+	"time"
+
+	"wasmop.dev/guest/internal/host"
+)
 
 // Condition is a standard Kubernetes status condition (metav1.Condition).
 type Condition struct {
@@ -52,7 +56,8 @@ func FindCondition(conditions []Condition, t string) *Condition {
 	return nil
 }
 
-// Now is the current time in RFC 3339 with whole seconds, as Kubernetes writes times.
+// Now is the current time in RFC 3339 with whole seconds, as Kubernetes writes times: the host's
+// wall clock (the fixture's time under `wasmop test`), or the time a guesttest host is set to.
 func Now() string {
-	return time.Now().UTC().Format(time.RFC3339)
+	return host.Now().UTC().Format(time.RFC3339)
 }

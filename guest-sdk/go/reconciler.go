@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"wasmop.dev/guest/abi"
 	"wasmop.dev/guest/internal/wit"
 )
 
@@ -56,16 +57,19 @@ func Terminal(err error) error {
 	return terminal{err}
 }
 
-// exports implements the component's exports over a Reconciler.
+// exports implements the component's exports over a Reconciler; each export is a guest turn
+// (abi.GuestTurn), the only time the collector runs.
 type exports struct{ r Reconciler }
 
 // Describe is the registration as the host takes it.
 func (e exports) Describe() wit.Registration {
+	defer abi.GuestTurn()()
 	return e.r.Registration.wit()
 }
 
 // Reconcile runs the reconcile function, turning a panic into a retryable error.
 func (e exports) Reconcile(req wit.Request) (result wit.Result[wit.Outcome, wit.ReconcileError]) {
+	defer abi.GuestTurn()()
 	defer func() {
 		if p := recover(); p != nil {
 			msg := fmt.Sprintf("panic: %v", p)
@@ -94,6 +98,7 @@ func outcome(res Result, err error) wit.Result[wit.Outcome, wit.ReconcileError] 
 
 // Map runs the map function; none maps to no requests.
 func (e exports) Map(kind wit.Gvk, obj wit.Object) []wit.ObjectKey {
+	defer abi.GuestTurn()()
 	if e.r.Map == nil {
 		return nil
 	}

@@ -1,5 +1,6 @@
 //! `wasmop test`, as a plugin author runs it: the real component against fixture files, with no
-//! cluster. webapp passes its own fixtures; its 0.2.0 build differs from them in the `applied-by`
+//! cluster. webapp passes its own fixtures, in every language (each SDK's unit tests run the same
+//! files in-process); its 0.2.0 build differs from them in the `applied-by`
 //! stamp and nothing else; a guest writing what it did not declare is refused before anything
 //! is written, as in a cluster; `--accept` makes a failing fixture expect what was sent; and a
 //! malformed fixture is named with what is wrong.
@@ -46,6 +47,18 @@ fn webapp_passes_its_own_fixtures() {
         "{text}"
     );
     assert!(text.ends_with("webapp: 4 fixtures, 0 failed\n"), "{text}");
+}
+
+#[test]
+fn every_languages_webapp_passes_its_own_fixtures() {
+    for language in ["python", "js", "go"] {
+        let component = common::component(&format!("webapp-{language}"));
+        let fixtures = fixtures().join(format!("../../{language}/fixtures"));
+        let output = wasmop_test(&[&component, &fixtures]);
+        let text = stdout(&output);
+        assert!(output.status.success(), "{language}: {text}");
+        assert!(text.ends_with("webapp: 5 fixtures, 0 failed\n"), "{text}");
+    }
 }
 
 #[test]

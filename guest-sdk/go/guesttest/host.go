@@ -1,7 +1,8 @@
 // Package guesttest is an in-memory host for unit tests of reconcilers: a store of objects with
-// resourceVersions, conflicts, finalizers and merge patches, and a record of events and logs.
-// It is a fake of the host, not of the apiserver: server-side apply merges like a merge patch
-// and nothing is defaulted or garbage-collected.
+// resourceVersions, conflicts, finalizers and merge patches, a record of every write, event and
+// log, answers given in advance for writes, and a settable clock. It is a fake of the host, not
+// of the apiserver: server-side apply merges like a merge patch and nothing is defaulted or
+// garbage-collected. Its subpackage fixture runs the fixture files of `wasmop test` on it.
 package guesttest
 
 import (
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"wasmop.dev/guest"
 	"wasmop.dev/guest/internal/host"
@@ -25,36 +27,34 @@ type Event struct {
 	Reason, Message string
 }
 
-// Write is one successful write, in order: the verb and the object's key.
-type Write struct {
-	// Verb is create, update, patch, delete, update-status or patch-status.
-	Verb string
-	// Kind is the written object's kind.
-	Kind string
-	// Key is the written object's key.
-	Key guest.ObjectKey
-}
-
 // Host is the fake host; New installs one.
 type Host struct {
 	mu      sync.Mutex
 	objects map[string]guest.Object
 	version int
+	answers map[string][]error
 	// Events are the events recorded so far.
 	Events []Event
 	// Logs are the messages logged so far.
 	Logs []string
-	// Writes are the writes that succeeded so far.
+	// Writes are the writes sent so far, in order, whether applied or answered with an error.
 	Writes []Write
-	// FailNext, when set, makes the next write of the given verb fail with the error.
+	// FailNext, when set, makes the next call of the given client function fail with the error:
+	// create, update, update-status, patch, patch-status or delete.
 	FailNext map[string]error
 }
 
-// New installs and returns an empty fake host.
+// New installs and returns an empty fake host, its clock the real one.
 func New() *Host {
-	h := &Host{objects: map[string]guest.Object{}, FailNext: map[string]error{}}
+	h := &Host{objects: map[string]guest.Object{}, answers: map[string][]error{}, FailNext: map[string]error{}}
 	host.Use(h)
+	host.SetClock(nil)
 	return h
+}
+
+// SetNow stops the clock the SDK reads (guest.Now, and so the conditions it stamps) at now.
+func (h *Host) SetNow(now time.Time) {
+	host.SetClock(func() time.Time { return now })
 }
 
 func key(kind wit.Gvk, namespace, name string) string {
@@ -65,20 +65,38 @@ func keyOf(obj guest.Object) string {
 	return key(obj.Kind().WIT(), obj.Namespace(), obj.Name())
 }
 
-// Seed stores objects as if the apiserver had them, giving each a uid, resourceVersion and
-// generation when missing.
+// Seed stores objects as if the apiserver had them, keeping the uid, resourceVersion and
+// generation each has; the N-th object seeded on this host gets uid `uid-N`, resourceVersion
+// `N` and generation 1 when it has none, as `wasmop test` seeds a fixture's objects.
 func (h *Host) Seed(objs ...guest.Object) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, obj := range objs {
 		obj = obj.DeepCopy()
-		if obj.UID() == "" {
-			obj.Set("uid-"+obj.Name(), "metadata", "uid")
-		}
-		if obj.Generation() == 0 {
-			obj.Set(int64(1), "metadata", "generation")
-		}
-		h.store(obj)
+		h.version++
+		fill(obj, "uid", "uid-"+strconv.Itoa(h.version))
+		fill(obj, "resourceVersion", strconv.Itoa(h.version))
+		fill(obj, "generation", int64(1))
+		h.put(obj)
+	}
+}
+
+// fill sets metadata.field to value when obj has none.
+func fill(obj guest.Object, field string, value any) {
+	if obj.Get("metadata", field) == nil {
+		obj.Set(value, "metadata", field)
+	}
+}
+
+// AnswerAs answers the writes to come as expected were answered: the n-th write to a target
+// (Write.Target) gets the Err of the n-th of expected to that target; a nil Err, or a write past
+// them, is applied.
+func (h *Host) AnswerAs(expected []Write) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answers = map[string][]error{}
+	for _, w := range expected {
+		h.answers[w.Target()] = append(h.answers[w.Target()], w.Err)
 	}
 }
 
@@ -105,10 +123,8 @@ func (h *Host) Keys() []string {
 	return keys
 }
 
-// store bumps the resourceVersion and saves obj, normalized to decoded JSON.
-func (h *Host) store(obj guest.Object) guest.Object {
-	h.version++
-	obj.Set(strconv.Itoa(h.version), "metadata", "resourceVersion")
+// put stores obj as it is, normalized to decoded JSON, and returns what it stored.
+func (h *Host) put(obj guest.Object) guest.Object {
 	data, _ := obj.Encode()
 	stored, _ := guest.Decode(data)
 	h.objects[keyOf(stored)] = stored

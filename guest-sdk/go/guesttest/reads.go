@@ -1,6 +1,7 @@
 package guesttest
 
 import (
+	"sort"
 	"strings"
 
 	"wasmop.dev/guest"
@@ -46,15 +47,23 @@ func (h *Host) CacheListByIndex(kind wit.Gvk, index, value string) wit.Result[[]
 	})
 }
 
+// list returns the stored objects of kind that keep accepts, by namespace, then name.
 func (h *Host) list(kind wit.Gvk, keep func(guest.Object) bool) wit.Result[[]wit.Object, wit.Error] {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []wit.Object
+	var found []guest.Object
 	for _, obj := range h.objects {
 		if obj.Kind().WIT() == kind && keep(obj) {
-			data, _ := obj.Encode()
-			out = append(out, data)
+			found = append(found, obj)
 		}
+	}
+	sort.Slice(found, func(i, j int) bool {
+		a, b := found[i].Key(), found[j].Key()
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	out := make([]wit.Object, len(found))
+	for i, obj := range found {
+		out[i], _ = obj.Encode()
 	}
 	return wit.Result[[]wit.Object, wit.Error]{Ok: out}
 }

@@ -1,160 +1,239 @@
 package guesttest
 
 import (
+	"strconv"
+	"time"
+
 	"wasmop.dev/guest"
+	"wasmop.dev/guest/internal/host"
 	"wasmop.dev/guest/internal/wit"
 )
 
 // ClientCreate stores a new object; an existing one is AlreadyExists.
 func (h *Host) ClientCreate(data wit.Object) wit.Result[wit.Object, wit.Error] {
-	return h.write("create", data, func(obj, stored guest.Object) (guest.Object, error) {
+	return h.objectWrite("create", data, func(obj, stored guest.Object) (guest.Object, error) {
 		if stored != nil {
 			return nil, &guest.AlreadyExists{Status: guest.Status{Code: 409, Reason: "AlreadyExists", Message: keyOf(obj) + " already exists"}}
 		}
-		obj.Set("uid-"+obj.Name(), "metadata", "uid")
-		obj.Set(int64(1), "metadata", "generation")
-		return obj, nil
+		return h.save(obj, nil), nil
 	})
 }
 
 // ClientUpdate replaces an object at its resourceVersion, keeping the stored status.
 func (h *Host) ClientUpdate(data wit.Object) wit.Result[wit.Object, wit.Error] {
-	return h.write("update", data, func(obj, stored guest.Object) (guest.Object, error) {
+	return h.objectWrite("update", data, func(obj, stored guest.Object) (guest.Object, error) {
 		if err := current(obj, stored); err != nil {
 			return nil, err
 		}
+		delete(obj, "status")
 		if status, ok := stored["status"]; ok {
 			obj["status"] = status
-		} else {
-			delete(obj, "status")
 		}
-		return nextGeneration(obj, stored), nil
+		return h.save(obj, stored), nil
 	})
 }
 
 // ClientUpdateStatus replaces an object's status at its resourceVersion.
 func (h *Host) ClientUpdateStatus(data wit.Object) wit.Result[wit.Object, wit.Error] {
-	return h.write("update-status", data, func(obj, stored guest.Object) (guest.Object, error) {
+	return h.objectWrite("update-status", data, func(obj, stored guest.Object) (guest.Object, error) {
 		if err := current(obj, stored); err != nil {
 			return nil, err
 		}
 		next := stored.DeepCopy()
 		next["status"] = obj["status"]
-		return next, nil
+		return h.save(next, stored), nil
 	})
 }
 
 // ClientPatch merges a merge patch or an apply into an object (an apply creates it when
-// missing); JSON patches are not supported.
+// missing); JSON patches are recorded but answered Invalid.
 func (h *Host) ClientPatch(kind wit.Gvk, namespace, name string, body wit.PatchBody) wit.Result[wit.Object, wit.Error] {
-	return h.patch("patch", kind, namespace, name, body, func(patched, stored guest.Object) guest.Object {
-		if stored != nil {
-			patched["status"] = stored["status"]
-		}
-		return nextGeneration(patched, stored)
-	})
+	return h.patch("patch", kind, namespace, name, body)
 }
 
 // ClientPatchStatus merges a patch into an object's status.
 func (h *Host) ClientPatchStatus(kind wit.Gvk, namespace, name string, body wit.PatchBody) wit.Result[wit.Object, wit.Error] {
-	return h.patch("patch-status", kind, namespace, name, body, func(patched, stored guest.Object) guest.Object {
-		next := stored.DeepCopy()
-		next["status"] = patched["status"]
-		return next
-	})
+	return h.patch("patch-status", kind, namespace, name, body)
 }
 
-// ClientDelete deletes an object, or marks it deleting while it has finalizers.
-func (h *Host) ClientDelete(kind wit.Gvk, namespace, name string, _ wit.DeleteOptions) wit.Result[wit.Unit, wit.Error] {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.failNext("delete"); err != nil {
+// ClientDelete deletes an object meeting the preconditions, or marks it deleting while it has
+// finalizers.
+func (h *Host) ClientDelete(kind wit.Gvk, namespace, name string, options wit.DeleteOptions) wit.Result[wit.Unit, wit.Error] {
+	w := Write{Verb: "delete", Kind: kindOf(kind), Key: guest.ObjectKey{Namespace: namespace, Name: name}, Body: deleteBody(options)}
+	_, err := h.send("delete", w, func() (guest.Object, error) {
+		k := key(kind, namespace, name)
+		stored := h.objects[k]
+		if stored == nil {
+			return nil, notFound(k)
+		}
+		if !meets(stored, options.Preconditions) {
+			return nil, &guest.Conflict{Status: guest.Status{Code: 409, Reason: "Conflict", Message: k + ": precondition failed"}}
+		}
+		next := stored.DeepCopy()
+		if !next.IsDeleting() {
+			next.Set(host.Now().UTC().Format(time.RFC3339), "metadata", "deletionTimestamp")
+		}
+		return h.save(next, stored), nil
+	})
+	if err != nil {
 		return fail[wit.Unit](err)
-	}
-	k := key(kind, namespace, name)
-	stored, ok := h.objects[k]
-	if !ok {
-		return fail[wit.Unit](notFound(k))
-	}
-	h.Writes = append(h.Writes, Write{"delete", kind.Kind, stored.Key()})
-	if len(stored.Finalizers()) == 0 {
-		delete(h.objects, k)
-	} else if !stored.IsDeleting() {
-		stored.Set("2026-01-01T00:00:00Z", "metadata", "deletionTimestamp")
-		h.store(stored)
 	}
 	return wit.Result[wit.Unit, wit.Error]{}
 }
 
-func (h *Host) failNext(verb string) error {
-	err := h.FailNext[verb]
-	delete(h.FailNext, verb)
+// send records w, then answers it: with the error AnswerAs or FailNext (by the client function
+// call) holds for it, else with what apply makes of it.
+func (h *Host) send(call string, w Write, apply func() (guest.Object, error)) (guest.Object, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var saved guest.Object
+	w.Err = h.answer(call, w.Target())
+	if w.Err == nil {
+		saved, w.Err = apply()
+	}
+	h.Writes = append(h.Writes, w)
+	return saved, w.Err
+}
+
+// answer is the error due for the next write of call to target, nil when it is to be applied.
+func (h *Host) answer(call, target string) error {
+	if due := h.answers[target]; len(due) > 0 {
+		h.answers[target] = due[1:]
+		if due[0] != nil {
+			return due[0]
+		}
+	}
+	err := h.FailNext[call]
+	delete(h.FailNext, call)
 	return err
 }
 
-// write decodes data, lets change compute the object to store from it and the stored one, and
-// stores the result; a deleting object without finalizers is removed.
-func (h *Host) write(verb string, data string, change func(obj, stored guest.Object) (guest.Object, error)) wit.Result[wit.Object, wit.Error] {
+// objectWrite sends a write of the object in data, which change turns, with the stored object
+// (nil when there is none), into the object stored.
+func (h *Host) objectWrite(verb, data string, change func(obj, stored guest.Object) (guest.Object, error)) wit.Result[wit.Object, wit.Error] {
 	obj, err := guest.Decode(data)
 	if err != nil {
 		return fail[wit.Object](err)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.failNext(verb); err != nil {
-		return fail[wit.Object](err)
-	}
-	stored := h.objects[keyOf(obj)]
-	if stored != nil {
-		stored = stored.DeepCopy()
-	}
-	next, err := change(obj, stored)
+	w := Write{Verb: verb, Kind: obj.Kind(), Key: obj.Key(), Body: obj.DeepCopy()}
+	saved, err := h.send(verb, w, func() (guest.Object, error) {
+		stored := h.objects[keyOf(obj)]
+		if stored != nil {
+			stored = stored.DeepCopy()
+		}
+		return change(obj, stored)
+	})
 	if err != nil {
 		return fail[wit.Object](err)
-	}
-	h.Writes = append(h.Writes, Write{verb, next.Kind().Kind, next.Key()})
-	saved := h.store(next)
-	if saved.IsDeleting() && len(saved.Finalizers()) == 0 {
-		delete(h.objects, keyOf(saved))
 	}
 	return encode(saved)
 }
 
-func (h *Host) patch(verb string, kind wit.Gvk, namespace, name string, body wit.PatchBody, finish func(patched, stored guest.Object) guest.Object) wit.Result[wit.Object, wit.Error] {
-	var patch string
-	switch body.Case {
-	case wit.PatchBodyMerge:
-		patch = body.Merge
-	case wit.PatchBodyApply:
-		patch = body.Apply.Object
-	default:
-		return fail[wit.Object](&guest.Invalid{Status: guest.Status{Code: 400, Reason: "BadRequest", Message: "guesttest supports merge patches and applies only"}})
-	}
-	h.mu.Lock()
-	stored := h.objects[key(kind, namespace, name)]
-	if stored == nil && body.Case != wit.PatchBodyApply {
-		h.mu.Unlock()
-		return fail[wit.Object](notFound(key(kind, namespace, name)))
-	}
-	base := guest.Object{}
-	if stored != nil {
-		base = stored.DeepCopy()
-	}
-	h.mu.Unlock()
-	p, err := guest.Decode(patch)
+// patch sends a patch of an object, or of its status when call is patch-status.
+func (h *Host) patch(call string, kind wit.Gvk, namespace, name string, body wit.PatchBody) wit.Result[wit.Object, wit.Error] {
+	w, err := patchWrite(kind, namespace, name, body)
 	if err != nil {
 		return fail[wit.Object](err)
 	}
-	patched := guest.Object(merge(map[string]any(base), map[string]any(p)).(map[string]any))
-	data, _ := patched.Encode()
-	return h.write(verb, data, func(obj, stored guest.Object) (guest.Object, error) {
-		if stored == nil {
-			obj.Set("uid-"+obj.Name(), "metadata", "uid")
-			obj.Set(int64(1), "metadata", "generation")
-			return obj, nil
-		}
-		return finish(obj, stored), nil
+	w.Status = call == "patch-status"
+	saved, err := h.send(call, w, func() (guest.Object, error) {
+		return h.patched(key(kind, namespace, name), w)
 	})
+	if err != nil {
+		return fail[wit.Object](err)
+	}
+	return encode(saved)
+}
+
+// patchWrite is the write of body to kind namespace/name.
+func patchWrite(kind wit.Gvk, namespace, name string, body wit.PatchBody) (Write, error) {
+	w := Write{Kind: kindOf(kind), Key: guest.ObjectKey{Namespace: namespace, Name: name}}
+	text := body.Merge
+	switch body.Case {
+	case wit.PatchBodyMerge:
+		w.Verb = "merge-patch"
+	case wit.PatchBodyJson:
+		w.Verb, text = "json-patch", body.Json
+	case wit.PatchBodyApply:
+		w.Verb, text, w.Force = "apply", body.Apply.Object, body.Apply.Force
+	}
+	var err error
+	w.Body, err = decodeJSON(text)
+	return w, err
+}
+
+// patched stores the object at k as the patch w makes it: an apply creates a missing object, a
+// status patch changes the status alone, any other patch leaves the status alone.
+func (h *Host) patched(k string, w Write) (guest.Object, error) {
+	if w.Verb == "json-patch" {
+		return nil, &guest.Invalid{Status: guest.Status{Code: 400, Reason: "BadRequest", Message: "guesttest supports merge patches and applies only"}}
+	}
+	stored := h.objects[k]
+	if stored == nil && (w.Verb != "apply" || w.Status) {
+		return nil, notFound(k)
+	}
+	next, _ := merge(map[string]any(stored.DeepCopy()), w.Body).(map[string]any)
+	if next == nil {
+		return nil, &guest.Invalid{Status: guest.Status{Code: 422, Reason: "Invalid", Message: k + ": a patch must be a JSON object"}}
+	}
+	if stored == nil {
+		return h.save(next, nil), nil
+	}
+	if w.Status {
+		status := next["status"]
+		next = stored.DeepCopy()
+		next["status"] = status
+	} else {
+		next["status"] = stored["status"]
+	}
+	return h.save(next, stored), nil
+}
+
+// save stores next as the new state of stored (nil for a new object) at the next
+// resourceVersion: a new object gets uid `uid-N` at resourceVersion N and generation 1, an
+// existing one keeps its uid and deletionTimestamp, its generation bumped when anything but its
+// metadata and status changed. An object being deleted is gone once it has no finalizers.
+func (h *Host) save(next, stored guest.Object) guest.Object {
+	h.version++
+	next.Set(strconv.Itoa(h.version), "metadata", "resourceVersion")
+	if stored == nil {
+		next.Set("uid-"+strconv.Itoa(h.version), "metadata", "uid")
+		next.Set(int64(1), "metadata", "generation")
+	} else {
+		next.Set(stored.UID(), "metadata", "uid")
+		next.Set(generation(next, stored), "metadata", "generation")
+		if stored.IsDeleting() && !next.IsDeleting() {
+			next.Set(stored.Get("metadata", "deletionTimestamp"), "metadata", "deletionTimestamp")
+		}
+	}
+	if next["status"] == nil {
+		delete(next, "status")
+	}
+	saved := h.put(next)
+	if saved.IsDeleting() && len(saved.Finalizers()) == 0 {
+		delete(h.objects, keyOf(saved))
+	}
+	return saved
+}
+
+// generation is stored's generation, plus one when next differs from it outside metadata and
+// status.
+func generation(next, stored guest.Object) int64 {
+	if guest.Equal(content(next), content(stored)) {
+		return stored.Generation()
+	}
+	return stored.Generation() + 1
+}
+
+// content is obj without its metadata and status.
+func content(obj guest.Object) map[string]any {
+	out := map[string]any{}
+	for k, v := range obj {
+		if k != "metadata" && k != "status" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // merge applies a JSON merge patch (RFC 7386).
@@ -164,7 +243,7 @@ func merge(target, patch any) any {
 		return patch
 	}
 	t, ok := target.(map[string]any)
-	if !ok {
+	if !ok || t == nil {
 		t = map[string]any{}
 	}
 	for k, v := range p {
@@ -188,12 +267,11 @@ func current(obj, stored guest.Object) error {
 	return nil
 }
 
-// nextGeneration is obj with metadata.generation bumped when its spec differs from stored's.
-func nextGeneration(obj, stored guest.Object) guest.Object {
-	generation := stored.Generation()
-	if !guest.Equal(obj["spec"], stored["spec"]) {
-		generation++
+// meets reports whether obj has the uid and resourceVersion the preconditions ask for.
+func meets(obj guest.Object, p *wit.Preconditions) bool {
+	if p == nil {
+		return true
 	}
-	obj.Set(generation, "metadata", "generation")
-	return obj
+	return (p.Uid == nil || *p.Uid == obj.UID()) &&
+		(p.ResourceVersion == nil || *p.ResourceVersion == obj.ResourceVersion())
 }

@@ -55,6 +55,12 @@ const fakeHost = {
   },
 };
 
+/**
+ * Gives an ES module bundle a `require`, with which the CommonJS packages bundled into it (the
+ * `yaml` package's Node build among them) load Node's built-in modules.
+ */
+const nodeRequire = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+
 async function tests(outDir, files) {
   await esbuild.build({
     ...common,
@@ -63,6 +69,7 @@ async function tests(outDir, files) {
     outExtension: { '.js': '.mjs' },
     platform: 'node',
     external: ['node:*'],
+    banner: { js: nodeRequire },
     plugins: [fakeHost],
   });
 }

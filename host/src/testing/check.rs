@@ -63,7 +63,11 @@ impl Tester {
             clock: Some(clock.clone()),
             ..PluginOptions::default()
         };
-        let plugin = runtime.load(file, options, |_| host.services()).await?;
+        let plugin = runtime
+            .load(file, options, |registration| {
+                host.services_for(registration)
+            })
+            .await?;
         Ok(Tester {
             plugin,
             host,

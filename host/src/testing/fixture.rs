@@ -253,7 +253,7 @@ impl From<&RecordedWrite> for FixtureWrite {
             namespace: target.key.namespace.clone(),
             name: target.key.name.clone(),
             body,
-            rejected: None,
+            rejected: recorded.rejected.as_ref().map(Rejection::from),
         }
     }
 }
@@ -395,6 +395,7 @@ expect:
                 patch: Patch::Merge(json!({"status": {"ready": true}})),
                 status: true,
             },
+            rejected: None,
         };
         let write = FixtureWrite::from(&patch);
         assert_eq!(
@@ -411,9 +412,14 @@ expect:
                 propagation: Some(Propagation::Foreground),
                 ..DeleteOptions::default()
             }),
+            rejected: Some(ApiError::new(ApiErrorKind::NotFound, "gone")),
         };
-        let body = FixtureWrite::from(&delete).body;
-        assert_eq!(body, json!({"propagationPolicy": "Foreground"}));
+        let delete = FixtureWrite::from(&delete);
+        assert_eq!(delete.body, json!({"propagationPolicy": "Foreground"}));
+        assert_eq!(
+            delete.rejected.map(|r| r.reason).as_deref(),
+            Some("NotFound")
+        );
     }
 
     #[test]

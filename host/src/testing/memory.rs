@@ -14,6 +14,7 @@ use crate::runtime::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
     Services, Write,
 };
+use crate::runtime::{FieldIndex, Registration};
 use crate::selector::FieldSelector;
 use crate::testing::fixture::{FixtureWrite, Rejection, object_ref};
 
@@ -24,12 +25,16 @@ pub struct RecordedWrite {
     pub target: ObjectRef,
     /// What it did.
     pub write: Write,
+    /// The error it was answered with, if it was refused.
+    pub rejected: Option<ApiError>,
 }
 
 /// Objects, writes and events held in memory.
 #[derive(Default)]
 pub struct MemoryHost {
     state: Mutex<State>,
+    /// The field indexes `list-by-index` serves, as the plugin declared them.
+    indexes: Mutex<Vec<FieldIndex>>,
 }
 
 #[derive(Default)]
@@ -62,6 +67,14 @@ impl MemoryHost {
             events: self.clone(),
             observer: Arc::new(()),
         }
+    }
+
+    /// The services for a plugin that declared `registration`: its field indexes are served.
+    pub fn services_for(self: &Arc<Self>, registration: &Registration) -> Services {
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        indexes.clone_from(&registration.indexes);
+        drop(indexes);
+        self.services()
     }
 
     /// Puts an object in place as if it had been created (not recorded as a write), keeping the
@@ -367,8 +380,17 @@ impl CacheReader for MemoryHost {
         index: &str,
         value: &str,
     ) -> Result<Vec<Json>, ApiError> {
+        let indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        let declared = indexes.iter().find(|i| i.name == index && i.kind == *kind);
+        let Some(field) = declared.map(|i| i.field.clone()) else {
+            return Err(ApiError::new(
+                ApiErrorKind::Invalid,
+                format!("no field index {index:?} was declared for {}", kind.kind),
+            ));
+        };
+        drop(indexes);
         let options = ListOptions {
-            fields: FieldSelector::equals(index, value),
+            fields: FieldSelector::equals(&field, value),
             ..ListOptions::default()
         };
         self.list(kind, &options)
@@ -379,15 +401,17 @@ impl CacheReader for MemoryHost {
 impl ApiWriter for MemoryHost {
     async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError> {
         let mut state = self.lock();
-        let recorded = RecordedWrite {
+        let mut recorded = RecordedWrite {
             target: target.clone(),
             write: write.clone(),
+            rejected: None,
         };
-        let answer = state
+        recorded.rejected = state
             .answers
             .get_mut(&FixtureWrite::from(&recorded).target())
             .and_then(VecDeque::pop_front)
             .flatten();
+        let answer = recorded.rejected.clone();
         state.writes.push(recorded);
         match answer {
             Some(error) => Err(error),
@@ -449,6 +473,7 @@ mod tests {
         let recorded = RecordedWrite {
             target: target("a"),
             write: patch("2"),
+            rejected: None,
         };
         let mut rejected = FixtureWrite::from(&recorded);
         rejected.rejected = Some(Rejection {
@@ -464,6 +489,29 @@ mod tests {
         let current = host.get(&target("a").kind, &target("a").key).unwrap();
         assert_eq!(current["data"]["k"], "3");
         assert_eq!(host.writes().len(), 2);
+    }
+
+    #[test]
+    fn list_by_index_serves_the_declared_fields_and_refuses_other_indexes() {
+        let host = MemoryHost::new();
+        host.insert(configmap("a", "1"));
+        host.insert(configmap("b", "1"));
+        let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let mut registration = crate::runtime::registration::tests::minimal("indexed");
+        registration.indexes.push(FieldIndex {
+            name: "by-data".into(),
+            kind: kind.clone(),
+            field: "data.k".into(),
+        });
+        let _ = host.services_for(&registration);
+        assert_eq!(host.list_by_index(&kind, "by-data", "1").unwrap().len(), 2);
+        assert!(
+            host.list_by_index(&kind, "by-data", "2")
+                .unwrap()
+                .is_empty()
+        );
+        let undeclared = host.list_by_index(&kind, "data.k", "1").unwrap_err();
+        assert_eq!(undeclared.kind, ApiErrorKind::Invalid);
     }
 
     #[tokio::test]

@@ -21,9 +21,7 @@ use serde_json::Value;
 use crate::object::{ObjectKey, ObjectRef};
 use crate::runtime::imports::{ApiError, Write};
 use crate::runtime::{DispatchError, Outcome};
-use crate::testing::fixture::{
-    Expected, Fixture, FixtureWrite, Rejection, Request, object_ref, outcome_text,
-};
+use crate::testing::fixture::{Expected, Fixture, FixtureWrite, Request, object_ref, outcome_text};
 use crate::testing::memory::RecordedWrite;
 
 /// The most JSON bytes of objects one recording keeps.
@@ -50,7 +48,6 @@ pub struct Recording {
     bytes: usize,
     overflowed: bool,
     writes: Vec<RecordedWrite>,
-    rejections: Vec<Option<Rejection>>,
 }
 
 /// Runs `call` (one reconcile), recording what it reads and writes from this task.
@@ -78,20 +75,19 @@ pub(crate) fn read(json: &str) {
 /// Notes a write about to be sent, when a recording is under way in this task.
 pub(crate) fn wrote(target: &ObjectRef, write: &Write) {
     let _ = RECORDING.try_with(|recording| {
-        let mut recording = recording.borrow_mut();
-        recording.writes.push(RecordedWrite {
+        recording.borrow_mut().writes.push(RecordedWrite {
             target: target.clone(),
             write: write.clone(),
+            rejected: None,
         });
-        recording.rejections.push(None);
     });
 }
 
 /// Notes the error the write noted last was answered with (a guest's writes are sequential).
 pub(crate) fn rejected(error: &ApiError) {
     let _ = RECORDING.try_with(|recording| {
-        if let Some(last) = recording.borrow_mut().rejections.last_mut() {
-            *last = Some(Rejection::from(error));
+        if let Some(last) = recording.borrow_mut().writes.last_mut() {
+            last.rejected = Some(error.clone());
         }
     });
 }
@@ -129,10 +125,7 @@ impl Recording {
         let mut objects = self.objects;
         objects.iter_mut().for_each(redact_object);
         let mut writes: Vec<FixtureWrite> = self.writes.iter().map(Into::into).collect();
-        for (write, rejected) in writes.iter_mut().zip(self.rejections) {
-            write.rejected = rejected;
-            redact_write(write);
-        }
+        writes.iter_mut().for_each(redact_write);
         let now = k8s_openapi::jiff::Timestamp::from_duration(self.now.try_into().ok()?).ok()?;
         Some(Fixture {
             name: Some(format!("{plugin} reconciling {key}")),

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { cache } from '../cache.ts';
 import { client } from '../client.ts';
 import { forwardConsole } from '../console.ts';
-import { Conflict, Forbidden, NotFound, optional } from '../errors.ts';
+import { Conflict, Forbidden, Invalid, NotFound, optional } from '../errors.ts';
 import { events } from '../events.ts';
 import { ConfigMap, Secret } from '../kinds.ts';
 import { log } from '../log.ts';
@@ -15,7 +15,7 @@ const reconciler = defineReconciler({
   name: 'probe',
   version: '0.1.0',
   primary: ConfigMap,
-  permissions: [{ kind: ConfigMap, verbs: ['create', 'update', 'patch', 'delete'] }],
+  permissions: [{ kind: ConfigMap, verbs: ['create', 'update', 'patch', 'delete', 'status'] }],
   indexes: [{ name: 'by-app', kind: ConfigMap, field: 'data.app' }],
   reconcile: () => {},
 });
@@ -87,4 +87,69 @@ test('events, logs and console lines reach the host', () => {
     { level: 'info', message: 'hello', fields: { n: '3', who: 'me' } },
     { level: 'error', message: 'bad {"code":1}', fields: {} },
   ]);
+});
+
+test('every write sent is recorded as fixtures state it, a failed one too', () => {
+  host.reset(reconciler);
+  const a = client.update({ ...client.create(configMap('a')), data: { app: 'v2' } });
+  client.updateStatus({ ...a, status: { ready: true } } as ConfigMap);
+  client.jsonPatch(ConfigMap, 'ns', 'a', [{ op: 'add', path: '/data/x', value: '1' }]);
+  client.apply(configMap('b'), { force: true });
+  client.applyStatus({ ...configMap('b'), status: { n: 1 } } as ConfigMap);
+  client.patchStatus(ConfigMap, 'ns', 'b', { status: { n: 2 } });
+  host.failNext('delete', { tag: 'conflict', val: { code: 409, reason: 'Conflict', message: 'stale' } });
+  assert.throws(() => client.delete(ConfigMap, 'ns', 'a', { uid: 'u', propagation: 'orphan' }), Conflict);
+  client.delete(ConfigMap, 'ns', 'b');
+  assert.deepEqual(
+    host.sent.map((w) => [w.verb, w.status, w.force, w.name]),
+    [
+      ['create', false, false, 'a'],
+      ['update', false, false, 'a'],
+      ['update-status', false, false, 'a'],
+      ['json-patch', false, false, 'a'],
+      ['apply', false, true, 'b'],
+      ['apply', true, false, 'b'],
+      ['merge-patch', true, false, 'b'],
+      ['delete', false, false, 'a'],
+      ['delete', false, false, 'b'],
+    ],
+  );
+  assert.deepEqual(host.sent[3]?.body, [{ op: 'add', path: '/data/x', value: '1' }]);
+  assert.deepEqual(host.sent[7]?.body, { uid: 'u', propagationPolicy: 'Orphan' });
+  assert.equal(host.sent[8]?.body, null);
+  assert.equal(host.writes.length, 8);
+});
+
+test('JSON patches apply in order; one that fails is invalid and changes nothing', () => {
+  host.reset(reconciler);
+  client.create({ ...configMap('a'), metadata: { name: 'a', namespace: 'ns', finalizers: ['x'] } });
+  const patched = client.jsonPatch(ConfigMap, 'ns', 'a', [
+    { op: 'add', path: '/metadata/finalizers/-', value: 'z' },
+    { op: 'add', path: '/metadata/finalizers/1', value: 'y' },
+    { op: 'copy', from: '/data/app', path: '/data/copy' },
+    { op: 'move', from: '/data/app', path: '/data/moved' },
+    { op: 'replace', path: '/data/copy', value: 'replaced' },
+    { op: 'remove', path: '/metadata/finalizers/0' },
+    { op: 'test', path: '/data/moved', value: 'a' },
+  ]);
+  assert.deepEqual(patched.metadata?.finalizers, ['y', 'z']);
+  assert.deepEqual(patched.data, { copy: 'replaced', moved: 'a' });
+  const failing = [
+    { op: 'add', path: '/data/late', value: '1' },
+    { op: 'test', path: '/data/moved', value: 'b' },
+  ] as const;
+  assert.throws(() => client.jsonPatch(ConfigMap, 'ns', 'a', [...failing]), Invalid);
+  assert.throws(() => client.jsonPatch(ConfigMap, 'ns', 'a', [{ op: 'remove', path: '/data/nothing' }]), Invalid);
+  assert.deepEqual(host.get(ConfigMap, 'ns', 'a')?.data, { copy: 'replaced', moved: 'a' });
+});
+
+test('seeded objects are held as given, and one counter numbers them and every version after', () => {
+  host.reset(reconciler);
+  host.seed([configMap('a'), { ...configMap('b'), metadata: { name: 'b', namespace: 'ns', uid: 'mine', generation: 4 } }]);
+  assert.deepEqual(host.get(ConfigMap, 'ns', 'a')?.metadata, { name: 'a', namespace: 'ns', labels: {}, uid: 'uid-1', resourceVersion: '1', generation: 1 });
+  assert.equal(host.get(ConfigMap, 'ns', 'b')?.metadata?.uid, 'mine');
+  assert.equal(host.get(ConfigMap, 'ns', 'b')?.metadata?.generation, 4);
+  const created = client.create(configMap('c'));
+  assert.deepEqual([created.metadata?.uid, created.metadata?.resourceVersion], ['uid-3', '3']);
+  assert.deepEqual(cache.list(ConfigMap).map((c) => c.metadata?.name), ['a', 'b', 'c']);
 });

@@ -1,17 +1,19 @@
 /**
  * A fake wasmop host for unit tests under Node: the SDK's test bundler points the WIT imports at
  * {@link host}, so a plugin's `reconcile` runs against an in-memory store. Like the real host it
- * checks writes (and reads of undeclared kinds) against the registration given to
- * {@link FakeHost.reset}, records every write, event and log line, and can be told to fail the
- * next call of a kind of write.
+ * refuses malformed objects and patches, checks writes (and reads of undeclared kinds) against the
+ * registration given to {@link FakeHost.reset}, records every write, event and log line, and can
+ * be told to fail the next call of a kind of write or to answer writes with a fixture's
+ * rejections.
  */
-import { apiVersionOf, formatGvk, kindOf, type Gvk, type Kind } from '../kind.ts';
-import { fromJson, toJson, type KubeObject } from '../object.ts';
+import { apiVersionOf, formatGvk, type Gvk, type Kind } from '../kind.ts';
+import { fromJson, type KubeObject } from '../object.ts';
 import type { cache, client, events, logger, plugin, types } from '../raw.ts';
 import type { Reconciler } from '../reconciler.ts';
-import { mergePatch } from './merge.ts';
+import { writeTarget, type FixtureWrite, type Rejection, type Verb } from './fixture.ts';
+import { hostJson } from './json.ts';
 import { matchesFields, matchesLabels } from './selectors.ts';
-import { hostError, Store, witError } from './store.ts';
+import { hostError, Store, targetOf, witError, type Target } from './store.ts';
 
 /** A write the plugin made. */
 export interface Write {
@@ -59,6 +61,11 @@ const verbOf: Record<WriteCall, plugin.Verb> = {
 export class FakeHost {
   /** Every successful write, in order. */
   readonly writes: Write[] = [];
+  /**
+   * Every write sent past the declared permissions, in order, as fixtures state them (verb, target
+   * and body): those answered with an error too.
+   */
+  readonly sent: FixtureWrite[] = [];
   /** Every recorded event, in order. */
   readonly events: RecordedEvent[] = [];
   /** Every log line, in order. */
@@ -66,27 +73,40 @@ export class FakeHost {
   private readonly store = new Store();
   private registration: plugin.Registration | undefined;
   private failures: { call: WriteCall; error: Error }[] = [];
+  /** The answers to come for writes to each target (by {@link writeTarget}): an error, or undefined to apply the write. */
+  private answers = new Map<string, (Error | undefined)[]>();
 
   /** Empties the store and the records; checks permissions against `reconciler`'s registration. */
   reset(reconciler?: Reconciler): void {
     this.store.clear();
     this.writes.length = 0;
+    this.sent.length = 0;
     this.events.length = 0;
     this.logs.length = 0;
     this.failures = [];
+    this.answers.clear();
     this.registration = reconciler?.registration;
   }
 
   /** Stores an object as if someone else created or changed it; returns it as stored. */
   put<T extends KubeObject>(obj: T): T {
-    const { namespace = '', name = '' } = obj.metadata ?? {};
-    const kind = kindOf(obj);
-    return this.store.save(obj, this.store.find(kind, namespace, name)) as T;
+    const target = targetOf(obj);
+    return this.store.save(target, obj, this.store.find(target)) as T;
+  }
+
+  /**
+   * Holds `objects` as a fixture's: as given, with the uid, resourceVersion and generation they
+   * lack filled in (`uid-N`, `N` and 1, N counting from 1 after {@link FakeHost.reset}).
+   */
+  seed(objects: readonly KubeObject[]): void {
+    for (const obj of objects) {
+      this.store.seed(obj);
+    }
   }
 
   /** The stored object, or undefined. */
   get<T extends KubeObject>(kind: Kind<T>, namespace: string, name: string): T | undefined {
-    return this.store.find(kind, namespace, name) as T | undefined;
+    return this.store.find({ kind, namespace, name }) as T | undefined;
   }
 
   /** Makes the next `call` fail with the WIT error `error`, e.g. `{ tag: 'conflict', val: status }`. */
@@ -94,20 +114,34 @@ export class FakeHost {
     this.failures.push({ call, error: witError(error) });
   }
 
+  /**
+   * Answers the writes to come as `expected` were answered: the n-th write to a target gets the
+   * n-th expected write's rejection for that target, if it has one; other writes are applied.
+   */
+  answerAs(expected: readonly FixtureWrite[]): void {
+    this.answers.clear();
+    for (const write of expected) {
+      const target = writeTarget(write);
+      const queue = this.answers.get(target) ?? [];
+      queue.push(write.rejected && rejectionError(write.rejected));
+      this.answers.set(target, queue);
+    }
+  }
+
   /** The `wasmop:reconciler` imports, backed by this host. */
   readonly wit: typeof cache & typeof client & typeof events & typeof logger = {
     get: (kind: Gvk, namespace: string, name: string): string => {
       this.checkRead(kind, 'get');
-      return toJson(this.store.get(kind, namespace, name));
+      return hostJson(this.store.get({ kind, namespace, name }));
     },
     list: (kind: Gvk, options: { namespace?: string; labelSelector?: string; fieldSelector?: string }): string[] => {
       this.checkRead(kind, 'list');
       return this.store
         .all(kind)
-        .filter((o) => options.namespace === undefined || o.metadata?.namespace === options.namespace)
+        .filter((o) => options.namespace === undefined || (o.metadata?.namespace ?? '') === options.namespace)
         .filter((o) => options.labelSelector === undefined || matchesLabels(o, options.labelSelector))
         .filter((o) => options.fieldSelector === undefined || matchesFields(o, options.fieldSelector))
-        .map(toJson);
+        .map(hostJson);
     },
     listByIndex: (kind: Gvk, index: string, value: string): string[] => {
       this.checkRead(kind, 'list');
@@ -118,29 +152,21 @@ export class FakeHost {
       return this.store
         .all(kind)
         .filter((o) => fieldAt(o, declared.field) === value)
-        .map(toJson);
+        .map(hostJson);
     },
-    create: (obj: string): string => {
-      const parsed = fromJson<KubeObject>(obj);
-      return this.write('create', parsed, () => this.store.create(parsed));
-    },
-    update: (obj: string): string => {
-      const parsed = fromJson<KubeObject>(obj);
-      return this.write('update', parsed, () => this.store.update(parsed));
-    },
-    updateStatus: (obj: string): string => {
-      const parsed = fromJson<KubeObject>(obj);
-      return this.write('update-status', parsed, () => this.store.updateStatus(parsed));
-    },
+    create: (obj: string): string => this.sendObject('create', obj, (parsed) => this.store.create(parsed)),
+    update: (obj: string): string => this.sendObject('update', obj, (parsed) => this.store.update(parsed)),
+    updateStatus: (obj: string): string =>
+      this.sendObject('update-status', obj, (parsed) => this.store.updateStatus(parsed)),
     patch: (kind: Gvk, namespace: string, name: string, body: PatchBody): string =>
-      this.patch(kind, namespace, name, body, false),
+      this.sendPatch({ kind, namespace, name }, body, false),
     patchStatus: (kind: Gvk, namespace: string, name: string, body: PatchBody): string =>
-      this.patch(kind, namespace, name, body, true),
-    delete: (kind: Gvk, namespace: string, name: string, options: { preconditions?: { uid?: string; resourceVersion?: string } }): void => {
-      const target = { apiVersion: apiVersionOf(kind), kind: kind.kind, metadata: { namespace, name } };
-      this.write('delete', target, () => {
-        this.store.delete(kind, namespace, name, options.preconditions);
-        return target;
+      this.sendPatch({ kind, namespace, name }, body, true),
+    delete: (kind: Gvk, namespace: string, name: string, options: DeleteOptions): void => {
+      const target = { kind, namespace, name };
+      this.send('delete', target, fixtureWrite('delete', target, deleteBody(options)), () => {
+        this.store.delete(target, options.preconditions);
+        return '';
       });
     },
     record: (about: { kind: Gvk; namespace: string; name: string }, type: 'normal' | 'warning', reason: string, message: string): void => {
@@ -151,32 +177,48 @@ export class FakeHost {
     },
   };
 
-  private patch(kind: Gvk, namespace: string, name: string, body: PatchBody, status: boolean): string {
-    const call: WriteCall = status ? 'patch-status' : body.tag;
-    const target = { apiVersion: apiVersionOf(kind), kind: kind.kind, metadata: { namespace, name } };
-    return this.write(call, target, () => {
-      if (body.tag === 'json') {
-        throw hostError('invalid', 415, 'UnsupportedMediaType', 'the fake host does not apply JSON patches');
-      }
-      const patch = body.tag === 'merge' ? JSON.parse(body.val) : JSON.parse(body.val.object);
-      const current = body.tag === 'apply' ? this.store.find(kind, namespace, name) : this.store.get(kind, namespace, name);
-      const merged = mergePatch(current ?? {}, patch) as KubeObject & { status?: unknown };
-      const next = status ? { ...current, status: merged.status } : { ...merged, status: current?.status };
-      return this.store.save(next, current);
-    });
+  /** Sends a create, update or status update of the object in the JSON text `json`. */
+  private sendObject(call: 'create' | 'update' | 'update-status', json: string, perform: (obj: KubeObject) => KubeObject): string {
+    const obj = parsed(json, 'object');
+    if (!isMapping(obj) || !obj.apiVersion || !obj.kind || typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string') {
+      throw invalid('object has no apiVersion or kind');
+    }
+    const target = targetOf(obj);
+    return this.send(call, target, fixtureWrite(call, target, fromJson(json)), () => hostJson(perform(obj)));
   }
 
-  private write(call: WriteCall, obj: KubeObject, perform: () => KubeObject): string {
-    const kind = kindOf(obj);
-    const { namespace = '', name = '' } = obj.metadata ?? {};
-    this.checkWrite(kind, namespace, verbOf[call]);
+  /** Sends a merge patch, JSON patch or apply of `target` or of its status. */
+  private sendPatch(target: Target, body: PatchBody, status: boolean): string {
+    const text = body.tag === 'apply' ? body.val.object : body.val;
+    const patch = parsed(text, PATCH_NAMES[body.tag]);
+    if (body.tag === 'json' ? !Array.isArray(patch) : !isMapping(patch)) {
+      throw invalid(PATCH_SHAPES[body.tag]);
+    }
+    const write = fixtureWrite(PATCH_VERBS[body.tag], target, fromJson(text));
+    write.status = status;
+    write.force = body.tag === 'apply' && body.val.force;
+    const call: WriteCall = status ? 'patch-status' : body.tag;
+    return this.send(call, target, write, () => hostJson(this.store.patch(target, body.tag, patch, status)));
+  }
+
+  /**
+   * Checks `write` against the declared permissions, records it, and answers it: with the
+   * rejection or failure given for it, if any, or by performing it.
+   */
+  private send(call: WriteCall, target: Target, write: FixtureWrite, perform: () => string): string {
+    this.checkWrite(target.kind, target.namespace, verbOf[call]);
+    this.sent.push(write);
+    const rejection = this.answers.get(writeTarget(write))?.shift();
+    if (rejection) {
+      throw rejection;
+    }
     const failure = this.failures.findIndex((f) => f.call === call);
     if (failure >= 0) {
       throw this.failures.splice(failure, 1)[0]!.error;
     }
     const result = perform();
-    this.writes.push({ call, kind: formatGvk(kind), namespace, name });
-    return toJson(result);
+    this.writes.push({ call, kind: formatGvk(target.kind), namespace: target.namespace, name: target.name });
+    return result;
   }
 
   private checkRead(kind: Gvk, verb: plugin.Verb): void {
@@ -201,6 +243,68 @@ export class FakeHost {
 }
 
 type PatchBody = Parameters<typeof client.patch>[3];
+type DeleteOptions = Parameters<typeof client.delete>[3];
+
+const PATCH_VERBS: Record<PatchBody['tag'], Verb> = { merge: 'merge-patch', json: 'json-patch', apply: 'apply' };
+const PATCH_NAMES: Record<PatchBody['tag'], string> = { merge: 'merge patch', json: 'JSON patch', apply: 'applied object' };
+const PATCH_SHAPES: Record<PatchBody['tag'], string> = {
+  merge: 'a merge patch must be a JSON object',
+  json: 'a JSON patch must be an array of operations',
+  apply: 'an applied object must be a JSON object',
+};
+const PROPAGATION_POLICIES = { background: 'Background', foreground: 'Foreground', orphan: 'Orphan' } as const;
+
+/** The WIT error tag, code and reason of each rejection reason; any other is `other`. */
+const REJECTIONS: Record<string, [Exclude<types.Error['tag'], 'forbidden'>, number, string]> = {
+  NotFound: ['not-found', 404, 'NotFound'],
+  Conflict: ['conflict', 409, 'Conflict'],
+  AlreadyExists: ['already-exists', 409, 'AlreadyExists'],
+  Invalid: ['invalid', 422, 'Invalid'],
+  Timeout: ['timeout', 504, 'Timeout'],
+  ServiceUnavailable: ['unavailable', 503, 'ServiceUnavailable'],
+};
+
+/** The exception the host's import throws for a fixture's rejection, as wasmop's in-memory host answers it. */
+function rejectionError({ reason, message }: Rejection): Error {
+  if (reason === 'Forbidden') {
+    return witError({ tag: 'forbidden', val: ['apiserver', { code: 403, reason, message }] });
+  }
+  const [tag, code, canonical] = REJECTIONS[reason] ?? ['other', 500, 'InternalError'];
+  return hostError(tag, code, canonical, message);
+}
+
+function invalid(message: string): Error {
+  return hostError('invalid', 422, 'Invalid', message);
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The JSON text a guest sent, parsed; `invalid` when it is not JSON. */
+function parsed(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw invalid(`${what} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** A write of `verb` to `target` sending `body`, as a fixture states it. */
+function fixtureWrite(verb: Verb, { kind, namespace, name }: Target, body: unknown): FixtureWrite {
+  return { verb, status: false, force: false, apiVersion: apiVersionOf(kind), kind: kind.kind, namespace, name, body };
+}
+
+/** A delete's options as the body fixtures state: only those set, or `null`. */
+function deleteBody({ preconditions, propagation }: DeleteOptions): unknown {
+  const options = {
+    uid: preconditions?.uid,
+    resourceVersion: preconditions?.resourceVersion,
+    propagationPolicy: propagation && PROPAGATION_POLICIES[propagation],
+  };
+  const set = Object.entries(options).filter(([, value]) => value !== undefined);
+  return set.length ? Object.fromEntries(set) : null;
+}
 
 function sameKind(a: Gvk, b: Gvk): boolean {
   return a.group === b.group && a.version === b.version && a.kind === b.kind;

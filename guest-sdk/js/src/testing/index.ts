@@ -12,6 +12,30 @@
  * webapp.reconcile({ namespace: 'shop', name: 'web' });
  * assert.deepEqual(host.writes.map((w) => w.call), ['update', 'create', 'apply', 'apply', 'patch-status']);
  * ```
+ *
+ * Fixture files — the format `wasmop test` runs against the built component — run in-process
+ * too: {@link testFixtures} declares a test per file, {@link runFixture} and
+ * {@link assertFixture} run one.
+ *
+ * ```ts
+ * import { testFixtures } from '@wasmop/guest/testing';
+ * import webapp from './index.ts';
+ *
+ * testFixtures(webapp, 'fixtures'); // plugins/webapp/js/fixtures/*.yaml
+ * ```
  */
 export { componentExports, type ComponentExports } from '../component.ts';
+export { atTime } from './clock.ts';
+export {
+  DEFAULT_NOW,
+  FixtureError,
+  loadFixture,
+  parseFixture,
+  type Expected,
+  type Fixture,
+  type FixtureWrite,
+  type Rejection,
+  type Verb,
+} from './fixture.ts';
 export { FakeHost, host, type LogLine, type RecordedEvent, type Write, type WriteCall } from './host.ts';
+export { assertFixture, runFixture, testFixtures, type FixtureResult } from './run.ts';

@@ -1,16 +1,24 @@
 /**
- * The fake host's object store: a tiny in-memory apiserver. It keeps resourceVersion, uid and
- * generation the way the apiserver does, checks resourceVersions on update, honours finalizers on
- * delete, and keeps the status apart from the rest (every kind has a status subresource here).
- * Failures throw the WIT error value, as the real host's imports do.
+ * The fake host's object store: a tiny in-memory apiserver that behaves as wasmop's own in-memory
+ * host (`host/src/testing/memory.rs`), so that a fixture runs here as under `wasmop test`. One
+ * counter, from 1 after {@link Store.clear}, gives every stored version its resourceVersion (and a
+ * new object its uid, `uid-N`); generation moves with everything but metadata and status; updates
+ * are checked against the resourceVersion they carry and deletes against their preconditions;
+ * finalizers hold a deleted object; the status is kept apart from the rest (every kind has a
+ * status subresource here); merge patches and applies merge, JSON patches patch. Failures throw
+ * the WIT error value, as the real host's imports do.
  */
 import type { ObjectMeta } from 'kubernetes-types/meta/v1';
 
-import { now } from '../conditions.ts';
 import { jsonEqual } from '../equal.ts';
-import { formatGvk, kindOf, type Gvk } from '../kind.ts';
+import { apiVersionOf, formatGvk, kindOf, type Gvk } from '../kind.ts';
 import type { KubeObject } from '../object.ts';
 import type { types } from '../raw.ts';
+import { jsonPatch } from './json-patch.ts';
+import { mergePatch } from './merge.ts';
+
+/** The deletionTimestamp a delete sets, the one wasmop's in-memory host sets. */
+const DELETED_AT = '1970-01-01T00:00:00Z';
 
 /** The exception a host import throws for a WIT error: an Error carrying the value as `payload`. */
 export function witError(error: types.Error): Error {
@@ -34,7 +42,27 @@ type Stored = KubeObject & { status?: unknown };
 /** Metadata the store fills in, which `kubernetes-types` marks read-only for clients. */
 type WritableMeta = { -readonly [K in keyof ObjectMeta]: ObjectMeta[K] };
 
-function keyOf(kind: Gvk, namespace: string, name: string): string {
+/** Where an object is kept: its kind, namespace and name. */
+export interface Target {
+  kind: Gvk;
+  namespace: string;
+  name: string;
+}
+
+/** How a patch is applied: merged (a merge patch, or an apply), or as JSON patch operations. */
+export type PatchType = 'merge' | 'json' | 'apply';
+
+/** The target an object names itself. */
+export function targetOf(obj: KubeObject): Target {
+  return { kind: kindOf(obj), namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' };
+}
+
+/** `Kind.apiVersion namespace/name`, as wasmop's messages name an object. */
+function describe({ kind, namespace, name }: Target): string {
+  return `${kind.kind}.${apiVersionOf(kind)} ${namespace ? `${namespace}/${name}` : name}`;
+}
+
+function keyOf({ kind, namespace, name }: Target): string {
   return `${formatGvk(kind)}:${namespace}/${name}`;
 }
 
@@ -49,101 +77,142 @@ export class Store {
   private objects = new Map<string, Stored>();
   private version = 0;
 
-  /** Drops every object. */
+  /** Drops every object and starts the resourceVersion counter again. */
   clear(): void {
     this.objects.clear();
+    this.version = 0;
+  }
+
+  /** Holds `obj` as given, filling in the uid, resourceVersion and generation it lacks. */
+  seed(obj: Stored): void {
+    const stored = structuredClone(obj);
+    const metadata: WritableMeta = (stored.metadata ??= {});
+    this.version++;
+    metadata.uid ??= `uid-${this.version}`;
+    metadata.resourceVersion ??= String(this.version);
+    metadata.generation ??= 1;
+    this.objects.set(keyOf(targetOf(stored)), stored);
   }
 
   /** The stored object, or undefined. */
-  find(kind: Gvk, namespace: string, name: string): Stored | undefined {
-    const found = this.objects.get(keyOf(kind, namespace, name));
+  find(target: Target): Stored | undefined {
+    const found = this.objects.get(keyOf(target));
     return found && structuredClone(found);
   }
 
   /** The stored object; throws `not-found` when there is none. */
-  get(kind: Gvk, namespace: string, name: string): Stored {
-    const found = this.find(kind, namespace, name);
+  get(target: Target): Stored {
+    const found = this.find(target);
     if (!found) {
-      throw hostError('not-found', 404, 'NotFound', `${kind.kind} ${namespace}/${name} not found`);
+      throw hostError('not-found', 404, 'NotFound', `${describe(target)} not found`);
     }
     return found;
   }
 
-  /** Every stored object of a kind. */
+  /** Every stored object of a kind, by namespace and name. */
   all(kind: Gvk): Stored[] {
     const prefix = `${formatGvk(kind)}:`;
     return [...this.objects.entries()]
       .filter(([key]) => key.startsWith(prefix))
-      .map(([, obj]) => structuredClone(obj));
+      .map(([, obj]) => structuredClone(obj))
+      .sort((a, b) => compareKeys(targetOf(a), targetOf(b)));
   }
 
   /** Creates an object; throws `already-exists` when the name is taken. */
   create(obj: Stored): Stored {
-    const { namespace = '', name = '' } = obj.metadata ?? {};
-    if (this.find(kindOf(obj), namespace, name)) {
-      throw hostError('already-exists', 409, 'AlreadyExists', `${obj.kind} ${namespace}/${name} already exists`);
+    const target = targetOf(obj);
+    if (this.find(target)) {
+      throw hostError('already-exists', 409, 'AlreadyExists', `${describe(target)} already exists`);
     }
-    return this.save(obj, undefined);
+    return this.save(target, obj, undefined);
   }
 
-  /** Replaces an object's non-status fields; a stale resourceVersion throws `conflict`. */
+  /** Replaces an object but its status; a stale resourceVersion throws `conflict`. */
   update(obj: Stored): Stored {
-    const current = this.current(obj);
-    this.checkVersion(current, obj.metadata?.resourceVersion);
-    return this.save({ ...obj, status: current.status }, current);
+    const target = targetOf(obj);
+    const current = this.checked(target, obj.metadata?.resourceVersion);
+    return this.save(target, { ...obj, status: current.status ?? null }, current);
   }
 
   /** Replaces an object's status; a stale resourceVersion throws `conflict`. */
   updateStatus(obj: Stored): Stored {
-    const current = this.current(obj);
-    this.checkVersion(current, obj.metadata?.resourceVersion);
-    return this.save({ ...current, status: obj.status }, current);
+    const target = targetOf(obj);
+    const current = this.checked(target, obj.metadata?.resourceVersion);
+    return this.save(target, { ...current, status: obj.status ?? null }, current);
   }
 
-  /** Stores `next` as the new state of an existing object (or a new one when `current` is absent). */
-  save(next: Stored, current: Stored | undefined): Stored {
+  /**
+   * Patches an object, or only its status; an apply of a missing object creates it, other
+   * patches of one throw `not-found`, and JSON patch operations that fail throw `invalid`.
+   */
+  patch(target: Target, type: PatchType, patch: unknown, status: boolean): Stored {
+    const found = this.find(target);
+    const current: Stored = found ?? (type === 'apply' ? {} : this.get(target));
+    const patched = (type === 'json' ? jsonPatched(current, patch) : mergePatch(current, patch)) as Stored;
+    if (status) {
+      return this.save(target, { ...current, status: patched.status ?? null }, found);
+    }
+    if (Object.hasOwn(current, 'status')) {
+      patched.status = current.status;
+    }
+    return this.save(target, patched, found);
+  }
+
+  /** Deletes an object, which stays while it has finalizers; unmet preconditions throw `conflict`. */
+  delete(target: Target, preconditions: { uid?: string; resourceVersion?: string } = {}): void {
+    const current = this.get(target);
+    const stale = (given: string | undefined, held: string | undefined) => given !== undefined && given !== held;
+    if (stale(preconditions.uid, current.metadata?.uid) || stale(preconditions.resourceVersion, current.metadata?.resourceVersion)) {
+      throw hostError('conflict', 409, 'Conflict', `${describe(target)}: precondition failed`);
+    }
+    this.save(target, { ...current, metadata: { ...current.metadata, deletionTimestamp: DELETED_AT } }, current);
+  }
+
+  /** Stores `next` as the new version of `target` (`current` being the one before, if any); returns it as stored. */
+  save(target: Target, next: Stored, current: Stored | undefined): Stored {
     const obj = structuredClone(next);
     const metadata: WritableMeta = (obj.metadata ??= {});
-    const { namespace = '', name = '' } = metadata;
-    metadata.uid = current?.metadata?.uid ?? `uid-${name}-${this.version + 1}`;
-    metadata.creationTimestamp = current?.metadata?.creationTimestamp ?? now();
-    metadata.deletionTimestamp = current?.metadata?.deletionTimestamp ?? metadata.deletionTimestamp;
-    const generation = current?.metadata?.generation ?? 0;
-    metadata.generation = current && jsonEqual(specOf(current), specOf(obj)) ? generation : generation + 1;
     metadata.resourceVersion = String(++this.version);
-    const key = keyOf(kindOf(obj), namespace, name);
-    if (metadata.deletionTimestamp && !metadata.finalizers?.length) {
-      this.objects.delete(key);
+    if (current) {
+      const generation = current.metadata?.generation ?? 1;
+      metadata.uid = current.metadata?.uid;
+      metadata.generation = jsonEqual(specOf(current), specOf(obj)) ? generation : generation + 1;
+      metadata.deletionTimestamp ??= current.metadata?.deletionTimestamp;
     } else {
-      this.objects.set(key, obj);
+      metadata.uid = `uid-${this.version}`;
+      metadata.generation = 1;
+    }
+    if (metadata.deletionTimestamp && !metadata.finalizers?.length) {
+      this.objects.delete(keyOf(target));
+    } else {
+      this.objects.set(keyOf(target), obj);
     }
     return structuredClone(obj);
   }
 
-  /** Deletes an object, or marks it deleting while it has finalizers. */
-  delete(kind: Gvk, namespace: string, name: string, preconditions?: { uid?: string; resourceVersion?: string }): void {
-    const current = this.get(kind, namespace, name);
-    if (preconditions?.uid && preconditions.uid !== current.metadata?.uid) {
-      throw hostError('conflict', 409, 'Conflict', `${kind.kind} ${namespace}/${name} has another uid`);
+  /** The current object, when `resourceVersion` (if given) is its own; throws `conflict` when it is stale. */
+  private checked(target: Target, resourceVersion: string | undefined): Stored {
+    const current = this.get(target);
+    if (resourceVersion !== undefined && resourceVersion !== current.metadata?.resourceVersion) {
+      const message = `${describe(target)}: the object has been modified; apply your changes to the latest version`;
+      throw hostError('conflict', 409, 'Conflict', message);
     }
-    this.checkVersion(current, preconditions?.resourceVersion);
-    if (current.metadata?.finalizers?.length) {
-      const metadata = { ...current.metadata, deletionTimestamp: now() };
-      this.save({ ...current, metadata }, current);
-    } else {
-      this.objects.delete(keyOf(kind, namespace, name));
-    }
+    return current;
   }
+}
 
-  private current(obj: Stored): Stored {
-    const { namespace = '', name = '' } = obj.metadata ?? {};
-    return this.get(kindOf(obj), namespace, name);
-  }
+function compareKeys(a: Target, b: Target): number {
+  return a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace);
+}
 
-  private checkVersion(current: Stored, resourceVersion: string | undefined): void {
-    if (resourceVersion && resourceVersion !== current.metadata?.resourceVersion) {
-      const what = `${current.kind} ${current.metadata?.namespace}/${current.metadata?.name}`;
-      throw hostError('conflict', 409, 'Conflict', `the object ${what} has been modified; apply your changes to the latest version and try again`);
-    }
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function jsonPatched(current: Stored, operations: unknown): unknown {
+  try {
+    return jsonPatch(current, operations);
+  } catch (err) {
+    throw hostError('invalid', 422, 'Invalid', (err as Error).message);
   }
 }

@@ -1,0 +1,109 @@
+package guesttest_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"wasmop.dev/guest"
+	"wasmop.dev/guest/cache"
+	"wasmop.dev/guest/client"
+	"wasmop.dev/guest/guesttest"
+)
+
+func TestEveryWriteIsRecordedAsFixturesStateIt(t *testing.T) {
+	h := guesttest.New()
+	cm := guest.New(guest.ConfigMap, "ns", "cm")
+	if _, err := client.Create(cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.ApplyStatus(cm, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Delete(guest.ConfigMap, "ns", "cm", client.WithUID("uid-9"), client.WithPropagation(client.Foreground)); !errors.Is(err, guest.ErrConflict) {
+		t.Fatalf("a delete of another uid: %v", err)
+	}
+	targets := []string{"create v1 ConfigMap ns/cm", "apply (status) v1 ConfigMap ns/cm", "delete v1 ConfigMap ns/cm"}
+	for i, w := range h.Writes {
+		if w.Target() != targets[i] {
+			t.Errorf("write %d: %s, want %s", i, w.Target(), targets[i])
+		}
+	}
+	if w := h.Writes[1]; !w.Force || w.Err != nil || !reflect.DeepEqual(w.Body, map[string]any(cm)) {
+		t.Errorf("apply %+v", w)
+	}
+	options := map[string]any{"uid": "uid-9", "propagationPolicy": "Foreground"}
+	if w := h.Writes[2]; !reflect.DeepEqual(w.Body, options) || !errors.Is(w.Err, guest.ErrConflict) {
+		t.Errorf("delete %+v", w)
+	}
+}
+
+func TestTheNthWriteToATargetGetsTheNthAnswer(t *testing.T) {
+	h := guesttest.New()
+	h.Seed(guest.New(guest.ConfigMap, "ns", "cm"))
+	target := guesttest.Write{Verb: "merge-patch", Kind: guest.ConfigMap, Key: guest.ObjectKey{Namespace: "ns", Name: "cm"}}
+	conflict := target
+	conflict.Err = &guest.Conflict{Status: guest.Status{Code: 409, Reason: "Conflict", Message: "stale"}}
+	h.AnswerAs([]guesttest.Write{conflict, target})
+	patch := func(v string) error {
+		_, err := client.Patch(guest.ConfigMap, "ns", "cm", client.MergePatch(map[string]any{"data": map[string]any{"k": v}}))
+		return err
+	}
+	if err := patch("1"); !errors.Is(err, guest.ErrConflict) {
+		t.Fatalf("first patch: %v", err)
+	}
+	if got := h.Object(guest.ConfigMap, "ns", "cm").String("data", "k"); got != "" {
+		t.Fatalf("a rejected patch was applied: %q", got)
+	}
+	for _, v := range []string{"2", "3"} {
+		if err := patch(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.Object(guest.ConfigMap, "ns", "cm").String("data", "k"); got != "3" || len(h.Writes) != 3 {
+		t.Fatalf("data.k = %q after %d writes", got, len(h.Writes))
+	}
+}
+
+func TestSeedKeepsWhatObjectsHaveAndCountsTheRest(t *testing.T) {
+	h := guesttest.New()
+	given := guest.New(guest.ConfigMap, "ns", "given")
+	given["metadata"] = map[string]any{"name": "given", "namespace": "ns", "uid": "u", "resourceVersion": "7", "generation": 3}
+	h.Seed(given, guest.New(guest.ConfigMap, "ns", "bare"))
+	kept := h.Object(guest.ConfigMap, "ns", "given")
+	if kept.UID() != "u" || kept.ResourceVersion() != "7" || kept.Generation() != 3 {
+		t.Errorf("given %v", kept["metadata"])
+	}
+	filled := h.Object(guest.ConfigMap, "ns", "bare")
+	if filled.UID() != "uid-2" || filled.ResourceVersion() != "2" || filled.Generation() != 1 {
+		t.Errorf("bare %v", filled["metadata"])
+	}
+}
+
+func TestListsAreInKeyOrder(t *testing.T) {
+	guesttest.New().Seed(guest.New(guest.ConfigMap, "b", "x"), guest.New(guest.ConfigMap, "a", "z"), guest.New(guest.ConfigMap, "a", "y"))
+	objs, err := cache.List(guest.ConfigMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, obj := range objs {
+		keys = append(keys, obj.Key().String())
+	}
+	if want := []string{"a/y", "a/z", "b/x"}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+}
+
+func TestTheClockReadsWhatTheHostIsSetTo(t *testing.T) {
+	h := guesttest.New()
+	h.SetNow(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	if got := guest.NewCondition("Ready", true, "Up", "").LastTransitionTime; got != "2026-03-04T05:06:07Z" {
+		t.Fatalf("lastTransitionTime %s", got)
+	}
+	guesttest.New()
+	if got := guest.Now(); got == "2026-03-04T05:06:07Z" {
+		t.Fatal("a new host kept the clock of the last")
+	}
+}

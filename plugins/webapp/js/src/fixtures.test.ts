@@ -1,0 +1,5 @@
+import { testFixtures } from '@wasmop/guest/testing';
+
+import webapp from './index.ts';
+
+testFixtures(webapp, 'fixtures');

@@ -17,7 +17,7 @@ use wasmop::plugins::crd::WasmReconcilers;
 use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
 use wasmop::scaffold::{self, PrimaryKind};
-use wasmop::testing::{Fixture, Recorder, Tester};
+use wasmop::testing::{Fixture, Recorder, Tester, fixture_files};
 
 /// Where a pod finds its own namespace.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -157,6 +157,7 @@ async fn test_plugin(args: TestArgs) -> anyhow::Result<bool> {
         paths.push(folder);
     }
     let files = fixture_files(&paths)?;
+    anyhow::ensure!(!files.is_empty(), "no fixture files in {paths:?}");
     let mut failed = 0;
     for file in &files {
         let mut fixture = Fixture::load(file)?;
@@ -182,31 +183,6 @@ async fn test_plugin(args: TestArgs) -> anyhow::Result<bool> {
     let plugin = tester.plugin().name();
     println!("{plugin}: {} fixtures, {failed} failed", files.len());
     Ok(failed == 0)
-}
-
-/// The fixture files `paths` names: files as given, and each directory's `.yaml`, `.yml` and
-/// `.json` files in name order.
-fn fixture_files(paths: &[std::path::PathBuf]) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut files = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            files.push(path.clone());
-            continue;
-        }
-        let entries =
-            std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut found: Vec<_> = entries
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|file| {
-                let extension = file.extension().and_then(|e| e.to_str());
-                matches!(extension, Some("yaml" | "yml" | "json"))
-            })
-            .collect();
-        found.sort();
-        files.extend(found);
-    }
-    anyhow::ensure!(!files.is_empty(), "no fixture files in {paths:?}");
-    Ok(files)
 }
 
 /// Prints the plugins of the host at `args.address`.

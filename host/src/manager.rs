@@ -207,15 +207,12 @@ impl Manager {
                 }));
                 let handover = Handover::new(client.clone(), cache.clone(), labels);
                 let handover = Arc::new(handover);
-                let members = None;
-                (
-                    cache,
-                    Some(Shard {
-                        member,
-                        handover,
-                        members,
-                    }),
-                )
+                let shard = Shard {
+                    member,
+                    handover,
+                    members: None,
+                };
+                (cache, Some(shard))
             }
         };
         let metrics = Arc::new(Metrics::new());

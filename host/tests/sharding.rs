@@ -357,7 +357,7 @@ async fn the_sharder_labels_primaries_and_their_objects_and_moves_them_only_once
         assert_eq!(written, [("configmaps", "late"), ("secrets", "late")]);
 
         task.abort();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = task.await;
         let gone = metrics.gather();
         assert!(!gone.contains("wasmop_shard_members"), "{gone}");
         first.release().await;

@@ -15,13 +15,6 @@ pub struct SetClock {
 }
 
 impl SetClock {
-    /// A clock reading `since_epoch` after 1970-01-01T00:00:00Z.
-    pub fn at(since_epoch: Duration) -> Self {
-        let clock = SetClock::default();
-        clock.set(since_epoch);
-        clock
-    }
-
     /// Makes the clock read `since_epoch` after the epoch (nanoseconds past year 2554 saturate).
     pub fn set(&self, since_epoch: Duration) {
         let nanos = u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX);
@@ -45,7 +38,7 @@ mod tests {
 
     #[test]
     fn every_copy_reads_what_any_copy_set() {
-        let clock = SetClock::at(Duration::from_secs(5));
+        let clock = SetClock::default();
         let copy = clock.clone();
         clock.set(Duration::from_secs(1_700_000_000));
         assert_eq!(copy.now(), Duration::from_secs(1_700_000_000));

@@ -282,8 +282,7 @@ impl cache::Host for StoreState {
         let (kind, key) = (&target.kind, &target.key);
         let services = self.refused(self.check(Verb::Get, kind, &key.namespace))?;
         let json = services.cache.get(kind, &key.namespace, &key.name)?;
-        record::read(&json);
-        Ok(String::from(&*json))
+        Ok(read_object(&json))
     }
 
     fn list(

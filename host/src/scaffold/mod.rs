@@ -9,6 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::object::GroupVersionKind;
+use crate::runtime::boundary;
+
 /// A guest language `wasmop new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Language {
@@ -48,14 +51,11 @@ pub enum ScaffoldError {
 
 /// The kind a scaffolded plugin reconciles.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PrimaryKind {
-    group: String,
-    version: String,
-    kind: String,
-}
+pub struct PrimaryKind(GroupVersionKind);
 
 impl PrimaryKind {
-    /// Parses `GROUP/VERSION/KIND`, or `VERSION/KIND` for the core group.
+    /// Parses `GROUP/VERSION/KIND`, or `VERSION/KIND` for the core group; the kind is checked as
+    /// a guest's kinds are, and starts with a capital (it names a Python class).
     pub fn parse(text: &str) -> Result<Self, ScaffoldError> {
         let parts: Vec<&str> = text.split('/').collect();
         let (group, version, kind) = match parts.as_slice() {
@@ -63,41 +63,26 @@ impl PrimaryKind {
             [group, version, kind] => (*group, *version, *kind),
             _ => return Err(ScaffoldError::Kind(text.to_owned())),
         };
-        let label = |s: &str| {
-            !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-        };
-        let kind_ok = kind.starts_with(|c: char| c.is_ascii_uppercase())
-            && kind.chars().all(|c| c.is_ascii_alphanumeric());
-        if !(group.is_empty() || label(group)) || !label(version) || !kind_ok {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let capital = kind.starts_with(|c: char| c.is_ascii_uppercase());
+        if !capital || boundary::kind(&gvk).is_err() {
             return Err(ScaffoldError::Kind(text.to_owned()));
         }
-        Ok(PrimaryKind {
-            group: group.to_owned(),
-            version: version.to_owned(),
-            kind: kind.to_owned(),
-        })
-    }
-
-    fn api_version(&self) -> String {
-        match self.group.as_str() {
-            "" => self.version.clone(),
-            group => format!("{group}/{}", self.version),
-        }
+        Ok(PrimaryKind(gvk))
     }
 
     /// The `k8s_openapi` type of a built-in kind (the core group, groups without a dot and
     /// `*.k8s.io`), by the crate's module layout.
     fn builtin_rust_type(&self) -> Option<String> {
-        let module = match self.group.as_str() {
+        let PrimaryKind(gvk) = self;
+        let module = match gvk.group.as_str() {
             "" => "core".to_owned(),
             group if !group.contains('.') => group.to_owned(),
             group => group.strip_suffix(".k8s.io")?.split('.').next()?.to_owned(),
         };
         Some(format!(
             "wasmop_guest::k8s_openapi::api::{module}::{}::{}",
-            self.version, self.kind
+            gvk.version, gvk.kind
         ))
     }
 }
@@ -234,11 +219,11 @@ impl Values {
         let pairs = vec![
             ("@NAME@", name.to_owned()),
             ("@MODULE@", module.clone()),
-            ("@KIND@", kind.kind.clone()),
-            ("@GROUP@", kind.group.clone()),
-            ("@VERSION@", kind.version.clone()),
-            ("@API_VERSION@", kind.api_version()),
-            ("@PLURAL@", format!("{}s", kind.kind.to_lowercase())),
+            ("@KIND@", kind.0.kind.clone()),
+            ("@GROUP@", kind.0.group.clone()),
+            ("@VERSION@", kind.0.version.clone()),
+            ("@API_VERSION@", kind.0.api_version()),
+            ("@PLURAL@", format!("{}s", kind.0.kind.to_lowercase())),
             ("@SDK@", sdk.display().to_string()),
         ];
         Values { pairs, module }
@@ -255,13 +240,8 @@ impl Values {
 
 /// Refuses a name that is not a DNS label of at most 40 characters starting with a letter.
 fn check_name(name: &str) -> Result<(), ScaffoldError> {
-    let valid = (1..=40).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && !name.ends_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    match valid {
+    let letter = name.starts_with(|c: char| c.is_ascii_lowercase());
+    match letter && name.len() <= 40 && boundary::dns_label(name) {
         true => Ok(()),
         false => Err(ScaffoldError::Name(name.to_owned())),
     }
@@ -285,9 +265,9 @@ mod tests {
     #[test]
     fn kinds_parse_with_and_without_a_group() {
         let core = PrimaryKind::parse("v1/ConfigMap").unwrap();
-        assert_eq!(core.api_version(), "v1");
+        assert_eq!(core.0.api_version(), "v1");
         let custom = PrimaryKind::parse("example.wasmop.dev/v1alpha1/WebApp").unwrap();
-        assert_eq!(custom.api_version(), "example.wasmop.dev/v1alpha1");
+        assert_eq!(custom.0.api_version(), "example.wasmop.dev/v1alpha1");
         for bad in [
             "ConfigMap",
             "v1/configMap",

@@ -280,6 +280,32 @@ fn since_epoch(time: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(nanos))
 }
 
+/// The fixture files `paths` names: files as given, and each folder's `.yaml`, `.yml` and `.json`
+/// files in name order.
+pub fn fixture_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FixtureError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(path).map_err(|source| FixtureError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|file| {
+                let extension = file.extension().and_then(|e| e.to_str());
+                matches!(extension, Some("yaml" | "yml" | "json"))
+            })
+            .collect();
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
 /// A delete's options as its body: only those set.
 fn delete_body(options: &DeleteOptions) -> Value {
     let mut body = serde_json::Map::new();

@@ -15,6 +15,6 @@ mod memory;
 pub mod record;
 
 pub use check::{Checked, Tester, TestingError};
-pub use fixture::{Expected, Fixture, FixtureError, FixtureWrite, Request};
+pub use fixture::{Expected, Fixture, FixtureError, FixtureWrite, Request, fixture_files};
 pub use memory::{MemoryHost, RecordedWrite};
 pub use record::Recorder;

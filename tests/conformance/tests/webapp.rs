@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use wasmop::runtime::{Runtime, RuntimeConfig};
-use wasmop::testing::{Checked, Fixture, Recorder, Tester};
+use wasmop::testing::{Checked, Fixture, Recorder, Tester, fixture_files};
 use wasmop_conformance::{Language, Operator, run, run_recording};
 
 macro_rules! conformance {
@@ -37,10 +37,7 @@ async fn replay(
     };
     let tester = Tester::load(&runtime, &language.component_path()?).await?;
     let folder = Recorder::folder(dir, tester.plugin().name());
-    let mut files: Vec<_> = std::fs::read_dir(&folder)?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    files.sort();
+    let files = fixture_files(&[folder])?;
     let mut failed = Vec::new();
     for file in &files {
         let checked = tester.check(&Fixture::load(file)?).await;

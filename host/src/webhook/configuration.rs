@@ -27,7 +27,8 @@ use crate::object::GroupVersionKind;
 use crate::plugins::Live;
 use crate::runtime::{FailurePolicy, Plugin, Rule};
 
-/// The annotation on a CRD whose conversion the host set, naming the plugin that converts it.
+/// The annotation on a CRD whose conversion the host set: `<configuration name>/<plugin>`, so a
+/// host reverts only conversions it set, never another operator's.
 pub const CONVERTED_BY: &str = "wasmop.dev/converted-by";
 
 /// The field manager of every write here.
@@ -280,6 +281,11 @@ impl Writer {
         Ok(())
     }
 
+    /// The [`CONVERTED_BY`] mark of `plugin`'s conversions by this host.
+    fn converted_by(&self, plugin: &str) -> String {
+        format!("{}/{plugin}", self.target.name)
+    }
+
     /// Points every CRD a served plugin converts at its webhook, and reverts those the host
     /// pointed at a plugin no longer served.
     async fn convert(&mut self, served: &[Served<'_>], ca: &[u8]) -> Result<(), kube::Error> {
@@ -291,7 +297,7 @@ impl Writer {
                 let crd = format!("{}.{}", resource.plural, kind.group);
                 let path = format!("/convert/{}", plugin.name);
                 let patch = json!({
-                    "metadata": {"annotations": {CONVERTED_BY: plugin.name}},
+                    "metadata": {"annotations": {CONVERTED_BY: self.converted_by(plugin.name)}},
                     "spec": {"conversion": {
                         "strategy": "Webhook",
                         "webhook": {
@@ -313,7 +319,8 @@ impl Writer {
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(CONVERTED_BY));
-            if marked.is_none() || wanted.contains(&name) {
+            let ours = marked.is_some_and(|m| m.starts_with(&self.converted_by("")));
+            if !ours || wanted.contains(&name) {
                 continue;
             }
             let patch = json!({

@@ -27,9 +27,9 @@ use crate::runtime::{Ceiling, FailurePolicy, GuestLimits, InstanceMode, PluginOp
 use crate::testing::Recorder;
 
 pub use file::PluginOverrides;
-pub use policy::ceiling;
 #[cfg(test)]
 pub(crate) use policy::parse as parse_policy;
+pub use policy::{ceiling, narrowing};
 
 /// The configuration could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]

@@ -9,11 +9,20 @@
 //!   - kinds: [core/ConfigMap, apps/Deployment, example.wasmop.dev/v1alpha1/WebApp]
 //!     verbs: [get, list, watch, create, patch, update, delete, status]
 //!     namespaces: [team-a]        # all (and cluster-scoped kinds) when absent
+//! conversions:                    # custom resources whose conversion a plugin may own
+//!   example.wasmop.dev/WebApp: webapp
+//! identities:                     # identity mode: a source running as another plugin's name
+//!   webapp-canary: webapp
+//! modules:                        # where WasmReconciler modules may be read from
+//!   namespaces: [wasmop-system]   # ConfigMaps and Secrets in these namespaces only
+//!   private-addresses: false      # URLs on loopback, link-local, private addresses: refused
 //! ```
 //!
 //! Unknown keys are errors, as in the config file. A `WasmReconciler`'s `spec.policy` has the
-//! same form and narrows this one for its plugin.
+//! same form without `conversions`, `identities` and `modules` (which only the operator grants)
+//! and narrows this one for its plugin.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -21,7 +30,11 @@ use serde_json::Value;
 use super::file::scalar;
 use super::{ConfigError, bytes, duration, positive};
 use crate::runtime::boundary::{cut, dns_label};
-use crate::runtime::{Allowance, Ceiling, KindPattern, Verb};
+use crate::runtime::{Allowance, Ceiling, Conversion, KindPattern, ModuleSources, Verb};
+
+/// The settings only the operator's policy may hold: a `WasmReconciler`'s own narrows grants
+/// and limits, it never grants.
+const OPERATOR_ONLY: [&str; 3] = ["conversions", "identities", "modules"];
 
 /// Reads the ceiling from the YAML file at `path`.
 pub(super) fn read(path: &Path) -> Result<Ceiling, ConfigError> {
@@ -62,16 +75,127 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             "max-memory-limit" => ceiling.max_memory = bytes(&text()?).map_err(at)?,
             "max-instances" => ceiling.max_instances = positive(&text()?).map_err(at)?,
             "allow" => ceiling.allow = Some(allowances(value)?),
+            "conversions" => ceiling.conversions = conversions(value).map_err(at)?,
+            "identities" => ceiling.identities = identities(value).map_err(at)?,
+            "modules" => ceiling.modules = modules(value).map_err(at)?,
             _ => {
                 return Err(format!(
                     "unknown setting `{}`; known: max-concurrent-reconciles, \
-                     max-reconcile-timeout, max-memory-limit, max-instances, allow",
+                     max-reconcile-timeout, max-memory-limit, max-instances, allow, \
+                     conversions, identities, modules",
                     cut(key)
                 ));
             }
         }
     }
     Ok(ceiling)
+}
+
+/// A `WasmReconciler`'s own policy: a ceiling that may only narrow the operator's.
+pub fn narrowing(document: &Value) -> Result<Ceiling, String> {
+    if let Value::Object(settings) = document
+        && let Some(key) = OPERATOR_ONLY.iter().find(|k| settings.contains_key(**k))
+    {
+        return Err(format!(
+            "`{key}` is granted only by the operator's --policy, not by a WasmReconciler"
+        ));
+    }
+    ceiling(document)
+}
+
+/// A mapping of plain names to plain names, each checked by `check`.
+fn names(
+    value: &Value,
+    check: impl Fn(&str, &str) -> Result<(), String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let Value::Object(entries) = value else {
+        return Err(format!("expected a mapping, found {}", kind_of(value)));
+    };
+    let mut names = BTreeMap::new();
+    for (key, value) in entries {
+        let value = scalar(value)
+            .map_err(|found| format!("`{}`: expected a name, found {}", cut(key), shape(found)))?;
+        check(key, &value)?;
+        names.insert(key.clone(), value);
+    }
+    Ok(names)
+}
+
+/// A plugin name, as `describe()` declares one.
+fn plugin_name(name: &str) -> Result<(), String> {
+    match dns_label(name) {
+        true => Ok(()),
+        false => Err(format!("`{}` is not a plugin name", cut(name))),
+    }
+}
+
+/// `conversions`: `group/Kind` of a custom resource to the plugin that may convert it.
+fn conversions(value: &Value) -> Result<Vec<Conversion>, String> {
+    let named = names(value, |kind, plugin| {
+        plugin_name(plugin)?;
+        let pattern = KindPattern::parse(kind)?;
+        match (&pattern.group, &pattern.version, &pattern.kind) {
+            (Some(group), None, Some(_)) if !group.is_empty() && !kind.contains("*") => Ok(()),
+            _ => Err(format!(
+                "`{}` is not group/Kind of a custom resource",
+                cut(kind)
+            )),
+        }
+    })?;
+    named
+        .into_iter()
+        .map(|(kind, plugin)| {
+            Ok(Conversion {
+                kind: KindPattern::parse(&kind)?,
+                plugin,
+            })
+        })
+        .collect()
+}
+
+/// `identities`: a source's own name to the plugin name it runs as.
+fn identities(value: &Value) -> Result<BTreeMap<String, String>, String> {
+    names(value, |source, plugin| {
+        plugin_name(source)?;
+        plugin_name(plugin)
+    })
+}
+
+/// `modules`: the namespaces modules may be read from, and whether URLs may be private.
+fn modules(value: &Value) -> Result<ModuleSources, String> {
+    let Value::Object(fields) = value else {
+        return Err(format!("expected a mapping, found {}", kind_of(value)));
+    };
+    let mut modules = ModuleSources::default();
+    for (key, value) in fields {
+        match key.as_str() {
+            "namespaces" => {
+                let items = list(value).ok_or("`namespaces`: expected a list of namespaces")?;
+                modules.namespaces = namespaces(items)?;
+            }
+            "private-addresses" => {
+                modules.private_addresses = match value {
+                    Value::Bool(allowed) => *allowed,
+                    _ => return Err("`private-addresses`: expected true or false".into()),
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown key `{}`; known: namespaces, private-addresses",
+                    cut(key)
+                ));
+            }
+        }
+    }
+    Ok(modules)
+}
+
+/// What any value is, for an error that does not quote it.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Array(_) | Value::Object(_) | Value::Null => shape(value),
+        _ => "a scalar",
+    }
 }
 
 fn allowances(value: &Value) -> Result<Vec<Allowance>, String> {

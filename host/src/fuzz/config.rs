@@ -15,12 +15,13 @@ use serde_json::{Value, json};
 
 use super::boundary::json_value;
 use super::{error_within, fuzz, hostile_text, mangled, parse, short_error};
-use crate::config::{MAX_DURATION, bytes, ceiling, duration, parse_policy, positive, rate};
+use crate::config::{MAX_DURATION, bytes, duration, narrowing, parse_policy, positive, rate};
 use crate::object::GroupVersionKind;
 use crate::plugins::module::ModuleRef;
 use crate::rate::TokenBucket;
 use crate::runtime::Ceiling;
 use crate::runtime::boundary;
+use crate::runtime::capability;
 
 /// The longest YAML error: the message and a few cropped lines of the file around it.
 const MAX_YAML_ERROR: usize = 4096;
@@ -115,7 +116,7 @@ fn fuzz_wasm_reconciler_specs() {
             Ok(timeout) => prop_assert!(timeout <= MAX_DURATION),
             Err(error) => short_error(&error)?,
         }
-        match parse(len, || ceiling(&spec["policy"]))? {
+        match parse(len, || narrowing(&spec["policy"]))? {
             Ok(ceiling) => a_sound_ceiling(&ceiling)?,
             Err(error) => short_error(&error)?,
         }
@@ -193,7 +194,15 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
         memory: 1 << 20,
         instances: 2,
     };
-    let _ = ceiling.admit(&registration, asked);
+    let _ = ceiling.admit(asked);
+    let policies = [ceiling.clone()];
+    let subject = capability::Subject {
+        registration: Some(&registration),
+        policies: &policies,
+    };
+    for power in capability::implied(&registration, None) {
+        let _ = capability::check(subject, power);
+    }
     Ok(())
 }
 

@@ -361,7 +361,7 @@ impl Installer {
         };
         let mut options = limits.options();
         if let Some(policy) = &spec.policy {
-            match crate::config::ceiling(policy) {
+            match crate::config::narrowing(policy) {
                 Ok(ceiling) => options.ceiling = Some(ceiling),
                 Err(message) => return failed("InvalidSpec", format!("spec.policy: {message}")),
             }

@@ -67,14 +67,18 @@ impl Loader {
         &self.runtime
     }
 
-    /// Loads the module `bytes`; `file` names it in errors. A plugin declaring what its
-    /// identity (the operator's, or its own) may not do is refused ([`super::access`]).
+    /// Loads the module `bytes`; `file` names it in errors and, in identity mode, is the source
+    /// whose identity it runs as (a declared name that differs is refused). A plugin declaring
+    /// what its identity (the operator's, or its own) may not do is refused ([`super::access`]).
     pub async fn load(
         &self,
         file: &Path,
         bytes: Vec<u8>,
-        options: PluginOptions,
+        mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
+        if self.identities.is_some() {
+            options.identity = Some(source_identity(file));
+        }
         let identity = std::sync::OnceLock::new();
         let services = |registration: &Registration| {
             let client = identity.get_or_init(|| self.client_for(&registration.name));
@@ -130,6 +134,13 @@ impl Loader {
         let digest = digest(&bytes);
         Ok((self.load(file, bytes, options).await?, digest))
     }
+}
+
+/// The identity a module from `file` runs as: its file name without `.wasm` (a
+/// `WasmReconciler`'s module is named after the object), never the name the module declares.
+fn source_identity(file: &Path) -> String {
+    file.file_stem()
+        .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned())
 }
 
 /// A module's digest as `sha256:<hex>`.

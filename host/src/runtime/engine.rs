@@ -30,7 +30,8 @@ use crate::runtime::RuntimeError;
 use crate::runtime::artifacts::{Artifacts, default_cache_dir};
 use crate::runtime::bindings::Reconciler;
 use crate::runtime::compiler::{CompileIn, Compiler};
-use crate::runtime::host::{GuestMemory, StoreState};
+use crate::runtime::host::StoreState;
+use crate::runtime::memory::GuestMemory;
 use crate::runtime::policy::Ceiling;
 
 /// How often the epoch advances while a guest call is in flight: the granularity of timeouts and

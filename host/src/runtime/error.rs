@@ -163,6 +163,16 @@ pub enum DispatchError {
         /// The trap and what the guest printed to stderr just before.
         message: String,
     },
+    /// The call was refused before it reached the guest: the plugin may not use that power.
+    #[error("plugin {plugin}{}: {reason}", handling(key))]
+    Refused {
+        /// The plugin.
+        plugin: String,
+        /// The request.
+        key: ObjectKey,
+        /// What it may not do, and who refused it.
+        reason: String,
+    },
 }
 
 /// ` while handling <key>`, or nothing for calls about no object (`describe`).
@@ -178,7 +188,7 @@ impl DispatchError {
     pub fn trap_kind(&self) -> Option<TrapKind> {
         match self {
             DispatchError::Trapped { kind, .. } => Some(*kind),
-            DispatchError::Failed { .. } => None,
+            DispatchError::Failed { .. } | DispatchError::Refused { .. } => None,
         }
     }
 }

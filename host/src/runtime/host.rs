@@ -5,7 +5,6 @@
 //! back as the WIT `error` variant.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
@@ -16,12 +15,16 @@ use crate::runtime::SetClock;
 use crate::runtime::bindings::{cache, client, events, log, plugin, types};
 use crate::runtime::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
 use crate::runtime::budget::{Budget, Refusal};
+use crate::runtime::capability::{self, Power, Subject};
 use crate::runtime::imports::{
     ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Observer,
     Propagation, Services, Write,
 };
 use crate::runtime::limits::GuestLimits;
+use crate::runtime::memory::MemoryShare;
 use crate::runtime::output::{GuestOutput, Stream};
+use crate::runtime::owners;
+use crate::runtime::policy::Ceiling;
 use crate::runtime::registration::{Registration, Verb};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::testing::record;
@@ -53,10 +56,22 @@ pub(crate) struct PluginContext {
     pub clock: Option<SetClock>,
 }
 
-/// A described plugin's registration and the services its imports call.
+/// A described plugin's registration, the policies over it and the services its imports call.
 pub(crate) struct Grant {
     pub registration: Arc<Registration>,
+    /// The operator's policy, then the plugin's own if it has one.
+    pub policies: Vec<Ceiling>,
     pub services: Services,
+}
+
+impl Grant {
+    /// The plugin as the capability check sees it.
+    pub(crate) fn subject(&self) -> Subject<'_> {
+        Subject {
+            registration: Some(&self.registration),
+            policies: &self.policies,
+        }
+    }
 }
 
 /// The data of one guest store.
@@ -66,13 +81,15 @@ pub(crate) struct StoreState {
     /// When the current call must stop; checked on every epoch tick.
     pub deadline: Instant,
     pub stderr: GuestOutput,
+    /// Whether the current call may only read (a webhook call).
+    pub read_only: bool,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl StoreState {
     /// A fresh store state: WASI with nothing granted but stdout and stderr into the log.
-    pub fn new(context: Arc<PluginContext>, shared: Arc<GuestMemory>) -> Self {
+    pub fn new(context: Arc<PluginContext>, share: Arc<MemoryShare>) -> Self {
         let stderr = GuestOutput::new(context.name.clone(), Stream::Stderr);
         let mut wasi = WasiCtx::builder();
         wasi.stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
@@ -84,10 +101,11 @@ impl StoreState {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_WASI_RESOURCES);
         StoreState {
-            limiter: MemoryLimiter::new(context.memory_limit, shared),
+            limiter: MemoryLimiter::new(context.memory_limit, share),
             context,
             deadline: Instant::now(),
             stderr,
+            read_only: false,
             wasi,
             table,
         }
@@ -109,35 +127,32 @@ impl StoreState {
         result
     }
 
-    /// The services, if the plugin declared `verb` on `kind` in `namespace`.
+    /// The services, if the plugin may use `power` ([`capability::check`]).
+    fn may(&self, power: Power<'_>) -> Result<&Services, ApiError> {
+        let plugin = &self.context.name;
+        let Some(grant) = &self.context.grant else {
+            return Err(denied(format!(
+                "plugin {plugin} may not call the host from describe()"
+            )));
+        };
+        if self.read_only && power.writes() {
+            return Err(denied(format!(
+                "plugin {plugin} may not write from a webhook call: webhooks read the cache only"
+            )));
+        }
+        capability::check(grant.subject(), power)
+            .map_err(|why| denied(format!("plugin {plugin} {why}")))?;
+        Ok(&grant.services)
+    }
+
+    /// The services, if the plugin may do `verb` on `kind` in `namespace`.
     fn check(
         &self,
         verb: Verb,
         kind: &GroupVersionKind,
         namespace: &str,
     ) -> Result<&Services, ApiError> {
-        let plugin = &self.context.name;
-        let Some(Grant {
-            registration,
-            services,
-        }) = &self.context.grant
-        else {
-            return Err(denied(format!(
-                "plugin {plugin} may not call the host from describe()"
-            )));
-        };
-        if registration.allows(verb, kind, namespace) {
-            return Ok(services);
-        }
-        let place = if namespace.is_empty() {
-            "across namespaces".to_owned()
-        } else {
-            format!("in namespace {namespace}")
-        };
-        Err(denied(format!(
-            "plugin {plugin} may not {verb:?} {} {place}: describe() declared no such permission",
-            kind_name(kind)
-        )))
+        self.may(Power::Call(verb, kind, namespace))
     }
 
     /// Checks `write` on `target` exactly as it will be sent; the returned future waits for the
@@ -149,6 +164,7 @@ impl StoreState {
     ) -> Result<impl Future<Output = Result<String, ApiError>> + Send + 'static, ApiError> {
         let services =
             self.refused(self.check(write.verb(), &target.kind, &target.key.namespace))?;
+        self.refused(self.owners(&target, &write))?;
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
         record::wrote(&target, &write);
@@ -160,6 +176,31 @@ impl StoreState {
                 .inspect_err(record::rejected)?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
+    }
+
+    /// Checks every owner reference `write` sets on `target`: to an object the plugin may read,
+    /// in `target`'s namespace or cluster-scoped, held by its cache with the uid named.
+    fn owners(&self, target: &ObjectRef, write: &Write) -> Result<(), ApiError> {
+        let namespace = target.key.namespace.as_str();
+        for owner in owners::set_by(write)? {
+            let services = self.may(Power::Own(&owner.kind, namespace))?;
+            let held = |namespace: &str| services.cache.get(&owner.kind, namespace, &owner.name);
+            let found = held(namespace).or_else(|error| match namespace {
+                "" => Err(error),
+                _ => held(""),
+            });
+            let uid = found.ok().and_then(|json| uid(&json));
+            if uid.as_deref() != Some(owner.uid.as_str()) {
+                return Err(invalid(format!(
+                    "an owner reference names {} {} with uid {}, but no such object is in the \
+                     plugin's cache in namespace {namespace:?} or cluster-scoped",
+                    kind_name(&owner.kind),
+                    owner.name,
+                    boundary::cut(&owner.uid)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Validates a whole object and sends `write` of it.
@@ -221,6 +262,20 @@ impl StoreState {
             fields,
         })
     }
+}
+
+/// The uid of a cached object.
+fn uid(json: &crate::runtime::imports::Json) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        uid: Option<String>,
+    }
+    let object: Object = serde_json::from_str(json).ok()?;
+    object.metadata.uid
 }
 
 /// An object a cache read returned, as the guest receives it (and as a recording keeps it).
@@ -417,6 +472,15 @@ impl events::Host for StoreState {
     }
 }
 
+/// The namespace an event about an object in `namespace` lands in: its own, or `default` for a
+/// cluster-scoped object, as the event recorder publishes it.
+fn event_namespace(namespace: &str) -> &str {
+    match namespace {
+        "" => "default",
+        namespace => namespace,
+    }
+}
+
 /// Waits out a rate's delay (none when it is zero).
 async fn wait(delay: std::time::Duration) {
     if !delay.is_zero() {
@@ -436,6 +500,7 @@ impl StoreState {
     ) -> Result<Event, ApiError> {
         let regarding = boundary::object_ref(about.kind.into(), about.namespace, about.name)?;
         self.check(Verb::Get, &regarding.kind, &regarding.key.namespace)?;
+        self.may(Power::Event(event_namespace(&regarding.key.namespace)))?;
         boundary::bounded("the uid", &about.uid, MAX_SHORT_TEXT)?;
         let reason_ok = (1..=MAX_EVENT_REASON).contains(&reason.len())
             && reason.bytes().all(|b| b.is_ascii_alphanumeric());
@@ -479,15 +544,15 @@ impl log::Host for StoreState {
 }
 
 /// Caps the linear memories of an instance together (a component may have several), takes what
-/// they hold from the runtime's budget for all guests until the instance is dropped, and records
-/// the largest total asked for.
+/// they hold from its plugin's share of the guest memory budget until the instance is dropped,
+/// and records the largest total asked for.
 pub(crate) struct MemoryLimiter {
     limit: usize,
     /// Bytes of linear memory the instance holds across its memories.
     total: usize,
     /// The largest total the guest grew to, in bytes.
     pub high_water: usize,
-    shared: Arc<GuestMemory>,
+    share: Arc<MemoryShare>,
 }
 
 /// A guest asked for more memory than its cap; the trap carries this as its cause.
@@ -500,74 +565,20 @@ pub struct MemoryLimitExceeded {
     pub limit: usize,
 }
 
-/// A guest asked for memory the guests together may no longer have; the trap carries this.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "guest asked for {asked} more bytes of linear memory, but all guests together hold {held} of the host's guest memory budget of {budget} bytes (--guest-memory-budget)"
-)]
-pub struct GuestMemoryExhausted {
-    /// The growth it asked for.
-    pub asked: usize,
-    /// What all instances held at that moment.
-    pub held: usize,
-    /// The budget.
-    pub budget: usize,
-}
-
-/// The linear memory all guest instances of a runtime hold together, and the most they may.
-#[derive(Debug)]
-pub(crate) struct GuestMemory {
-    held: AtomicUsize,
-    budget: usize,
-}
-
-impl GuestMemory {
-    /// A budget of `budget` bytes for all guests together; unbounded when `None`.
-    pub(crate) fn new(budget: Option<usize>) -> Self {
-        GuestMemory {
-            held: AtomicUsize::new(0),
-            budget: budget.unwrap_or(usize::MAX),
-        }
-    }
-
-    /// The bytes of linear memory all live instances hold.
-    pub(crate) fn held(&self) -> usize {
-        self.held.load(Ordering::Acquire)
-    }
-
-    fn take(&self, asked: usize) -> Result<(), GuestMemoryExhausted> {
-        self.held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                held.checked_add(asked)
-                    .filter(|total| *total <= self.budget)
-            })
-            .map(drop)
-            .map_err(|held| GuestMemoryExhausted {
-                asked,
-                held,
-                budget: self.budget,
-            })
-    }
-
-    fn give(&self, bytes: usize) {
-        self.held.fetch_sub(bytes, Ordering::AcqRel);
-    }
-}
-
 impl MemoryLimiter {
-    fn new(limit: usize, shared: Arc<GuestMemory>) -> Self {
+    fn new(limit: usize, share: Arc<MemoryShare>) -> Self {
         MemoryLimiter {
             limit,
             total: 0,
             high_water: 0,
-            shared,
+            share,
         }
     }
 }
 
 impl Drop for MemoryLimiter {
     fn drop(&mut self) {
-        self.shared.give(self.total);
+        self.share.give(self.total);
     }
 }
 
@@ -587,7 +598,7 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
             }
             .into());
         }
-        self.shared.take(asked)?;
+        self.share.take(asked)?;
         self.total = total;
         self.high_water = self.high_water.max(total);
         Ok(true)
@@ -608,9 +619,10 @@ mod tests {
     use wasmtime::ResourceLimiter;
 
     use super::*;
+    use crate::runtime::memory::{GuestMemory, GuestMemoryExhausted};
 
-    fn unbounded() -> Arc<GuestMemory> {
-        Arc::new(GuestMemory::new(None))
+    fn unbounded() -> Arc<MemoryShare> {
+        Arc::new(MemoryShare::none(&Arc::new(GuestMemory::new(None))))
     }
 
     #[test]
@@ -625,20 +637,21 @@ mod tests {
     }
 
     #[test]
-    fn instances_share_the_budget_and_give_back_what_they_held_when_dropped() {
-        let shared = Arc::new(GuestMemory::new(Some(100)));
-        let mut first = MemoryLimiter::new(80, shared.clone());
-        let mut second = MemoryLimiter::new(80, shared.clone());
+    fn instances_take_from_their_plugins_share_and_give_back_what_they_held_when_dropped() {
+        let memory = Arc::new(GuestMemory::new(Some(100)));
+        let share = Arc::new(memory.reserve(50).unwrap());
+        let mut first = MemoryLimiter::new(80, share.clone());
+        let mut second = MemoryLimiter::new(80, share.clone());
         assert!(first.memory_growing(0, 70, None).unwrap());
         let refused = second.memory_growing(0, 40, None).unwrap_err();
         let cause = refused.downcast_ref::<GuestMemoryExhausted>().unwrap();
         assert_eq!((cause.asked, cause.held, cause.budget), (40, 70, 100));
         assert!(second.memory_growing(0, 30, None).unwrap());
-        assert_eq!(shared.held(), 100);
+        assert_eq!(memory.held(), 100);
         drop(first);
-        assert_eq!(shared.held(), 30);
+        assert_eq!(memory.held(), 30);
         assert!(second.memory_growing(30, 70, None).unwrap());
         drop(second);
-        assert_eq!(shared.held(), 0);
+        assert_eq!(memory.held(), 0);
     }
 }

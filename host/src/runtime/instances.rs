@@ -23,9 +23,8 @@ use crate::runtime::Runtime;
 use crate::runtime::bindings::{Reconciler, ReconcilerIndices, webhooks};
 use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
-use crate::runtime::host::{
-    GuestMemory, GuestMemoryExhausted, MemoryLimitExceeded, PluginContext, StoreState,
-};
+use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
+use crate::runtime::memory::{GuestMemoryExhausted, MemoryShare};
 
 /// How a plugin's instances are used across reconciles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +103,8 @@ pub(crate) struct Instances {
     calls: GuestCalls,
     linked: Linked,
     context: Arc<PluginContext>,
-    guest_memory: Arc<GuestMemory>,
+    /// The plugin's share of the guest memory budget.
+    memory: Arc<MemoryShare>,
     mode: InstanceMode,
     /// One permit per instance this plugin may have at once, busy or idle.
     share: Arc<Semaphore>,
@@ -119,15 +119,15 @@ impl Instances {
         runtime: &Runtime,
         linked: Linked,
         context: Arc<PluginContext>,
-        mode: InstanceMode,
-        max_instances: u32,
+        memory: MemoryShare,
+        (mode, max_instances): (InstanceMode, u32),
     ) -> Self {
         Instances {
             engine: runtime.engine.clone(),
             calls: runtime.calls(),
             linked,
             context,
-            guest_memory: runtime.guest_memory.clone(),
+            memory: Arc::new(memory),
             mode,
             share: Arc::new(Semaphore::new(max_instances as usize)),
             idle: Mutex::default(),
@@ -223,6 +223,7 @@ impl Instances {
         };
         instance.uses += 1;
         instance.store.data_mut().deadline = deadline;
+        instance.store.data_mut().read_only = false;
         instance.store.data().stderr.clear();
         instance.store.set_epoch_deadline(1);
         Ok(instance)
@@ -242,7 +243,7 @@ impl Instances {
     }
 
     fn new_store(&self, deadline: Instant) -> Store<StoreState> {
-        let mut state = StoreState::new(self.context.clone(), self.guest_memory.clone());
+        let mut state = StoreState::new(self.context.clone(), self.memory.clone());
         state.deadline = deadline;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);

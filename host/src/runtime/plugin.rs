@@ -13,6 +13,7 @@ use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::boundary;
 use crate::runtime::budget::{Budget, Refusal};
+use crate::runtime::capability::{self, Power, Subject};
 use crate::runtime::compiler::WorkerError;
 use crate::runtime::engine::Reservation;
 use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
@@ -20,6 +21,7 @@ use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::imports::Services;
 use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::limits::GuestLimits;
+use crate::runtime::memory::MemoryShare;
 use crate::runtime::policy::{Asked, Ceiling};
 use crate::runtime::registration::Registration;
 use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, FailurePolicy, WebhookRegistration};
@@ -60,6 +62,9 @@ pub struct PluginOptions {
     pub clock: Option<SetClock>,
     /// Where each reconcile is recorded as a fixture, if anywhere.
     pub record: Option<Recorder>,
+    /// The source's own name, when the plugin will run as an identity of its own: it must
+    /// declare that name (or the one the operator's policy maps the source to).
+    pub identity: Option<String>,
 }
 
 impl Default for PluginOptions {
@@ -77,6 +82,7 @@ impl Default for PluginOptions {
             ceiling: None,
             clock: None,
             record: None,
+            identity: None,
         }
     }
 }
@@ -180,8 +186,8 @@ impl Runtime {
             self,
             linked.clone(),
             Arc::new(anonymous),
-            InstanceMode::Fresh,
-            1,
+            MemoryShare::none(&self.guest_memory),
+            (InstanceMode::Fresh, 1),
         );
         let registration: Registration = describing
             .dispatch(
@@ -205,7 +211,24 @@ impl Runtime {
             true => describe_webhooks(&file, &describing, options.describe_timeout).await?,
             false => None,
         };
-        let (asked, share) = self.admit(&file, &registration, &options)?;
+        let policies = self.policies(&options);
+        let (asked, share, memory) = self.admit(&file, &registration, &options)?;
+        let subject = Subject {
+            registration: Some(&registration),
+            policies: &policies,
+        };
+        let identity = options.identity.as_deref().map(|source| Power::Identity {
+            source,
+            declared: &registration.name,
+        });
+        let implied = capability::implied(&registration, webhooks.as_ref());
+        for power in identity.into_iter().chain(implied) {
+            capability::check(subject, power).map_err(|why| RuntimeError::Refused {
+                file: file.clone(),
+                plugin: registration.name.clone(),
+                reason: why.to_string(),
+            })?;
+        }
 
         let registration = Arc::new(registration);
         let services = services(&registration);
@@ -215,6 +238,7 @@ impl Runtime {
             grant: Some(Grant {
                 services,
                 registration: registration.clone(),
+                policies,
             }),
             memory_limit: options.memory_limit,
             budget: Budget::new(&options.limits, observer.clone()),
@@ -222,8 +246,8 @@ impl Runtime {
             observer,
             clock: options.clock,
         });
-        let instances =
-            Instances::new(self, linked, context.clone(), options.mode, asked.instances);
+        let mode = (options.mode, asked.instances);
+        let instances = Instances::new(self, linked, context.clone(), memory, mode);
         Ok(Plugin {
             file,
             registration,
@@ -239,14 +263,22 @@ impl Runtime {
         })
     }
 
+    /// The policies over a plugin loaded with `options`: the operator's, then its own.
+    fn policies(&self, options: &PluginOptions) -> Vec<Ceiling> {
+        std::iter::once(&self.config.ceiling)
+            .chain(&options.ceiling)
+            .cloned()
+            .collect()
+    }
+
     /// The settings `registration` would run with under `options`, if the operator's ceiling
-    /// admits them and the instance pool has room for its share.
+    /// admits them and the instance pool and the guest memory budget have room for its shares.
     fn admit(
         &self,
         file: &Path,
         registration: &Registration,
         options: &PluginOptions,
-    ) -> Result<(Asked, Reservation), RuntimeError> {
+    ) -> Result<(Asked, Reservation, MemoryShare), RuntimeError> {
         let concurrency = options
             .max_concurrent_reconciles
             .unwrap_or(registration.max_concurrent_reconciles)
@@ -271,12 +303,9 @@ impl Runtime {
             plugin: registration.name.clone(),
             reason,
         };
-        self.config
-            .ceiling
-            .admit(registration, asked)
-            .map_err(refused)?;
+        self.config.ceiling.admit(asked).map_err(refused)?;
         if let Some(own) = &options.ceiling {
-            let own = own.admit(registration, asked);
+            let own = own.admit(asked);
             own.map_err(|reason| refused(format!("{reason} (its WasmReconciler's policy)")))?;
         }
         let share = self.reserve(asked.instances).ok_or_else(|| {
@@ -287,7 +316,16 @@ impl Runtime {
                 self.config.max_instances
             ))
         })?;
-        Ok((asked, share))
+        let memory = self.guest_memory.reserve(asked.memory).ok_or_else(|| {
+            refused(format!(
+                "asks for a share of {} bytes of the guest memory budget (its memory limit), but \
+                 the budget of {} bytes has {} left unreserved (--guest-memory-budget)",
+                asked.memory,
+                self.guest_memory.budget(),
+                self.guest_memory.unreserved()
+            ))
+        })?;
+        Ok((asked, share, memory))
     }
 
     async fn compile(&self, file: &Path, bytes: Vec<u8>) -> Result<Component, RuntimeError> {

@@ -3,11 +3,13 @@
 //! registration (or whose overrides) asks for more does not load; the reason names what it asked
 //! for and the ceiling it passed.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::object::GroupVersionKind;
 use crate::runtime::boundary::cut;
-use crate::runtime::registration::{Registration, Verb};
+use crate::runtime::registration::Verb;
 
 /// What the operator allows any plugin at most.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +24,77 @@ pub struct Ceiling {
     pub max_memory: usize,
     /// The most instances one plugin may have at once, busy and idle.
     pub max_instances: u32,
+    /// The custom resources whose conversion a plugin may own; none unless named.
+    pub conversions: Vec<Conversion>,
+    /// In identity mode, the plugin a source runs as when not its own name: source (a plugin
+    /// file's name without `.wasm`, or a `WasmReconciler`'s name) to plugin name.
+    pub identities: BTreeMap<String, String>,
+    /// Where `WasmReconciler` modules may be read from.
+    pub modules: ModuleSources,
+}
+
+/// A custom resource whose conversion one plugin may own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversion {
+    /// The custom resource's group and kind (its version is ignored).
+    pub kind: KindPattern,
+    /// The plugin that may convert it.
+    pub plugin: String,
+}
+
+/// Where the host may read `WasmReconciler` modules from on a tenant's behalf.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleSources {
+    /// The namespaces whose ConfigMaps and Secrets may hold modules.
+    pub namespaces: Vec<String>,
+    /// Whether module URLs may name loopback, link-local, private or cluster-internal
+    /// addresses.
+    pub private_addresses: bool,
+}
+
+impl ModuleSources {
+    /// Whether a module may be read from a ConfigMap or Secret in `namespace`.
+    pub fn allows_namespace(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|n| n == namespace)
+    }
+
+    /// Whether a module may be fetched from `address`.
+    pub fn allows_address(&self, address: IpAddr) -> bool {
+        self.private_addresses || public(address)
+    }
+}
+
+/// Whether `address` is reachable on the public internet: not loopback, link-local, private,
+/// shared (carrier-grade NAT), unspecified, multicast or documentation space.
+pub fn public(address: IpAddr) -> bool {
+    match address {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            let shared = a == 100 && (64..128).contains(&b);
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || shared
+                || a == 0)
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => public(IpAddr::V4(v4)),
+            None => {
+                let first = v6.segments()[0];
+                let unique_local = first & 0xfe00 == 0xfc00;
+                let link_local = first & 0xffc0 == 0xfe80;
+                !(v6.is_loopback()
+                    || v6.is_unspecified()
+                    || v6.is_multicast()
+                    || unique_local
+                    || link_local)
+            }
+        },
+    }
 }
 
 impl Default for Ceiling {
@@ -32,6 +105,9 @@ impl Default for Ceiling {
             max_reconcile_timeout: Duration::from_secs(600),
             max_memory: 1 << 30,
             max_instances: 128,
+            conversions: Vec::new(),
+            identities: BTreeMap::new(),
+            modules: ModuleSources::default(),
         }
     }
 }
@@ -89,7 +165,8 @@ impl KindPattern {
         })
     }
 
-    fn matches(&self, kind: &GroupVersionKind) -> bool {
+    /// Whether `kind` is one this pattern names.
+    pub fn matches(&self, kind: &GroupVersionKind) -> bool {
         let part = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         part(&self.group, &kind.group)
             && part(&self.version, &kind.version)
@@ -112,7 +189,7 @@ pub struct Asked {
 
 impl Ceiling {
     /// Refuses a plugin that asks for more than the ceiling, saying what and which limit.
-    pub fn admit(&self, registration: &Registration, asked: Asked) -> Result<(), String> {
+    pub fn admit(&self, asked: Asked) -> Result<(), String> {
         let over = |what: &str, asked: String, max: String| {
             Err(format!(
                 "asks for {what} {asked}, over the operator's ceiling of {max}"
@@ -145,43 +222,40 @@ impl Ceiling {
             let max = self.max_instances.to_string();
             return over("instances", asked.instances.to_string(), max);
         }
-        self.grants(registration)
+        Ok(())
     }
 
-    /// Refuses a registration with a grant no allowance covers.
-    fn grants(&self, registration: &Registration) -> Result<(), String> {
+    /// Whether some allowance covers `verb` on `kind` in `namespace` (empty: in every namespace,
+    /// or on a cluster-scoped object).
+    pub fn covers(&self, verb: Verb, kind: &GroupVersionKind, namespace: &str) -> bool {
         let Some(allow) = &self.allow else {
-            return Ok(());
+            return true;
         };
-        for (kind, verb, namespaces) in registration.grants() {
-            let covered = allow.iter().any(|a| {
-                a.kinds.iter().any(|k| k.matches(kind))
-                    && a.verbs.contains(&verb)
-                    && (a.namespaces.is_empty()
-                        || !namespaces.is_empty()
-                            && namespaces.iter().all(|n| a.namespaces.contains(n)))
-            });
-            if !covered {
-                let place = match namespaces.is_empty() {
-                    true => "in all namespaces".to_owned(),
-                    false => format!("in namespaces {}", namespaces.join(", ")),
-                };
-                let api_version = kind.api_version();
-                return Err(format!(
-                    "asks for {verb:?} on {api_version} {} {place}, which the operator's policy does not allow",
-                    kind.kind
-                ));
-            }
-        }
-        Ok(())
+        allow.iter().any(|a| {
+            a.kinds.iter().any(|k| k.matches(kind))
+                && a.verbs.contains(&verb)
+                && (a.namespaces.is_empty() || a.namespaces.iter().any(|n| n == namespace))
+        })
+    }
+
+    /// Whether plugin `plugin` may own the conversion of `kind`'s custom resource.
+    pub fn may_convert(&self, plugin: &str, kind: &GroupVersionKind) -> bool {
+        self.conversions.iter().any(|c| {
+            c.plugin == plugin
+                && c.kind.group.as_deref() == Some(kind.group.as_str())
+                && c.kind.kind.as_deref() == Some(kind.kind.as_str())
+        })
+    }
+
+    /// The plugin name source `source` runs as in identity mode.
+    pub fn identity<'a>(&'a self, source: &'a str) -> &'a str {
+        self.identities.get(source).map_or(source, String::as_str)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Permission;
-    use crate::runtime::registration::tests::{configmap, minimal};
 
     fn asked() -> Asked {
         Asked {
@@ -195,13 +269,12 @@ mod tests {
     #[test]
     fn limits_over_the_ceiling_are_refused_with_what_was_asked() {
         let ceiling = Ceiling::default();
-        let registration = minimal("greedy");
-        assert!(ceiling.admit(&registration, asked()).is_ok());
+        assert!(ceiling.admit(asked()).is_ok());
         let greedy = Asked {
             concurrency: u32::MAX,
             ..asked()
         };
-        let reason = ceiling.admit(&registration, greedy).unwrap_err();
+        let reason = ceiling.admit(greedy).unwrap_err();
         assert!(
             reason.contains("max-concurrent-reconciles 4294967295"),
             "{reason}"
@@ -210,63 +283,25 @@ mod tests {
             timeout: Duration::from_millis(u64::MAX),
             ..asked()
         };
-        assert!(
-            ceiling
-                .admit(&registration, forever)
-                .unwrap_err()
-                .contains("timeout")
-        );
-    }
-
-    #[test]
-    fn grants_must_fit_an_allowance() {
-        let ceiling = Ceiling {
-            allow: Some(vec![Allowance {
-                kinds: vec![KindPattern::parse("core/ConfigMap").unwrap()],
-                verbs: vec![Verb::Get, Verb::List, Verb::Watch, Verb::Patch],
-                namespaces: vec![],
-            }]),
-            ..Ceiling::default()
-        };
-        let mut registration = minimal("reader");
-        assert!(ceiling.admit(&registration, asked()).is_ok());
-        registration.permissions.push(Permission {
-            kind: GroupVersionKind::gvk("", "v1", "Secret"),
-            verbs: vec![Verb::Get],
-            namespaces: vec![],
-        });
-        let reason = ceiling.admit(&registration, asked()).unwrap_err();
-        assert!(
-            reason.contains("Get on v1 Secret in all namespaces"),
-            "{reason}"
-        );
-        registration.permissions[0].kind = configmap();
-        registration.permissions[0].verbs = vec![Verb::Delete];
-        assert!(ceiling.admit(&registration, asked()).is_err());
+        assert!(ceiling.admit(forever).unwrap_err().contains("timeout"));
     }
 
     #[test]
     fn namespaced_allowances_cover_only_their_namespaces() {
-        let allowance = Allowance {
-            kinds: vec![KindPattern::parse("*").unwrap()],
-            verbs: vec![Verb::Get, Verb::List, Verb::Watch, Verb::Create],
-            namespaces: vec!["team-a".to_owned()],
-        };
         let ceiling = Ceiling {
-            allow: Some(vec![allowance]),
+            allow: Some(vec![Allowance {
+                kinds: vec![KindPattern::parse("*").unwrap()],
+                verbs: vec![Verb::Get, Verb::Create],
+                namespaces: vec!["team-a".to_owned()],
+            }]),
             ..Ceiling::default()
         };
-        let mut registration = minimal("writer");
-        registration.permissions.push(Permission {
-            kind: configmap(),
-            verbs: vec![Verb::Create],
-            namespaces: vec!["team-a".to_owned()],
-        });
-        let reason = ceiling.admit(&registration, asked()).unwrap_err();
-        assert!(
-            reason.contains("Get on v1 ConfigMap in all namespaces"),
-            "{reason}"
-        );
+        let configmap = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        assert!(ceiling.covers(Verb::Create, &configmap, "team-a"));
+        assert!(!ceiling.covers(Verb::Create, &configmap, "team-b"));
+        assert!(!ceiling.covers(Verb::Get, &configmap, ""), "all namespaces");
+        assert!(!ceiling.covers(Verb::Delete, &configmap, "team-a"));
+        assert!(Ceiling::default().covers(Verb::Delete, &configmap, ""));
         assert!(KindPattern::parse("a//b").is_err());
         assert_eq!(
             KindPattern::parse("apps/v1/Deployment")
@@ -275,5 +310,54 @@ mod tests {
                 .as_deref(),
             Some("Deployment")
         );
+    }
+
+    #[test]
+    fn conversions_and_identities_are_granted_by_name_only() {
+        let webapp = GroupVersionKind::gvk("example.wasmop.dev", "v2", "WebApp");
+        let ceiling = Ceiling {
+            conversions: vec![Conversion {
+                kind: KindPattern::parse("example.wasmop.dev/WebApp").unwrap(),
+                plugin: "webapp".to_owned(),
+            }],
+            identities: [("webapp-canary".to_owned(), "webapp".to_owned())].into(),
+            ..Ceiling::default()
+        };
+        assert!(ceiling.may_convert("webapp", &webapp));
+        assert!(!ceiling.may_convert("other", &webapp));
+        let other = GroupVersionKind::gvk("example.wasmop.dev", "v1", "Other");
+        assert!(!ceiling.may_convert("webapp", &other));
+        assert!(!Ceiling::default().may_convert("webapp", &webapp));
+        assert_eq!(ceiling.identity("webapp-canary"), "webapp");
+        assert_eq!(ceiling.identity("good"), "good");
+    }
+
+    #[test]
+    fn only_public_addresses_are_module_sources_by_default() {
+        let sources = ModuleSources::default();
+        for private in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            let address: IpAddr = private.parse().unwrap();
+            assert!(!sources.allows_address(address), "{private}");
+        }
+        assert!(sources.allows_address("93.184.216.34".parse().unwrap()));
+        assert!(sources.allows_address("2606:2800:220:1::1".parse().unwrap()));
+        let open = ModuleSources {
+            private_addresses: true,
+            ..ModuleSources::default()
+        };
+        assert!(open.allows_address("127.0.0.1".parse().unwrap()));
+        assert!(!sources.allows_namespace("kube-system"));
     }
 }

@@ -89,6 +89,11 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// Whether the verb changes objects.
+    pub fn writes(self) -> bool {
+        !matches!(self, Verb::Get | Verb::List | Verb::Watch)
+    }
+
     /// The RBAC verbs that grant it (any one will do for a check; all for a role) and the
     /// subresource they apply to: the status verb is `update` and `patch` of `status`.
     pub fn rbac(self) -> (&'static [&'static str], Option<&'static str>) {
@@ -186,13 +191,22 @@ impl Registration {
     /// Whether the plugin may do `verb` on `kind` in `namespace` (empty: all namespaces or a
     /// cluster-scoped object). Reads of the primary, owned and watched kinds are implied.
     pub fn allows(&self, verb: Verb, kind: &GroupVersionKind, namespace: &str) -> bool {
-        let read = matches!(verb, Verb::Get | Verb::List | Verb::Watch);
+        let read = !verb.writes();
         if read && self.cached_kinds().any(|cached| cached == kind) {
             return true;
         }
         self.permissions.iter().any(|p| {
             &p.kind == kind
                 && p.verbs.contains(&verb)
+                && (p.namespaces.is_empty() || p.namespaces.iter().any(|n| n == namespace))
+        })
+    }
+
+    /// Whether the plugin declares some write (create, update, patch, delete or status) in
+    /// `namespace`.
+    pub fn writes_in(&self, namespace: &str) -> bool {
+        self.permissions.iter().any(|p| {
+            p.verbs.iter().any(|v| v.writes())
                 && (p.namespaces.is_empty() || p.namespaces.iter().any(|n| n == namespace))
         })
     }

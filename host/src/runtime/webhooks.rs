@@ -14,6 +14,7 @@ use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::bindings::{types, webhooks as wit};
 use crate::runtime::boundary::{self, MAX_SHORT_TEXT};
 use crate::runtime::budget::Refusal;
+use crate::runtime::capability::{self, Power};
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::plugin::Plugin;
 
@@ -279,6 +280,7 @@ impl Plugin {
 
     /// Asks the plugin to admit or refuse `request`.
     pub async fn validate(&self, request: &AdmissionRequest) -> Result<Verdict, DispatchError> {
+        self.may(&request.key, Power::Validate(&request.kind))?;
         let arg = wit::AdmissionRequest::from(request);
         let verdict = self
             .call_webhook(&request.key, move |guest, store| {
@@ -297,6 +299,7 @@ impl Plugin {
         &self,
         request: &AdmissionRequest,
     ) -> Result<Result<String, Denial>, DispatchError> {
+        self.may(&request.key, Power::Default(&request.kind))?;
         let arg = wit::AdmissionRequest::from(request);
         let answer = self
             .call_webhook(&request.key, move |guest, store| {
@@ -317,6 +320,16 @@ impl Plugin {
         object: &str,
         api_version: &str,
     ) -> Result<Result<String, String>, DispatchError> {
+        let declared = self.converted(object, api_version);
+        let declared = declared.ok_or_else(|| DispatchError::Refused {
+            plugin: self.name().to_owned(),
+            key: key.clone(),
+            reason: format!(
+                "declared no conversion of that object's kind to {}",
+                boundary::cut(api_version)
+            ),
+        })?;
+        self.may(key, Power::Convert(&declared))?;
         let (object, api_version) = (object.to_owned(), api_version.to_owned());
         let wanted = api_version.clone();
         let answer = self
@@ -341,8 +354,43 @@ impl Plugin {
         Ok(Ok(converted))
     }
 
-    /// Runs one webhook call under the webhook deadline; a plugin that declared no webhooks
-    /// cannot be called.
+    /// The declared conversion (group and kind) that `object` and `api_version` fall under: both
+    /// of one group, the object of the declared kind.
+    fn converted(&self, object: &str, api_version: &str) -> Option<GroupVersionKind> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Typed {
+            api_version: String,
+            kind: String,
+        }
+        let typed: Typed = serde_json::from_str(object).ok()?;
+        let group = |v: &str| v.rsplit_once('/').map_or("", |(group, _)| group).to_owned();
+        let declared = self.webhooks.as_ref()?.convert.iter().find(|k| {
+            k.kind == typed.kind
+                && k.group == group(&typed.api_version)
+                && k.group == group(api_version)
+        });
+        declared.cloned()
+    }
+
+    /// Passes the capability check for `power` ([`capability::check`]), or refuses the call.
+    fn may(&self, key: &ObjectKey, power: Power<'_>) -> Result<(), DispatchError> {
+        let checked = match &self.context.grant {
+            Some(grant) => capability::check(grant.subject(), power).map_err(|d| d.to_string()),
+            None => Err("has not described itself".to_owned()),
+        };
+        checked.map_err(|reason| {
+            self.context.budget.refuse(Refusal::Undeclared);
+            DispatchError::Refused {
+                plugin: self.name().to_owned(),
+                key: key.clone(),
+                reason,
+            }
+        })
+    }
+
+    /// Runs one webhook call under the webhook deadline, reading the cache only (its writes and
+    /// events are refused); a plugin that declared no webhooks cannot be called.
     async fn call_webhook<R>(
         &self,
         key: &ObjectKey,
@@ -360,7 +408,10 @@ impl Plugin {
                 key,
                 self.webhook_timeout,
                 move |exports, store| match exports.webhooks.as_ref() {
-                    Some(guest) => call(guest, store),
+                    Some(guest) => {
+                        store.data_mut().read_only = true;
+                        call(guest, store)
+                    }
                     None => Box::pin(async move {
                         Err(wasmtime::format_err!(
                             "plugin {name} has no webhooks export"

@@ -5,9 +5,12 @@
 //! serves the calls.
 //!
 //! Invariants: the configurations hold exactly the loaded plugins' webhooks (an unloaded plugin's
-//! webhook is removed, and a configuration left without any is deleted); a CRD's conversion
-//! points at a plugin only while that plugin is loaded, and carries [`CONVERTED_BY`] so a later
-//! leader finds and reverts a conversion whose plugin is gone.
+//! webhook is removed, and a configuration left without any is deleted); a plugin's webhooks
+//! passed the capability check when it loaded (so a conversion is one the operator's policy
+//! names for it); a CRD's conversion is taken only from `None` or from this host, never from
+//! another's webhook, points at a plugin only while that plugin is loaded, and carries
+//! [`CONVERTED_BY`] so a later leader finds and reverts (to `None`, what was there) a conversion
+//! whose plugin is gone. Every write is preconditioned on the version it read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -286,8 +289,8 @@ impl Writer {
         format!("{}/{plugin}", self.target.name)
     }
 
-    /// Points every CRD a served plugin converts at its webhook, and reverts those the host
-    /// pointed at a plugin no longer served.
+    /// Points every CRD a served plugin converts at its webhook — only a CRD with no conversion
+    /// or one this host set — and reverts those the host pointed at a plugin no longer served.
     async fn convert(&mut self, served: &[Served<'_>], ca: &[u8]) -> Result<(), kube::Error> {
         let api: Api<CustomResourceDefinition> = Api::all(self.client());
         let mut wanted = BTreeSet::new();
@@ -295,36 +298,21 @@ impl Writer {
             for kind in plugin.convert {
                 let resource = self.resources.get(kind).await?;
                 let crd = format!("{}.{}", resource.plural, kind.group);
-                let path = format!("/convert/{}", plugin.name);
-                let patch = json!({
-                    "metadata": {"annotations": {CONVERTED_BY: self.converted_by(plugin.name)}},
-                    "spec": {"conversion": {
-                        "strategy": "Webhook",
-                        "webhook": {
-                            "clientConfig": self.target.endpoint.client_config(&path, ca),
-                            "conversionReviewVersions": ["v1"],
-                        },
-                    }},
-                });
-                api.patch(&crd, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
-                tracing::info!(%crd, plugin = plugin.name, "conversion webhook set");
-                wanted.insert(crd);
+                if self.take(&api, &crd, plugin.name, ca).await? {
+                    wanted.insert(crd);
+                }
             }
         }
         for crd in api.list(&ListParams::default()).await? {
             let name = crd.metadata.name.clone().unwrap_or_default();
-            let marked = crd
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(CONVERTED_BY));
-            let ours = marked.is_some_and(|m| m.starts_with(&self.converted_by("")));
-            if !ours || wanted.contains(&name) {
+            if self.owner(&crd).is_none() || wanted.contains(&name) {
                 continue;
             }
             let patch = json!({
-                "metadata": {"annotations": {CONVERTED_BY: null}},
+                "metadata": {
+                    "annotations": {CONVERTED_BY: null},
+                    "resourceVersion": crd.metadata.resource_version,
+                },
                 "spec": {"conversion": {"strategy": "None", "webhook": null}},
             });
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -332,6 +320,56 @@ impl Writer {
             tracing::info!(crd = %name, "its converting plugin is gone: conversion reverted to None");
         }
         Ok(())
+    }
+
+    /// The plugin this host pointed `crd`'s conversion at, if it did.
+    fn owner<'c>(&self, crd: &'c CustomResourceDefinition) -> Option<&'c str> {
+        let marked = crd.metadata.annotations.as_ref()?.get(CONVERTED_BY)?;
+        marked.strip_prefix(&self.converted_by(""))
+    }
+
+    /// Points `crd`'s conversion at `plugin`'s webhook if it has none or this host set it;
+    /// whether it now does. Another's conversion is left as it is, and said so in the log.
+    async fn take(
+        &self,
+        api: &Api<CustomResourceDefinition>,
+        crd: &str,
+        plugin: &str,
+        ca: &[u8],
+    ) -> Result<bool, kube::Error> {
+        let current = api.get(crd).await?;
+        let strategy = current
+            .spec
+            .conversion
+            .as_ref()
+            .map_or("None", |c| c.strategy.as_str());
+        if strategy != "None" && self.owner(&current).is_none() {
+            tracing::warn!(
+                %crd,
+                plugin,
+                "not taking over the conversion of {crd}: its strategy is {strategy}, set by \
+                 someone other than this host; remove it to let {plugin} convert"
+            );
+            return Ok(false);
+        }
+        let path = format!("/convert/{plugin}");
+        let patch = json!({
+            "metadata": {
+                "annotations": {CONVERTED_BY: self.converted_by(plugin)},
+                "resourceVersion": current.metadata.resource_version,
+            },
+            "spec": {"conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": self.target.endpoint.client_config(&path, ca),
+                    "conversionReviewVersions": ["v1"],
+                },
+            }},
+        });
+        api.patch(crd, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        tracing::info!(%crd, plugin, "conversion webhook set");
+        Ok(true)
     }
 }
 

@@ -1,0 +1,449 @@
+//! The one capability check: every power a plugin can make the host use on its behalf — a
+//! reconcile's read or write, a webhook, a conversion, an event, an owner reference, the identity
+//! it runs as, a module source read for its `WasmReconciler` — is named as a [`Power`] and
+//! decided by [`check`] against what the plugin declared and every policy over it (the
+//! operator's `--policy` and its `WasmReconciler`'s `spec.policy`).
+//!
+//! Invariant: no feature hands a plugin a power except through [`check`], at load (every power
+//! its registration implies, [`implied`]) and again at every use. A new capability is not done
+//! until it is a [`Power`] here and the hostile suite attacks it.
+
+use std::net::IpAddr;
+
+use crate::object::GroupVersionKind;
+use crate::runtime::policy::Ceiling;
+use crate::runtime::registration::{Registration, Verb};
+use crate::runtime::webhooks::WebhookRegistration;
+
+/// The verbs that rewrite an object's content: a defaulting webhook or a conversion needs one.
+const REWRITES: [Verb; 2] = [Verb::Update, Verb::Patch];
+
+/// A power a plugin can make the host use on its behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Power<'a> {
+    /// `verb` on `kind` in `namespace` (empty: across namespaces, or a cluster-scoped object).
+    Call(Verb, &'a GroupVersionKind, &'a str),
+    /// A validating webhook on `kind`: it reads every object of it that is written.
+    Validate(&'a GroupVersionKind),
+    /// A defaulting webhook on `kind`: it rewrites every object of it that is written.
+    Default(&'a GroupVersionKind),
+    /// A conversion of `kind`'s custom resource: it reads and rewrites every object of it, and
+    /// the host takes over the CRD's conversion for it.
+    Convert(&'a GroupVersionKind),
+    /// An event in `namespace`: it writes there.
+    Event(&'a str),
+    /// An owner reference, on an object in `namespace`, to an object of `kind`: the garbage
+    /// collector acts on it, so the plugin must read the owner.
+    Own(&'a GroupVersionKind, &'a str),
+    /// Running as the identity of plugin `declared`, loaded from the source whose own identity is
+    /// `source` (a plugin file's name without `.wasm`, or a `WasmReconciler`'s name).
+    Identity {
+        /// The identity the source runs as unless the policy maps it to another.
+        source: &'a str,
+        /// The name `describe()` declared.
+        declared: &'a str,
+    },
+    /// Reading a `WasmReconciler`'s module from a ConfigMap or Secret in `namespace`.
+    ModuleObject(&'a str),
+    /// Fetching a `WasmReconciler`'s module from `address`.
+    ModuleAddress(IpAddr),
+}
+
+impl Power<'_> {
+    /// Whether the power changes something in the cluster.
+    pub fn writes(&self) -> bool {
+        match self {
+            Power::Call(verb, ..) => verb.writes(),
+            Power::Event(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Why a power was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denied {
+    /// The plugin did not declare it.
+    #[error("{0}: describe() declared no such permission")]
+    Undeclared(String),
+    /// The operator's policy does not allow it.
+    #[error("{0}, which the operator's policy does not allow")]
+    Operator(String),
+    /// The plugin's own (`WasmReconciler`'s) policy does not allow it.
+    #[error("{0}, which its WasmReconciler's policy does not allow")]
+    Own(String),
+}
+
+/// Who asks for a power: the plugin's registration (absent for a module source, read before the
+/// plugin describes itself) and the policies over it, the operator's first.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// What the plugin declared, once it has.
+    pub registration: Option<&'a Registration>,
+    /// The operator's policy, then the plugin's own (its `WasmReconciler`'s) if any.
+    pub policies: &'a [Ceiling],
+}
+
+/// Decides whether `subject` may use `power`; the error says what was asked and who refused it.
+pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
+    match power {
+        Power::Call(verb, kind, namespace) => subject.grant(verb, kind, namespace, &what(power)),
+        Power::Validate(kind) => subject.grant(Verb::Get, kind, "", &what(power)),
+        Power::Default(kind) => subject.rewrite(kind, &what(power)),
+        Power::Convert(kind) => {
+            subject.grant(Verb::Get, kind, "", &what(power))?;
+            subject.rewrite(kind, &what(power))?;
+            subject.operator(&what(power), |c| c.may_convert(plugin(subject), kind))
+        }
+        Power::Event(namespace) => {
+            let writes = subject.registration.is_some_and(|r| r.writes_in(namespace));
+            match writes {
+                true => Ok(()),
+                false => Err(Denied::Undeclared(what(power))),
+            }
+        }
+        Power::Own(kind, namespace) => subject.grant(Verb::Get, kind, namespace, &what(power)),
+        Power::Identity { source, declared } => {
+            let runs_as = subject
+                .policies
+                .first()
+                .map_or(source, |c| c.identity(source));
+            match runs_as == declared {
+                true => Ok(()),
+                false => Err(Denied::Operator(format!(
+                    "declares the name {declared}, but its source {source} runs as {runs_as}"
+                ))),
+            }
+        }
+        Power::ModuleObject(namespace) => {
+            subject.operator(&what(power), |c| c.modules.allows_namespace(namespace))
+        }
+        Power::ModuleAddress(address) => {
+            subject.operator(&what(power), |c| c.modules.allows_address(address))
+        }
+    }
+}
+
+/// Every power `registration` and `webhooks` imply, to be checked when the plugin loads.
+pub fn implied<'a>(
+    registration: &'a Registration,
+    webhooks: Option<&'a WebhookRegistration>,
+) -> Vec<Power<'a>> {
+    let grants = registration
+        .grants()
+        .map(|(kind, verb, namespaces)| (verb, kind, namespaces));
+    let mut powers: Vec<Power> = grants
+        .flat_map(|(verb, kind, namespaces)| match namespaces {
+            [] => vec![Power::Call(verb, kind, "")],
+            some => some
+                .iter()
+                .map(|n| Power::Call(verb, kind, n.as_str()))
+                .collect(),
+        })
+        .collect();
+    if let Some(webhooks) = webhooks {
+        powers.extend(webhooks.validate.iter().map(|r| Power::Validate(&r.kind)));
+        powers.extend(webhooks.default.iter().map(|r| Power::Default(&r.kind)));
+        powers.extend(webhooks.convert.iter().map(Power::Convert));
+    }
+    powers
+}
+
+/// The name of `subject`'s plugin (empty before it has described itself).
+fn plugin<'a>(subject: Subject<'a>) -> &'a str {
+    subject.registration.map_or("", |r| r.name.as_str())
+}
+
+impl Subject<'_> {
+    /// Declared and allowed: `verb` on `kind` in `namespace`.
+    fn grant(
+        &self,
+        verb: Verb,
+        kind: &GroupVersionKind,
+        namespace: &str,
+        what: &str,
+    ) -> Result<(), Denied> {
+        let declared = self
+            .registration
+            .is_some_and(|r| r.allows(verb, kind, namespace));
+        if !declared {
+            return Err(Denied::Undeclared(what.to_owned()));
+        }
+        self.policy(what, |c| c.covers(verb, kind, namespace))
+    }
+
+    /// Declared and allowed: one verb that rewrites objects of `kind` in every namespace.
+    fn rewrite(&self, kind: &GroupVersionKind, what: &str) -> Result<(), Denied> {
+        let declared = |verb| self.registration.is_some_and(|r| r.allows(verb, kind, ""));
+        let mut refusal = Denied::Undeclared(what.to_owned());
+        for verb in REWRITES.into_iter().filter(|verb| declared(*verb)) {
+            match self.policy(what, |c| c.covers(verb, kind, "")) {
+                Ok(()) => return Ok(()),
+                Err(denied) => refusal = denied,
+            }
+        }
+        Err(refusal)
+    }
+
+    /// Allowed by the operator's policy, which alone grants conversions, identities and module
+    /// sources (a `WasmReconciler`'s own policy only narrows grants).
+    fn operator(&self, what: &str, allows: impl Fn(&Ceiling) -> bool) -> Result<(), Denied> {
+        match self.policies.first().is_some_and(allows) {
+            true => Ok(()),
+            false => Err(Denied::Operator(what.to_owned())),
+        }
+    }
+
+    /// Allowed by every policy over the subject, the operator's first.
+    fn policy(&self, what: &str, allows: impl Fn(&Ceiling) -> bool) -> Result<(), Denied> {
+        match self.policies.iter().position(|c| !allows(c)) {
+            None => Ok(()),
+            Some(0) => Err(Denied::Operator(what.to_owned())),
+            Some(_) => Err(Denied::Own(what.to_owned())),
+        }
+    }
+}
+
+/// What `power` asks for, in words.
+fn what(power: Power<'_>) -> String {
+    let kind = |k: &GroupVersionKind| format!("{}.{}", k.kind, k.api_version());
+    let place = |namespace: &str| match namespace {
+        "" => "across namespaces".to_owned(),
+        n => format!("in namespace {n}"),
+    };
+    match power {
+        Power::Call(verb, k, namespace) => {
+            format!("may not {verb:?} {} {}", kind(k), place(namespace))
+        }
+        Power::Validate(k) => format!("asks for a validating webhook on {}", kind(k)),
+        Power::Default(k) => format!("asks for a defaulting webhook on {}", kind(k)),
+        Power::Convert(k) => format!("asks to convert {}", kind(k)),
+        Power::Event(namespace) => format!("may not record events {}", place(namespace)),
+        Power::Own(k, namespace) => {
+            format!(
+                "may not set an owner reference to {} {}",
+                kind(k),
+                place(namespace)
+            )
+        }
+        Power::Identity { source, declared } => {
+            format!("declares the name {declared} from source {source}")
+        }
+        Power::ModuleObject(namespace) => {
+            format!("may not read a module from namespace {namespace}")
+        }
+        Power::ModuleAddress(address) => {
+            format!("may not fetch a module from the private address {address}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::policy::{Allowance, Conversion, KindPattern};
+    use crate::runtime::registration::Permission;
+    use crate::runtime::registration::tests::{configmap, minimal};
+    use crate::runtime::webhooks::{Operation, Rule};
+
+    fn only(kinds: &str, verbs: Vec<Verb>) -> Ceiling {
+        Ceiling {
+            allow: Some(vec![Allowance {
+                kinds: vec![KindPattern::parse(kinds).unwrap()],
+                verbs,
+                namespaces: vec![],
+            }]),
+            ..Ceiling::default()
+        }
+    }
+
+    fn secret() -> GroupVersionKind {
+        GroupVersionKind::gvk("", "v1", "Secret")
+    }
+
+    fn rule(kind: GroupVersionKind) -> Rule {
+        Rule {
+            kind,
+            operations: vec![Operation::Create],
+        }
+    }
+
+    /// The first power of `registration` and `webhooks` refused under `policies`.
+    fn refused(
+        registration: &Registration,
+        webhooks: Option<&WebhookRegistration>,
+        policies: &[Ceiling],
+    ) -> Option<String> {
+        let subject = Subject {
+            registration: Some(registration),
+            policies,
+        };
+        implied(registration, webhooks)
+            .into_iter()
+            .find_map(|power| check(subject, power).err())
+            .map(|denied| denied.to_string())
+    }
+
+    /// A plugin granted only ConfigMap patch and delete.
+    fn configmap_patcher() -> Registration {
+        let mut registration = minimal("patcher");
+        registration.permissions.push(Permission {
+            kind: configmap(),
+            verbs: vec![Verb::Patch, Verb::Delete],
+            namespaces: vec![],
+        });
+        registration
+    }
+
+    #[test]
+    fn grants_must_be_declared_and_allowed() {
+        let policy = [only(
+            "core/ConfigMap",
+            vec![Verb::Get, Verb::List, Verb::Watch],
+        )];
+        let reader = minimal("reader");
+        assert_eq!(refused(&reader, None, &policy), None);
+        let mut writer = minimal("writer");
+        writer.permissions.push(Permission {
+            kind: secret(),
+            verbs: vec![Verb::Get],
+            namespaces: vec![],
+        });
+        let reason = refused(&writer, None, &policy).unwrap();
+        assert!(
+            reason.contains("Get Secret.v1 across namespaces")
+                && reason.contains("operator's policy"),
+            "{reason}"
+        );
+        let own = [Ceiling::default(), policy[0].clone()];
+        let reason = refused(&writer, None, &own).unwrap();
+        assert!(reason.contains("WasmReconciler's policy"), "{reason}");
+    }
+
+    #[test]
+    fn webhooks_need_the_reads_and_writes_they_imply() {
+        let policy = [only(
+            "core/ConfigMap",
+            vec![
+                Verb::Get,
+                Verb::List,
+                Verb::Watch,
+                Verb::Patch,
+                Verb::Delete,
+            ],
+        )];
+        let plugin = configmap_patcher();
+        let on = |validate: Vec<Rule>, default: Vec<Rule>| WebhookRegistration {
+            validate,
+            default,
+            convert: vec![],
+        };
+        let own_kind = on(vec![rule(configmap())], vec![rule(configmap())]);
+        assert_eq!(refused(&plugin, Some(&own_kind), &policy), None);
+
+        let secrets = on(vec![rule(secret())], vec![]);
+        let reason = refused(&plugin, Some(&secrets), &policy).unwrap();
+        assert!(
+            reason.contains("validating webhook on Secret.v1") && reason.contains("declared"),
+            "{reason}"
+        );
+        let pods = on(vec![], vec![rule(GroupVersionKind::gvk("", "v1", "Pod"))]);
+        let reason = refused(&plugin, Some(&pods), &policy).unwrap();
+        assert!(reason.contains("defaulting webhook on Pod.v1"), "{reason}");
+
+        let reader = minimal("reader");
+        let rewrites = on(vec![], vec![rule(configmap())]);
+        assert!(refused(&reader, Some(&rewrites), &[Ceiling::default()]).is_some());
+        let mut unallowed = configmap_patcher();
+        unallowed.permissions[0].verbs.push(Verb::Update);
+        let get_only = [only(
+            "core/ConfigMap",
+            vec![Verb::Get, Verb::List, Verb::Watch],
+        )];
+        let reason = refused(&unallowed, Some(&rewrites), &get_only).unwrap();
+        assert!(reason.contains("operator's policy"), "{reason}");
+    }
+
+    #[test]
+    fn a_conversion_needs_its_reads_writes_and_the_operator_naming_it() {
+        let webapp = GroupVersionKind::gvk("example.wasmop.dev", "v1", "WebApp");
+        let mut plugin = minimal("webapp");
+        plugin.primary = webapp.clone();
+        plugin.permissions.push(Permission {
+            kind: webapp.clone(),
+            verbs: vec![Verb::Update],
+            namespaces: vec![],
+        });
+        let converts = WebhookRegistration {
+            convert: vec![webapp.clone()],
+            ..WebhookRegistration::default()
+        };
+        let reason = refused(&plugin, Some(&converts), &[Ceiling::default()]).unwrap();
+        assert!(reason.contains("asks to convert WebApp"), "{reason}");
+        let named = Ceiling {
+            conversions: vec![Conversion {
+                kind: KindPattern::parse("example.wasmop.dev/WebApp").unwrap(),
+                plugin: "webapp".to_owned(),
+            }],
+            ..Ceiling::default()
+        };
+        assert_eq!(
+            refused(&plugin, Some(&converts), std::slice::from_ref(&named)),
+            None
+        );
+        let other = GroupVersionKind::gvk("other.example.com", "v1", "Thing");
+        let foreign = WebhookRegistration {
+            convert: vec![other],
+            ..WebhookRegistration::default()
+        };
+        assert!(refused(&plugin, Some(&foreign), &[named]).is_some());
+    }
+
+    #[test]
+    fn events_land_only_where_the_plugin_writes_and_identities_are_the_sources() {
+        let mut plugin = minimal("writer");
+        plugin.permissions.push(Permission {
+            kind: configmap(),
+            verbs: vec![Verb::Create],
+            namespaces: vec!["team-a".to_owned()],
+        });
+        let policies = [Ceiling::default()];
+        let subject = Subject {
+            registration: Some(&plugin),
+            policies: &policies,
+        };
+        assert!(check(subject, Power::Event("team-a")).is_ok());
+        assert!(check(subject, Power::Event("kube-system")).is_err());
+        assert!(Power::Event("team-a").writes());
+
+        let identity = |source, declared| Power::Identity { source, declared };
+        assert!(check(subject, identity("webapp", "webapp")).is_ok());
+        let reason = check(subject, identity("evil", "secret-deleter"))
+            .unwrap_err()
+            .to_string();
+        assert!(reason.contains("runs as evil"), "{reason}");
+        let mapped = [Ceiling {
+            identities: [("canary".to_owned(), "webapp".to_owned())].into(),
+            ..Ceiling::default()
+        }];
+        let subject = Subject {
+            registration: Some(&plugin),
+            policies: &mapped,
+        };
+        assert!(check(subject, identity("canary", "webapp")).is_ok());
+        assert!(check(subject, identity("canary", "canary")).is_err());
+    }
+
+    #[test]
+    fn module_sources_are_the_operators_to_allow() {
+        let tenant = [Ceiling::default(), Ceiling::default()];
+        let subject = Subject {
+            registration: None,
+            policies: &tenant,
+        };
+        assert!(check(subject, Power::ModuleObject("kube-system")).is_err());
+        let loopback = Power::ModuleAddress("127.0.0.1".parse().unwrap());
+        assert!(check(subject, loopback).is_err());
+        assert!(check(subject, Power::Call(Verb::Get, &configmap(), "a")).is_err());
+    }
+}

@@ -18,13 +18,10 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 use wasmop::cache::Cache;
-use wasmop::client::PluginClient;
-use wasmop::events::Events;
 use wasmop::object::{GroupVersionKind, ObjectKey};
 use wasmop::rate::Rate;
 use wasmop::runtime::{
-    DispatchError, GuestLimits, Plugin, PluginOptions, Refusal, Runtime, RuntimeError, Services,
-    TrapKind,
+    DispatchError, GuestLimits, Plugin, PluginOptions, Refusal, Runtime, RuntimeError, TrapKind,
 };
 use wasmop_envtest::{ControlPlane, shared, within};
 
@@ -73,19 +70,8 @@ impl Arena {
 
     /// Loads component `name` with the production client and event recorder.
     async fn load(&self, name: &str, options: PluginOptions) -> Result<Plugin, RuntimeError> {
-        let (kube, cache) = (self.kube.clone(), self.cache.clone());
-        let services = move |registration: &wasmop::runtime::Registration| {
-            let client = PluginClient::new(kube.clone(), cache, &registration.name);
-            Services {
-                cache: Arc::new(client.clone()),
-                writer: Arc::new(client),
-                events: Arc::new(Events::new(kube, &registration.name)),
-                observer: Arc::new(()),
-            }
-        };
-        self.runtime
-            .load(&common::component(name), options, services)
-            .await
+        let cluster = (&self.kube, &self.cache);
+        common::load_on_cluster(&self.runtime, cluster, name, options).await
     }
 
     async fn hostile(&self, limits: GuestLimits) -> anyhow::Result<Plugin> {

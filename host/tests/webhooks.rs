@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmop::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{
-    AdmissionRequest, DispatchError, Operation, Outcome, PluginOptions, TrapKind, UserInfo, Verdict,
+    AdmissionRequest, DispatchError, Operation, Outcome, PluginOptions, TrapKind, Verdict,
 };
 
 use tokio::sync::watch;
@@ -31,20 +31,11 @@ fn webapp(version: &str, spec: Value) -> AdmissionRequest {
         "metadata": {"name": "shop", "namespace": "default"},
         "spec": spec,
     });
-    AdmissionRequest {
-        uid: "705ab4f5-6393-11e8-b7cc-42010a800002".into(),
-        kind: GroupVersionKind::gvk(GROUP, version, "WebApp"),
-        key: ObjectKey::new("default", "shop"),
-        operation: Operation::Create,
-        object: Some(object.to_string()),
-        old_object: None,
-        user: UserInfo {
-            username: "alice".into(),
-            uid: "1".into(),
-            groups: vec!["system:authenticated".into()],
-        },
-        dry_run: false,
-    }
+    common::admission_create(
+        GroupVersionKind::gvk(GROUP, version, "WebApp"),
+        ObjectKey::new("default", "shop"),
+        object,
+    )
 }
 
 #[tokio::test]

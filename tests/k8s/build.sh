@@ -7,6 +7,9 @@
 #                                 the pod sandbox's pause (static, from Kubernetes' own source),
 #                                 helm (HELM_VERSION) to install the chart on it, and (as root,
 #                                 with apt-get) Debian's containerd, runc and CNI plugins
+#   tests/k8s/build.sh --controller-manager
+#                                 also kube-controller-manager alone, for tests of its garbage
+#                                 collector beside the apiserver (no node)
 #   tests/k8s/build.sh --update   regenerate go/go.mod and go/go.sum for versions.env
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -60,8 +63,9 @@ node_packages() {
 case "${1:-}" in
   --update) update_module; exit 0 ;;
   --node) node_packages; tools+=("${node_tools[@]}" pause helm) ;;
+  --controller-manager) tools+=(kube-controller-manager) ;;
   "") ;;
-  *) say "error: unknown option $1 (--node or --update)"; exit 2 ;;
+  *) say "error: unknown option $1 (--node, --controller-manager or --update)"; exit 2 ;;
 esac
 
 have_all() { for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done; }

@@ -53,6 +53,8 @@ pub(crate) fn log_path(dir: &Path) -> PathBuf {
 pub struct AuditEvent {
     /// Who made the request (`user.username`, e.g. `system:serviceaccount:ns:name`).
     pub user: String,
+    /// Whom it impersonated (`impersonatedUser.username`); empty when nobody.
+    pub impersonated: String,
     /// The request's verb: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, ….
     pub verb: String,
     /// The resource (`objectRef.resource`, e.g. `services`); empty for non-resource URLs.
@@ -146,6 +148,8 @@ struct RawEvent {
     #[serde(default)]
     user: RawUser,
     #[serde(default)]
+    impersonated_user: RawUser,
+    #[serde(default)]
     user_agent: String,
     #[serde(default)]
     object_ref: RawObjectRef,
@@ -186,6 +190,7 @@ impl From<RawEvent> for AuditEvent {
             .map_or((None, String::new()), |s| (s.code, s.reason));
         AuditEvent {
             user: raw.user.username,
+            impersonated: raw.impersonated_user.username,
             verb: raw.verb,
             resource: object.resource,
             subresource: object.subresource,

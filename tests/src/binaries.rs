@@ -29,6 +29,7 @@ pub struct Binaries {
 
 static LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 static NODE_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
+static CONTROLLER_MANAGER_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 
 impl Binaries {
     /// Finds the binaries, building them first if this machine has none yet (minutes, with
@@ -46,6 +47,20 @@ impl Binaries {
         let all: Vec<&str> = TOOLS.iter().chain(&NODE_TOOLS).copied().collect();
         NODE_LOCATED
             .get_or_try_init(|| Self::find_or_build(&["--node"], &all))
+            .await
+            .cloned()
+    }
+
+    /// [`Binaries::locate`] with kube-controller-manager too, for tests of its garbage collector
+    /// (no node): `tests/k8s/build.sh --controller-manager`.
+    pub async fn locate_controller_manager() -> Result<Self, Error> {
+        let all: Vec<&str> = TOOLS
+            .iter()
+            .copied()
+            .chain(["kube-controller-manager"])
+            .collect();
+        CONTROLLER_MANAGER_LOCATED
+            .get_or_try_init(|| Self::find_or_build(&["--controller-manager"], &all))
             .await
             .cloned()
     }

@@ -97,6 +97,34 @@ impl ControlPlane {
         Ok(plane)
     }
 
+    /// Starts kube-controller-manager running only its garbage collector against this control
+    /// plane (building it first with `tests/k8s/build.sh --controller-manager` if this machine
+    /// has none); it stops when the returned process is dropped.
+    pub async fn start_garbage_collector(&self) -> Result<Supervised, Error> {
+        let binaries = Binaries::locate_controller_manager().await?;
+        let dir = tempfile::Builder::new()
+            .prefix("wasmop-garbage-collector-")
+            .tempdir()
+            .map_err(Error::io("creating the garbage collector's directory"))?
+            .keep();
+        let args = [
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            "--controllers=garbage-collector-controller".to_owned(),
+            "--leader-elect=false".to_owned(),
+            "--secure-port=0".to_owned(),
+            "--concurrent-gc-syncs=4".to_owned(),
+        ];
+        let log = self.dir.join("kube-controller-manager.log");
+        Supervised::spawn(
+            "kube-controller-manager",
+            &binaries.kube_controller_manager(),
+            &args,
+            &go_env(),
+            &dir,
+            log,
+        )
+    }
+
     /// The node, when started with [`ControlPlane::start_with_node`].
     pub fn node(&self) -> Option<&Node> {
         self.node.as_ref()

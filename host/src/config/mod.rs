@@ -27,8 +27,7 @@ use crate::runtime::{Ceiling, FailurePolicy, GuestLimits, InstanceMode, PluginOp
 use crate::testing::Recorder;
 
 pub use file::PluginOverrides;
-#[cfg(test)]
-pub(crate) use policy::parse as parse_policy;
+pub use policy::parse as parse_policy;
 pub use policy::{ceiling, narrowing};
 
 /// The configuration could not be read or is invalid.

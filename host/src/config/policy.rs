@@ -9,7 +9,8 @@
 //!   - kinds: [core/ConfigMap, apps/Deployment, example.wasmop.dev/v1alpha1/WebApp]
 //!     verbs: [get, list, watch, create, patch, update, delete, status]
 //!     namespaces: [team-a]        # all (and cluster-scoped kinds) when absent
-//! conversions:                    # custom resources whose conversion a plugin may own
+//! conversions:                    # custom resources whose conversion a plugin may own (none
+//!                                 # with a policy unless named; any without a policy file)
 //!   example.wasmop.dev/WebApp: webapp
 //! identities:                     # identity mode: a source running as another plugin's name
 //!   webapp-canary: webapp
@@ -49,7 +50,7 @@ pub(super) fn read(path: &Path) -> Result<Ceiling, ConfigError> {
 }
 
 /// A ceiling from the text of a `--policy` file.
-pub(crate) fn parse(text: &str) -> Result<Ceiling, String> {
+pub fn parse(text: &str) -> Result<Ceiling, String> {
     ceiling(&super::yaml(text)?)
 }
 
@@ -59,7 +60,11 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
     let Value::Object(settings) = document else {
         return Err("expected a mapping of policy settings".into());
     };
-    let mut ceiling = Ceiling::default();
+    // With a policy, conversions are only those it names.
+    let mut ceiling = Ceiling {
+        conversions: Some(Vec::new()),
+        ..Ceiling::default()
+    };
     for (key, value) in settings {
         let at = |message: String| format!("`{}`: {message}", cut(key));
         let text = || {
@@ -75,7 +80,7 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             "max-memory-limit" => ceiling.max_memory = bytes(&text()?).map_err(at)?,
             "max-instances" => ceiling.max_instances = positive(&text()?).map_err(at)?,
             "allow" => ceiling.allow = Some(allowances(value)?),
-            "conversions" => ceiling.conversions = conversions(value).map_err(at)?,
+            "conversions" => ceiling.conversions = Some(conversions(value).map_err(at)?),
             "identities" => ceiling.identities = identities(value).map_err(at)?,
             "modules" => ceiling.modules = modules(value).map_err(at)?,
             _ => {
@@ -318,7 +323,32 @@ mod tests {
             [Verb::Get, Verb::List, Verb::Watch, Verb::Patch]
         );
         assert_eq!(allow[0].namespaces, ["team-a"]);
-        assert_eq!(parse("").unwrap(), Ceiling::default());
+        let empty = Ceiling {
+            conversions: Some(vec![]),
+            ..Ceiling::default()
+        };
+        assert_eq!(parse("").unwrap(), empty);
+    }
+
+    #[test]
+    fn conversions_identities_and_module_sources_are_the_operators_alone() {
+        let text = "conversions:\n  example.wasmop.dev/WebApp: webapp\nidentities:\n  \
+                    canary: webapp\nmodules:\n  namespaces: [plugins]\n  private-addresses: true\n";
+        let ceiling = parse(text).unwrap();
+        let webapp = crate::object::GroupVersionKind::gvk("example.wasmop.dev", "v1", "WebApp");
+        assert!(ceiling.may_convert("webapp", &webapp));
+        assert_eq!(ceiling.identity("canary"), "webapp");
+        assert!(ceiling.modules.allows_namespace("plugins") && ceiling.modules.private_addresses);
+        let error = |yaml: &str| parse(yaml).unwrap_err();
+        assert!(error("conversions: {WebApp: webapp}\n").contains("group/Kind"));
+        assert!(error("conversions: {example.com/*: webapp}\n").contains("group/Kind"));
+        assert!(error("identities: {a: Web_App}\n").contains("not a plugin name"));
+        assert!(error("modules: {private-addresses: yes please}\n").contains("true or false"));
+        let document = super::super::yaml(text).unwrap();
+        let refused = narrowing(&document).unwrap_err();
+        assert!(refused.contains("only by the operator"), "{refused}");
+        let own = super::super::yaml("max-instances: 2\n").unwrap();
+        assert_eq!(narrowing(&own).unwrap().max_instances, 2);
     }
 
     #[test]

@@ -378,13 +378,17 @@ mod tests {
             convert: vec![webapp.clone()],
             ..WebhookRegistration::default()
         };
-        let reason = refused(&plugin, Some(&converts), &[Ceiling::default()]).unwrap();
+        let unnamed = Ceiling {
+            conversions: Some(vec![]),
+            ..Ceiling::default()
+        };
+        let reason = refused(&plugin, Some(&converts), &[unnamed]).unwrap();
         assert!(reason.contains("asks to convert WebApp"), "{reason}");
         let named = Ceiling {
-            conversions: vec![Conversion {
+            conversions: Some(vec![Conversion {
                 kind: KindPattern::parse("example.wasmop.dev/WebApp").unwrap(),
                 plugin: "webapp".to_owned(),
-            }],
+            }]),
             ..Ceiling::default()
         };
         assert_eq!(

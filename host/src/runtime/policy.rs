@@ -24,8 +24,9 @@ pub struct Ceiling {
     pub max_memory: usize,
     /// The most instances one plugin may have at once, busy and idle.
     pub max_instances: u32,
-    /// The custom resources whose conversion a plugin may own; none unless named.
-    pub conversions: Vec<Conversion>,
+    /// The custom resources whose conversion a plugin may own: any without a policy file
+    /// (`None`, as for grants), only those named with one.
+    pub conversions: Option<Vec<Conversion>>,
     /// In identity mode, the plugin a source runs as when not its own name: source (a plugin
     /// file's name without `.wasm`, or a `WasmReconciler`'s name) to plugin name.
     pub identities: BTreeMap<String, String>,
@@ -105,7 +106,7 @@ impl Default for Ceiling {
             max_reconcile_timeout: Duration::from_secs(600),
             max_memory: 1 << 30,
             max_instances: 128,
-            conversions: Vec::new(),
+            conversions: None,
             identities: BTreeMap::new(),
             modules: ModuleSources::default(),
         }
@@ -240,7 +241,10 @@ impl Ceiling {
 
     /// Whether plugin `plugin` may own the conversion of `kind`'s custom resource.
     pub fn may_convert(&self, plugin: &str, kind: &GroupVersionKind) -> bool {
-        self.conversions.iter().any(|c| {
+        let Some(conversions) = &self.conversions else {
+            return true;
+        };
+        conversions.iter().any(|c| {
             c.plugin == plugin
                 && c.kind.group.as_deref() == Some(kind.group.as_str())
                 && c.kind.kind.as_deref() == Some(kind.kind.as_str())
@@ -316,10 +320,10 @@ mod tests {
     fn conversions_and_identities_are_granted_by_name_only() {
         let webapp = GroupVersionKind::gvk("example.wasmop.dev", "v2", "WebApp");
         let ceiling = Ceiling {
-            conversions: vec![Conversion {
+            conversions: Some(vec![Conversion {
                 kind: KindPattern::parse("example.wasmop.dev/WebApp").unwrap(),
                 plugin: "webapp".to_owned(),
-            }],
+            }]),
             identities: [("webapp-canary".to_owned(), "webapp".to_owned())].into(),
             ..Ceiling::default()
         };
@@ -327,7 +331,15 @@ mod tests {
         assert!(!ceiling.may_convert("other", &webapp));
         let other = GroupVersionKind::gvk("example.wasmop.dev", "v1", "Other");
         assert!(!ceiling.may_convert("webapp", &other));
-        assert!(!Ceiling::default().may_convert("webapp", &webapp));
+        let none_named = Ceiling {
+            conversions: Some(vec![]),
+            ..Ceiling::default()
+        };
+        assert!(!none_named.may_convert("webapp", &webapp));
+        assert!(
+            Ceiling::default().may_convert("webapp", &webapp),
+            "no policy file"
+        );
         assert_eq!(ceiling.identity("webapp-canary"), "webapp");
         assert_eq!(ceiling.identity("good"), "good");
     }

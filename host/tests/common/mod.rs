@@ -147,3 +147,47 @@ pub async fn seen_by_good(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A create of `object` (a JSON object of `kind`) at `key`, by `alice`, as the apiserver asks
+/// a webhook about it.
+pub fn admission_create(
+    kind: wasmop::object::GroupVersionKind,
+    key: wasmop::object::ObjectKey,
+    object: Value,
+) -> wasmop::runtime::AdmissionRequest {
+    wasmop::runtime::AdmissionRequest {
+        uid: "705ab4f5-6393-11e8-b7cc-42010a800002".into(),
+        kind,
+        key,
+        operation: wasmop::runtime::Operation::Create,
+        object: Some(object.to_string()),
+        old_object: None,
+        user: wasmop::runtime::UserInfo {
+            username: "alice".into(),
+            uid: "1".into(),
+            groups: vec!["system:authenticated".into()],
+        },
+        dry_run: false,
+    }
+}
+
+/// Loads component `name` into `runtime` with the production cache-backed client over `cache`
+/// and the production event recorder, both speaking through `kube`.
+pub async fn load_on_cluster(
+    runtime: &Runtime,
+    (kube, cache): (&kube::Client, &Arc<wasmop::cache::Cache>),
+    name: &str,
+    options: PluginOptions,
+) -> Result<Plugin, wasmop::runtime::RuntimeError> {
+    let (kube, cache) = (kube.clone(), cache.clone());
+    let services = move |registration: &wasmop::runtime::Registration| {
+        let client = wasmop::client::PluginClient::new(kube.clone(), cache, &registration.name);
+        wasmop::runtime::Services {
+            cache: Arc::new(client.clone()),
+            writer: Arc::new(client),
+            events: Arc::new(wasmop::events::Events::new(kube, &registration.name)),
+            observer: Arc::new(()),
+        }
+    };
+    runtime.load(&component(name), options, services).await
+}

@@ -33,10 +33,14 @@
 #[path = "../../shared/alias.rs"]
 mod alias;
 
+#[path = "../../shared/report.rs"]
+mod report;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use alias::Pinned;
+use report::result_name;
 use wasmop_guest::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use wasmop_guest::raw::wasmop::reconciler::{cache, client, events, log, types};
 use wasmop_guest::serde_json::{Value, json};
@@ -142,21 +146,6 @@ impl Report {
     /// The report as a terminal error whose message is the JSON array and nothing else.
     fn into_error(self) -> ReconcileError {
         ReconcileError::terminal(Value::Array(self.0))
-    }
-}
-
-/// `ok`, or the WIT error case in kebab-case.
-fn result_name<T>(result: &Result<T, types::Error>) -> &'static str {
-    match result {
-        Ok(_) => "ok",
-        Err(types::Error::NotFound(_)) => "not-found",
-        Err(types::Error::Conflict(_)) => "conflict",
-        Err(types::Error::AlreadyExists(_)) => "already-exists",
-        Err(types::Error::Forbidden(_)) => "forbidden",
-        Err(types::Error::Invalid(_)) => "invalid",
-        Err(types::Error::Timeout(_)) => "timeout",
-        Err(types::Error::Unavailable(_)) => "unavailable",
-        Err(types::Error::Other(_)) => "other",
     }
 }
 

@@ -325,9 +325,10 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
     // takes each replica's compiler process, not the host; the WasmReconciler says why.
     too_large_plugin_kills_only_its_compile(&plane, &pods).await;
 
-    // A plugin whose instances grow past the hosts' guest memory budget (128Mi of the pods'
-    // 256Mi): its guest traps, naming the plugin; the hosts are never OOMKilled.
-    memory_hog_traps_under_the_guest_budget(&plane, &pods).await;
+    // A plugin whose memory limit is over what the hosts' guest memory budget (128Mi of the
+    // pods' 256Mi) has left: it does not load, naming the plugin and the budget; the hosts are
+    // never OOMKilled.
+    memory_hog_is_refused_a_share_over_the_guest_budget(&plane, &pods).await;
 
     // A rolling update while WebApps keep coming: every one converges.
     plane
@@ -446,8 +447,9 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
         .unwrap();
 }
 
-/// A WasmReconciler loading guest-hog with a memory limit of its own near the pods' limit.
-async fn memory_hog_traps_under_the_guest_budget(plane: &ControlPlane, pods: &Api<Pod>) {
+/// A WasmReconciler loading guest-hog with a memory limit of its own near the pods' limit: its
+/// share of the guest memory budget does not fit, so it is refused.
+async fn memory_hog_is_refused_a_share_over_the_guest_budget(plane: &ControlPlane, pods: &Api<Pod>) {
     let before = ready_pods(pods, 2).await;
     let kills: Vec<u64> = before.iter().map(oom_kills).collect();
     apply_served(
@@ -462,7 +464,7 @@ async fn memory_hog_traps_under_the_guest_budget(plane: &ControlPlane, pods: &Ap
         leader(&leases).await
     })
     .await;
-    let trapped = eventually("guest-hog trapping at the budget", WAIT, || async {
+    let trapped = eventually("guest-hog refused at the budget", WAIT, || async {
         let logs = logs(plane, &leading).await;
         let mut lines = logs.lines();
         let trap =

@@ -147,3 +147,20 @@ pub async fn seen_by_good(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The services a plugin gets in production, on `kube`: the plugin client (reads from `cache`,
+/// writes to the apiserver) and the event recorder.
+pub fn production_services(
+    kube: kube::Client,
+    cache: Arc<wasmop::cache::Cache>,
+) -> impl FnOnce(&wasmop::runtime::Registration) -> wasmop::runtime::Services {
+    move |registration| {
+        let client = wasmop::client::PluginClient::new(kube.clone(), cache, &registration.name);
+        wasmop::runtime::Services {
+            cache: Arc::new(client.clone()),
+            writer: Arc::new(client),
+            events: Arc::new(wasmop::events::Events::new(kube, &registration.name)),
+            observer: Arc::new(()),
+        }
+    }
+}

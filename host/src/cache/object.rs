@@ -17,13 +17,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::core::{ApiResource, Resource};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::depth::MAX_DEPTH;
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, dynamic_resource};
 
 /// An object as the cache holds it: the JSON text and the few fields parsed from it, with labels
 /// and annotations shared between the objects of a store that carry equal ones.
@@ -598,32 +597,7 @@ impl<'de> Visitor<'de> for Copy<'_> {
     }
 }
 
-impl Resource for WatchedObject {
-    type DynamicType = ApiResource;
-    type Scope = kube::core::DynamicResourceScope;
-
-    fn kind(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
-    fn group(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.group.as_str().into()
-    }
-    fn version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.version.as_str().into()
-    }
-    fn api_version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
-    fn plural(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.meta
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.meta
-    }
-}
+dynamic_resource!(WatchedObject, meta);
 
 #[cfg(test)]
 mod tests {

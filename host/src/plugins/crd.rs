@@ -28,7 +28,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::core::{ApiResource, Resource};
+use kube::core::ApiResource;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
@@ -43,6 +43,7 @@ use super::module::ModuleRef;
 use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
 use crate::depth::{Bounded, MAX_DEPTH};
+use crate::object::dynamic_resource;
 use crate::runtime::RuntimeError;
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
@@ -476,32 +477,7 @@ impl<'de> Visitor<'de> for WatchedVisitor {
     }
 }
 
-impl Resource for Watched {
-    type DynamicType = ApiResource;
-    type Scope = kube::core::DynamicResourceScope;
-
-    fn kind(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        DynamicObject::kind(dt)
-    }
-    fn group(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        DynamicObject::group(dt)
-    }
-    fn version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        DynamicObject::version(dt)
-    }
-    fn api_version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        DynamicObject::api_version(dt)
-    }
-    fn plural(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        DynamicObject::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.object.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.object.metadata
-    }
-}
+dynamic_resource!(Watched, object.metadata);
 
 fn failed(reason: &'static str, message: String) -> Outcome {
     Outcome::Failed { reason, message }
@@ -579,6 +555,8 @@ fn now() -> String {
 
 #[cfg(test)]
 mod tests {
+    use kube::core::Resource;
+
     use super::*;
     use crate::depth::nested;
 

@@ -17,8 +17,8 @@
 //! once that one ends.
 //!
 //! The watcher reads each object nested at most [`MAX_DEPTH`] levels ([`Watched`]); a deeper one
-//! (its `spec.policy` is free-form) is read as its name, uid and generation only and fails its
-//! generation as `InvalidSpec`, so it never fails the list or the watch of the others.
+//! (its `spec.policy` is free-form) is read as its name, uid, generation and status only and
+//! fails its generation as `InvalidSpec`, so it never fails the list or the watch of the others.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -407,7 +407,7 @@ impl Installer {
 
 /// A WasmReconciler as the watcher reads it: the object with the metadata this source uses (name,
 /// uid, generation, resourceVersion), every other member nested at most [`MAX_DEPTH`] levels with
-/// the object around it; or, for a deeper object, only that metadata and `too_deep`.
+/// the object around it; or, for a deeper object, `too_deep`, that metadata and its status.
 #[derive(Debug, Clone)]
 struct Watched {
     object: DynamicObject,
@@ -460,7 +460,9 @@ impl<'de> Visitor<'de> for WatchedVisitor {
         }
         let metadata = metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
         if too_deep {
-            data.retain(|key, _| key == "apiVersion" || key == "kind");
+            // Nothing of the spec is read; the status (the host's own, within the bound when it
+            // is read) keeps its conditions' transition times.
+            data.retain(|key, _| matches!(key.as_str(), "apiVersion" | "kind" | "status"));
         }
         let object = DynamicObject {
             types: None,
@@ -586,6 +588,7 @@ mod tests {
             (Some("deep"), Some("u-deep"), Some(2))
         );
         assert_eq!(deep.object.data.get("spec"), None);
+        assert_eq!(deep.object.data["status"]["observedGeneration"], 1);
         assert!(!fine.too_deep);
         assert_eq!(
             fine.object.data["spec"]["policy"]["kinds"][0],

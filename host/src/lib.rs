@@ -8,6 +8,7 @@ pub mod cache;
 pub mod client;
 pub mod config;
 pub mod controller;
+pub mod depth;
 pub mod events;
 #[cfg(test)]
 mod fuzz;

@@ -1,12 +1,12 @@
 //! The cache's size as Prometheus gauges — objects and JSON bytes per kind and view (`all`, or
-//! `shard` for a sharded replica's share) — read from the informers at scrape time by a collector
-//! registered while the cache lives.
+//! `shard` for a sharded replica's share) — and the objects it skipped as a counter, read from
+//! the informers at scrape time by a collector registered while the cache lives.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{IntGaugeVec, Opts};
+use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
 use super::Cache;
 
@@ -16,6 +16,7 @@ pub struct CacheGauges {
     cache: Weak<Cache>,
     objects: IntGaugeVec,
     bytes: IntGaugeVec,
+    skipped: IntCounterVec,
     /// One scrape at a time fills the gauges.
     scrape: Arc<Mutex<()>>,
 }
@@ -36,6 +37,15 @@ impl CacheGauges {
                 "wasmop_cache_json_bytes",
                 "JSON bytes held by the shared informer cache per kind",
             ),
+            skipped: IntCounterVec::new(
+                Opts::new(
+                    "wasmop_cache_objects_skipped_total",
+                    "Objects the shared informer cache could not hold (nested past the depth bound, \
+                     or with mistyped metadata) and skipped, per kind, once per list or watch event",
+                ),
+                labels,
+            )
+            .expect("a constant metric"),
             scrape: Arc::default(),
         }
     }
@@ -43,7 +53,7 @@ impl CacheGauges {
 
 impl Collector for CacheGauges {
     fn desc(&self) -> Vec<&Desc> {
-        [self.objects.desc(), self.bytes.desc()].concat()
+        [self.objects.desc(), self.bytes.desc(), self.skipped.desc()].concat()
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
@@ -53,6 +63,7 @@ impl Collector for CacheGauges {
         let _scrape = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
         self.objects.reset();
         self.bytes.reset();
+        self.skipped.reset();
         for informer in cache.informers() {
             let kind = informer.kind();
             let view = match informer.selector() {
@@ -69,7 +80,14 @@ impl Collector for CacheGauges {
             let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
             self.objects.with_label_values(&labels).set(count(objects));
             self.bytes.with_label_values(&labels).set(count(bytes));
+            let skipped = self.skipped.with_label_values(&labels);
+            skipped.inc_by(informer.skipped());
         }
-        [self.objects.collect(), self.bytes.collect()].concat()
+        [
+            self.objects.collect(),
+            self.bytes.collect(),
+            self.skipped.collect(),
+        ]
+        .concat()
     }
 }

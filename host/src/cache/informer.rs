@@ -6,7 +6,9 @@
 //! reported) when the relist completes, within the relisted namespace; `synced` opens and stays
 //! open once every namespace's first list is stored; each watch's progress (the resourceVersion
 //! through which the store holds every change in its namespaces) only moves forward, and only
-//! after the store holds what it covers. The watch tasks hold the informer weakly: dropping the
+//! after the store holds what it covers. An object the cache cannot hold (nested past the depth
+//! bound, or with mistyped metadata) is skipped, counted and logged with its kind, namespace and
+//! name; it leaves the store as if deleted, and every other object keeps being served. The watch tasks hold the informer weakly: dropping the
 //! last handle stops the watches.
 
 use std::collections::HashSet;
@@ -21,7 +23,7 @@ use kube::{Api, Client};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::cache::object::{CachedObject, WatchedObject};
+use crate::cache::object::{CachedObject, Unreadable, WatchedObject};
 use crate::cache::store::{IndexSpec, Store};
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::selector::LabelSelector;
@@ -55,6 +57,7 @@ pub struct Informer {
     next_handler: Mutex<u64>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     last_error: Mutex<Option<String>>,
+    skipped: AtomicU64,
 }
 
 /// Keeps a handler subscribed; dropping it unsubscribes.
@@ -101,6 +104,7 @@ impl Informer {
             next_handler: Mutex::new(0),
             tasks: Mutex::default(),
             last_error: Mutex::default(),
+            skipped: AtomicU64::new(0),
         });
         let tasks = scope.iter().enumerate().map(|(watch, namespace)| {
             let api: Api<WatchedObject> = match namespace {
@@ -214,6 +218,12 @@ impl Informer {
         self.read().by_index(name, value)
     }
 
+    /// How many times an object was skipped because the cache could not hold it (once per list
+    /// or watch event that carried it).
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
     /// How many objects are cached, and their JSON bytes.
     pub fn size(&self) -> (usize, usize) {
         let store = self.read();
@@ -241,14 +251,41 @@ impl Informer {
         }
     }
 
-    fn applied(&self, object: WatchedObject, initial: bool) -> Arc<CachedObject> {
-        let (new, old) = self.write().apply(object.into());
+    /// Stores `object` and tells the handlers; `None` when the cache cannot hold it, which is
+    /// then skipped: counted, logged, and removed from the store if an older version was there.
+    fn applied(&self, object: WatchedObject, initial: bool) -> Option<Arc<CachedObject>> {
+        let object = match object.object {
+            Ok(object) => object,
+            Err(unreadable) => {
+                self.skip(&unreadable);
+                return None;
+            }
+        };
+        let (new, old) = self.write().apply(object);
         self.notify(Change {
             old,
             new: Some(new.clone()),
             initial,
         });
-        new
+        Some(new)
+    }
+
+    fn skip(&self, unreadable: &Unreadable) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        let Unreadable {
+            key,
+            resource_version,
+            reason,
+        } = unreadable;
+        tracing::warn!(
+            kind = %self.kind.kind,
+            api_version = %self.resource.api_version,
+            namespace = %key.namespace,
+            name = %key.name,
+            resource_version = %resource_version.as_str(),
+            "the cache skips an object it cannot hold: {reason}"
+        );
+        self.deleted(key);
     }
 
     fn deleted(&self, key: &ObjectKey) {
@@ -276,11 +313,11 @@ impl Informer {
         }
     }
 
-    /// Watch `watch` has stored every change through the newest of `objects`' resourceVersions.
-    fn advance<'a>(&self, watch: usize, objects: impl IntoIterator<Item = &'a CachedObject>) {
-        let newest = objects
+    /// Watch `watch` has stored every change through the newest of `versions`.
+    fn advance<'a>(&self, watch: usize, versions: impl IntoIterator<Item = &'a str>) {
+        let newest = versions
             .into_iter()
-            .filter_map(|o| o.resource_version.parse::<u64>().ok())
+            .filter_map(|version| version.parse::<u64>().ok())
             .max();
         if let Some(newest) = newest {
             self.progress[watch].1.fetch_max(newest, Ordering::AcqRel);
@@ -331,8 +368,9 @@ async fn run(
         match event {
             Ok(Event::Init) => listed = Some(Vec::new()),
             Ok(Event::InitApply(object)) => {
-                let object = informer.applied(object, true);
-                listed.get_or_insert_default().push(object);
+                if let Some(object) = informer.applied(object, true) {
+                    listed.get_or_insert_default().push(object);
+                }
             }
             Ok(Event::InitDone) => {
                 let listed = listed.take().unwrap_or_default();
@@ -340,18 +378,19 @@ async fn run(
                 informer.relisted(&listed, namespace);
                 // A list is not ordered by resourceVersion: only once it is whole does the store
                 // hold every change through the newest object it listed.
-                informer.advance(watch, listed.iter().map(|o| &**o));
+                informer.advance(watch, listed.iter().map(|o| o.resource_version.as_str()));
                 if std::mem::take(&mut first) {
                     informer.first_listed();
                 }
             }
             Ok(Event::Apply(object)) => {
-                let object = informer.applied(object, false);
-                informer.advance(watch, [&*object]);
+                let version = object.resource_version().clone();
+                informer.applied(object, false);
+                informer.advance(watch, [version.as_str()]);
             }
             Ok(Event::Delete(object)) => {
-                informer.deleted(&object.object.key);
-                informer.advance(watch, [&object.object]);
+                informer.deleted(object.key());
+                informer.advance(watch, [object.resource_version().as_str()]);
             }
             Err(error) => {
                 tracing::warn!(kind = %informer.kind.kind, "watch failed, retrying with backoff: {error}");

@@ -6,18 +6,23 @@
 //! as it was sent (order and duplicates kept; numbers written back exactly), and only the metadata
 //! fields kept parsed are read again from the span just written. The parsed fields never disagree
 //! with the text: each is the last occurrence of its member, as a JSON parser reads the text.
+//!
+//! An object nested deeper than [`MAX_DEPTH`] (or whose labels, annotations, owners or generation
+//! are mistyped) is not held: its key and resourceVersion are read, the rest is skipped without
+//! recursion, and it decodes as [`Unreadable`], so one such object never fails the page or the
+//! watch event that carried it, however deep it is.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::core::{ApiResource, Resource};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::object::ObjectKey;
+use crate::depth::MAX_DEPTH;
+use crate::object::{ObjectKey, dynamic_resource};
 
 /// An object as the cache holds it: the JSON text and the few fields parsed from it, with labels
 /// and annotations shared between the objects of a store that carry equal ones.
@@ -158,17 +163,43 @@ pub struct ControllerRef {
     pub uid: String,
 }
 
-/// What the watcher decodes each object into: the cached object, and metadata holding only its
-/// resourceVersion, all kube's watcher reads of it.
+/// What the watcher decodes each object into: metadata holding only its resourceVersion, all
+/// kube's watcher reads of it, and the cached object or why the cache cannot hold it. An object
+/// the cache cannot hold still decodes (when its name and resourceVersion can be read), so it
+/// never fails the list page or the watch that carried it.
 #[derive(Debug, Clone)]
 pub(crate) struct WatchedObject {
     pub meta: ObjectMeta,
-    pub object: CachedObject,
+    pub object: Result<CachedObject, Unreadable>,
 }
 
-impl From<WatchedObject> for CachedObject {
-    fn from(object: WatchedObject) -> Self {
-        object.object
+/// An object the cache does not hold: nested deeper than [`MAX_DEPTH`], or with a kept metadata
+/// field of the wrong type. Its key and resourceVersion were read; the rest was skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Unreadable {
+    /// Namespace and name.
+    pub key: ObjectKey,
+    /// metadata.resourceVersion.
+    pub resource_version: ResourceVersion,
+    /// Why it is not held.
+    pub reason: String,
+}
+
+impl WatchedObject {
+    /// The object's namespace and name.
+    pub(crate) fn key(&self) -> &ObjectKey {
+        match &self.object {
+            Ok(object) => &object.key,
+            Err(unreadable) => &unreadable.key,
+        }
+    }
+
+    /// The object's resourceVersion.
+    pub(crate) fn resource_version(&self) -> &ResourceVersion {
+        match &self.object {
+            Ok(object) => &object.resource_version,
+            Err(unreadable) => &unreadable.resource_version,
+        }
     }
 }
 
@@ -178,7 +209,7 @@ impl<'de> Deserialize<'de> for WatchedObject {
     }
 }
 
-/// The metadata fields kept parsed, each from its last occurrence.
+/// The metadata fields kept parsed, each from its last occurrence, and the first problem met.
 #[derive(Default)]
 struct Metadata {
     name: Option<String>,
@@ -188,9 +219,11 @@ struct Metadata {
     labels: Option<BTreeMap<String, String>>,
     annotations: Option<BTreeMap<String, String>>,
     owners: Option<Vec<OwnerReference>>,
+    problem: Option<String>,
 }
 
-/// Decodes the top-level object: copies every member, the metadata through [`MetadataSeed`].
+/// Decodes the top-level object: copies every member, the metadata through [`MetadataSeed`],
+/// each at most [`MAX_DEPTH`] levels deep with the object around it.
 struct ObjectVisitor;
 
 impl<'de> Visitor<'de> for ObjectVisitor {
@@ -203,35 +236,61 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WatchedObject, A::Error> {
         let mut out = vec![b'{'];
         let mut metadata = None;
+        let mut fits = true;
+        // The object is one level; what it holds may nest the rest.
+        let room = MAX_DEPTH - 1;
         while let Some(key) = map.next_key_seed(KeySeed {
             out: &mut out,
             skip: None,
         })? {
             if key == Member::Metadata {
-                metadata = Some(map.next_value_seed(MetadataSeed { out: &mut out })?);
+                metadata = Some(map.next_value_seed(MetadataSeed {
+                    out: &mut out,
+                    room,
+                })?);
             } else {
-                map.next_value_seed(Copy { out: &mut out })?;
+                fits &= map.next_value_seed(Copy {
+                    out: &mut out,
+                    room,
+                })?;
             }
         }
         out.push(b'}');
         let metadata: Metadata = metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
+        let resource_version: Box<str> = metadata.resource_version.unwrap_or_default().into();
+        let meta = ObjectMeta {
+            resource_version: Some(resource_version.to_string()),
+            ..ObjectMeta::default()
+        };
+        let key = ObjectKey::new(
+            metadata.namespace.unwrap_or_default(),
+            metadata.name.unwrap_or_default(),
+        );
+        let resource_version = ResourceVersion(resource_version);
+        let problem = match fits {
+            false => Some(format!("it is nested deeper than {MAX_DEPTH} levels")),
+            true => metadata.problem,
+        };
+        if let Some(reason) = problem {
+            let unreadable = Unreadable {
+                key,
+                resource_version,
+                reason,
+            };
+            return Ok(WatchedObject {
+                meta,
+                object: Err(unreadable),
+            });
+        }
         let json = String::from_utf8(out).map_err(de::Error::custom)?;
         let controller = metadata
             .owners
             .into_iter()
             .flatten()
             .find(|o| o.controller == Some(true));
-        let resource_version: Box<str> = metadata.resource_version.unwrap_or_default().into();
-        let meta = ObjectMeta {
-            resource_version: Some(resource_version.to_string()),
-            ..ObjectMeta::default()
-        };
         let object = CachedObject {
-            key: ObjectKey::new(
-                metadata.namespace.unwrap_or_default(),
-                metadata.name.unwrap_or_default(),
-            ),
-            resource_version: ResourceVersion(resource_version),
+            key,
+            resource_version,
             generation: metadata.generation.unwrap_or_default(),
             labels: metadata.labels.unwrap_or_default().into(),
             annotations: metadata.annotations.unwrap_or_default().into(),
@@ -245,7 +304,10 @@ impl<'de> Visitor<'de> for ObjectVisitor {
             }),
             json: json.into(),
         };
-        Ok(WatchedObject { meta, object })
+        Ok(WatchedObject {
+            meta,
+            object: Ok(object),
+        })
     }
 }
 
@@ -325,9 +387,12 @@ fn write<T: serde::Serialize + ?Sized, E: de::Error>(
 }
 
 /// Decodes the metadata: copies every member but managedFields, and parses the kept fields
-/// again from the span just written.
+/// again from the span just written. The name, namespace and resourceVersion must parse (without
+/// them the object cannot be told apart); any other problem is noted and decoding goes on.
 struct MetadataSeed<'a> {
     out: &'a mut Vec<u8>,
+    /// The containers the metadata may nest, itself included.
+    room: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for MetadataSeed<'_> {
@@ -358,16 +423,31 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
                 continue;
             }
             let start = out.len();
-            map.next_value_seed(Copy { out: &mut *out })?;
+            let room = self.room.saturating_sub(1);
+            if !map.next_value_seed(Copy {
+                out: &mut *out,
+                room,
+            })? {
+                let deep = format!("it is nested deeper than {MAX_DEPTH} levels");
+                metadata.problem.get_or_insert(deep);
+                continue;
+            }
             let written = &out[start..];
+            let problem = &mut metadata.problem;
             match member {
                 Member::Name => metadata.name = parse(written)?,
                 Member::Namespace => metadata.namespace = parse(written)?,
                 Member::ResourceVersion => metadata.resource_version = parse(written)?,
-                Member::Generation => metadata.generation = parse(written)?,
-                Member::Labels => metadata.labels = parse(written)?,
-                Member::Annotations => metadata.annotations = parse(written)?,
-                Member::OwnerReferences => metadata.owners = parse(written)?,
+                Member::Generation => {
+                    keep(written, "generation", &mut metadata.generation, problem)
+                }
+                Member::Labels => keep(written, "labels", &mut metadata.labels, problem),
+                Member::Annotations => {
+                    keep(written, "annotations", &mut metadata.annotations, problem)
+                }
+                Member::OwnerReferences => {
+                    keep(written, "ownerReferences", &mut metadata.owners, problem)
+                }
                 Member::Metadata | Member::ManagedFields | Member::Other => {}
             }
         }
@@ -376,65 +456,88 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
     }
 }
 
+/// Parses a kept field from the text just written for it into `slot`, or notes in `problem` that
+/// it is mistyped.
+fn keep<T: DeserializeOwned>(
+    written: &[u8],
+    field: &str,
+    slot: &mut Option<T>,
+    problem: &mut Option<String>,
+) {
+    match serde_json::from_slice(written) {
+        Ok(value) => *slot = value,
+        Err(_) => {
+            problem.get_or_insert_with(|| format!("metadata.{field} is not of its type"));
+        }
+    }
+}
+
 /// Parses a member's value from the text just written for it.
 fn parse<T: DeserializeOwned, E: de::Error>(written: &[u8]) -> Result<T, E> {
     serde_json::from_slice(written).map_err(E::custom)
 }
 
-/// Copies one value to `out` as compact JSON.
+/// Copies one value to `out` as compact JSON, nesting at most `room` containers; says whether it
+/// fit. A value that does not fit is read to its end without recursion (serde_json skips it
+/// iteratively, past its own recursion limit) and what was written of it is garbage.
 struct Copy<'a> {
     out: &'a mut Vec<u8>,
+    room: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for Copy<'_> {
-    type Value = ();
+    type Value = bool;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Copy<'_> {
-    type Value = ();
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
-        write(self.out, &v)
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        write(self.out, &v).map(|()| true)
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        write(self.out, &v)
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        write(self.out, &v).map(|()| true)
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        write(self.out, &v)
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        write(self.out, &v).map(|()| true)
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        write(self.out, &v)
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+        write(self.out, &v).map(|()| true)
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        write(self.out, v)
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        write(self.out, v).map(|()| true)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
         self.out.extend_from_slice(b"null");
-        Ok(())
+        Ok(true)
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+    fn visit_none<E: de::Error>(self) -> Result<bool, E> {
         self.visit_unit()
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
         self.deserialize(deserializer)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let Some(room) = self.room.checked_sub(1) else {
+            while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+            return Ok(false);
+        };
         let out = self.out;
         out.push(b'[');
         let mut first = true;
@@ -443,18 +546,36 @@ impl<'de> Visitor<'de> for Copy<'_> {
             if !std::mem::take(&mut first) {
                 out.push(b',');
             }
-            if seq.next_element_seed(Copy { out: &mut *out })?.is_none() {
-                out.truncate(comma);
-                break;
+            match seq.next_element_seed(Copy {
+                out: &mut *out,
+                room,
+            })? {
+                None => {
+                    out.truncate(comma);
+                    break;
+                }
+                Some(true) => {}
+                Some(false) => {
+                    while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                    return Ok(false);
+                }
             }
         }
         out.push(b']');
-        Ok(())
+        Ok(true)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let Some(room) = self.room.checked_sub(1) else {
+            while map
+                .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                .is_some()
+            {}
+            return Ok(false);
+        };
         let out = self.out;
         out.push(b'{');
+        let mut fits = true;
         while map
             .next_key_seed(KeySeed {
                 out: &mut *out,
@@ -462,43 +583,35 @@ impl<'de> Visitor<'de> for Copy<'_> {
             })?
             .is_some()
         {
-            map.next_value_seed(Copy { out: &mut *out })?;
+            if fits {
+                fits = map.next_value_seed(Copy {
+                    out: &mut *out,
+                    room,
+                })?;
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
         }
         out.push(b'}');
-        Ok(())
+        Ok(fits)
     }
 }
 
-impl Resource for WatchedObject {
-    type DynamicType = ApiResource;
-    type Scope = kube::core::DynamicResourceScope;
-
-    fn kind(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
-    fn group(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.group.as_str().into()
-    }
-    fn version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.version.as_str().into()
-    }
-    fn api_version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
-    fn plural(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.meta
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.meta
-    }
-}
+dynamic_resource!(WatchedObject, meta);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cached(json: &str) -> CachedObject {
+        let watched: WatchedObject = serde_json::from_str(json).unwrap();
+        watched.object.unwrap()
+    }
+
+    fn unreadable(json: &str) -> Unreadable {
+        let watched: WatchedObject = serde_json::from_str(json).unwrap();
+        watched.object.unwrap_err()
+    }
 
     #[test]
     fn managed_fields_are_stripped_and_metadata_kept() {
@@ -506,7 +619,7 @@ mod tests {
             "uid":"u1","resourceVersion":"7","generation":3,"labels":{"app":"web"},
             "ownerReferences":[{"apiVersion":"example.wasmop.dev/v1alpha1","kind":"WebApp","name":"web","uid":"owner","controller":true}],
             "managedFields":[{"manager":"kubectl","operation":"Apply"}]},"spec":{"replicas":2}}"#;
-        let cached = CachedObject::from(serde_json::from_str::<WatchedObject>(json).unwrap());
+        let cached = cached(json);
         assert!(!cached.json.contains("managedFields"));
         assert_eq!(cached.key, ObjectKey::new("shop", "web"));
         assert_eq!(
@@ -534,7 +647,7 @@ mod tests {
         // parsing, this number came back one unit in the last place off.
         let json =
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"x":-4.2611357284857228e+68}"#;
-        let cached = CachedObject::from(serde_json::from_str::<WatchedObject>(json).unwrap());
+        let cached = cached(json);
         assert_eq!(cached.value()["x"].as_f64(), Some(-4.2611357284857228e+68));
     }
 
@@ -542,7 +655,7 @@ mod tests {
     fn members_are_copied_as_sent_and_the_last_occurrence_is_the_one_parsed() {
         let json = r#"{"kind":"ConfigMap","metadata":{"managedFields":[{"manager":"a"}],"name":"a","labels":{"x":"1"},
             "managedFields":null,"name":"b","labels":{"x":"2"}},"data":{"k":"v\"\u00e9","n":[1,2.5,-3,true,null,{}]},"apiVersion":"v1"}"#;
-        let cached = CachedObject::from(serde_json::from_str::<WatchedObject>(json).unwrap());
+        let cached = cached(json);
         assert_eq!(
             &*cached.json,
             r#"{"kind":"ConfigMap","metadata":{"name":"a","labels":{"x":"1"},"name":"b","labels":{"x":"2"}},"data":{"k":"v\"é","n":[1,2.5,-3,true,null,{}]},"apiVersion":"v1"}"#
@@ -553,12 +666,12 @@ mod tests {
     }
 
     #[test]
-    fn objects_without_metadata_or_with_mistyped_fields_are_refused() {
+    fn objects_without_metadata_or_a_readable_name_fail_to_decode() {
         for json in [
             r#"{"kind":"ConfigMap"}"#,
             r#"{"metadata":null}"#,
-            r#"{"metadata":{"labels":{"a":1}}}"#,
-            r#"{"metadata":{"generation":"3"}}"#,
+            r#"{"metadata":{"name":7}}"#,
+            r#"{"metadata":{"resourceVersion":{}}}"#,
             r#"[]"#,
         ] {
             assert!(
@@ -566,6 +679,80 @@ mod tests {
                 "{json}"
             );
         }
+    }
+
+    #[test]
+    fn objects_with_mistyped_fields_decode_as_unreadable() {
+        for (json, reason) in [
+            (
+                r#"{"metadata":{"name":"a","labels":{"a":1}}}"#,
+                "metadata.labels is not of its type",
+            ),
+            (
+                r#"{"metadata":{"name":"a","generation":"3"}}"#,
+                "metadata.generation is not of its type",
+            ),
+        ] {
+            let unreadable = unreadable(json);
+            assert_eq!(
+                (unreadable.key.name.as_str(), unreadable.reason.as_str()),
+                ("a", reason)
+            );
+        }
+    }
+
+    /// A list page as the apiserver sends it, with `items` in it.
+    fn page(items: &[String]) -> String {
+        format!(
+            r#"{{"kind":"List","apiVersion":"v1","metadata":{{"resourceVersion":"9"}},"items":[{}]}}"#,
+            items.join(",")
+        )
+    }
+
+    fn object(name: &str, spec: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Blob","metadata":{{"namespace":"n","name":"{name}","resourceVersion":"5",
+            "managedFields":[{{"fieldsV1":{spec}}}]}},"spec":{spec}}}"#
+        )
+    }
+
+    #[test]
+    fn a_deep_object_is_skipped_and_never_fails_its_page() {
+        use crate::depth::nested;
+        // The object is one level around its spec: a spec one level shallower than the bound fits.
+        let fits = nested(MAX_DEPTH - 1);
+        for deep in [MAX_DEPTH, 126, 302, 100_000] {
+            let items = [
+                object("before", "{}"),
+                object("deep", &nested(deep)),
+                object("fits", &fits),
+            ];
+            let list: kube::core::ObjectList<WatchedObject> =
+                serde_json::from_str(&page(&items)).unwrap();
+            let [before, too_deep, after] = &list.items[..] else {
+                panic!("three items");
+            };
+            assert_eq!(before.object.as_ref().unwrap().key.name, "before");
+            let skipped = too_deep.object.as_ref().unwrap_err();
+            assert_eq!(
+                (skipped.key.name.as_str(), skipped.resource_version.as_str()),
+                ("deep", "5")
+            );
+            assert_eq!(skipped.reason, "it is nested deeper than 64 levels");
+            assert_eq!(too_deep.meta.resource_version.as_deref(), Some("5"));
+            let after = after.object.as_ref().unwrap();
+            assert_eq!(crate::depth::of_text(after.json.as_bytes()), MAX_DEPTH);
+        }
+        let event = format!(
+            r#"{{"type":"MODIFIED","object":{}}}"#,
+            object("deep", &nested(500))
+        );
+        let event: kube::core::WatchEvent<WatchedObject> = serde_json::from_str(&event).unwrap();
+        let kube::core::WatchEvent::Modified(watched) = event else {
+            panic!("a modification");
+        };
+        assert_eq!(watched.key().name, "deep");
+        assert!(watched.object.is_err());
     }
 
     #[test]

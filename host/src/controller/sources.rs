@@ -344,7 +344,7 @@ mod tests {
             r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"namespace":"a","name":"{name}","resourceVersion":"{version}"}}}}"#
         );
         let watched: crate::cache::WatchedObject = serde_json::from_str(&json).expect("an object");
-        Arc::new(watched.into())
+        Arc::new(watched.object.expect("a readable object"))
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! Fuzzes the guest boundary (`runtime/boundary.rs`): kinds, namespaces and names; whole objects
 //! turned into the request the host would send; patch bodies; and the cutting of log and event
 //! text. What the boundary accepts must make a request whose path has exactly the segments of the
-//! validated kind, namespace and name, with nothing a server would decode, clean or cut.
+//! validated kind, namespace and name, with nothing a server would decode, clean or cut, and
+//! nest no object deeper than [`MAX_DEPTH`].
 
 use kube::api::{DeleteParams, DynamicObject, PatchParams, PostParams};
 use kube::core::{ApiResource, Resource};
@@ -9,6 +10,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{MAX_ERROR, fuzz, hostile_text, mangled, parse, short_error};
+use crate::depth::{self, MAX_DEPTH};
 use crate::object::{GroupVersionKind, ObjectRef};
 use crate::runtime::boundary::{self, PatchText};
 use crate::runtime::imports::Patch;
@@ -57,6 +59,7 @@ fn fuzz_objects_become_requests() {
                 Err(error) => return short_error(&error.message),
             };
             prop_assert!(json.len() <= MAX_BYTES);
+            prop_assert!(depth::of_value(&value) <= MAX_DEPTH);
             prop_assert!(boundary::kind(&target.kind).is_ok());
             prop_assert!(boundary::namespace(&target.key.namespace).is_ok());
             let text = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
@@ -115,16 +118,25 @@ fn fuzz_patches() {
             };
             prop_assert!(text.len() <= MAX_BYTES);
             match patch {
-                Patch::Merge(object) => prop_assert!(object.is_object() && which == 0),
+                Patch::Merge(object) => {
+                    prop_assert!(object.is_object() && which == 0);
+                    prop_assert!(depth::of_value(&object) <= MAX_DEPTH);
+                }
                 Patch::Json(ops) => {
                     prop_assert!(which == 1);
+                    let ops = serde_json::from_value::<json_patch::Patch>(ops);
                     prop_assert!(
-                        serde_json::from_value::<json_patch::Patch>(ops).is_ok(),
+                        ops.is_ok(),
                         "the client cannot send a JSON patch the boundary accepted"
                     );
+                    let mut patched = json!({});
+                    if json_patch::patch(&mut patched, &ops.expect("checked")).is_ok() {
+                        prop_assert!(depth::of_value(&patched) <= MAX_DEPTH);
+                    }
                 }
                 Patch::Apply { object, force: f } => {
                     prop_assert!(which == 2 && f == force);
+                    prop_assert!(depth::of_value(&object) <= MAX_DEPTH);
                     prop_assert!(
                         object.is_object(),
                         "an applied object that is not an object"

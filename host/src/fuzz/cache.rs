@@ -1,14 +1,16 @@
 //! Fuzzes what the informer cache makes of the apiserver's object JSON (`cache/object.rs`). An
 //! accepted object is kept without its managedFields and otherwise unchanged; its key, labels,
-//! annotations and controller are the metadata's; its label lookup finds every label; and field
-//! lookups by any path never panic and agree with the JSON.
+//! annotations and controller are the metadata's; its label lookup finds every label; field
+//! lookups by any path never panic and agree with the JSON; and it nests no deeper than the
+//! bound (a deeper one decodes as unreadable, with a short reason).
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::boundary::json_value;
-use super::{fuzz, hostile_text, mangled, parse};
-use crate::cache::{CachedObject, WatchedObject};
+use super::{MAX_ERROR, fuzz, hostile_text, mangled, parse};
+use crate::cache::WatchedObject;
+use crate::depth::{self, MAX_DEPTH};
 
 #[test]
 fn fuzz_cached_objects() {
@@ -17,11 +19,20 @@ fn fuzz_cached_objects() {
         (object_text(), prop::collection::vec(path(), 0..4)),
         |(text, paths)| {
             let decoded = parse(text.len(), || {
-                serde_json::from_str::<WatchedObject>(&text).map(CachedObject::from)
+                serde_json::from_str::<WatchedObject>(&text).map(|watched| watched.object)
             })?;
-            let Ok(cached) = decoded else {
-                return Ok(());
+            let cached = match decoded {
+                Ok(Ok(cached)) => cached,
+                Ok(Err(unreadable)) => {
+                    prop_assert!(unreadable.reason.len() <= MAX_ERROR);
+                    return Ok(());
+                }
+                Err(_) => return Ok(()),
             };
+            prop_assert!(
+                depth::of_text(cached.json.as_bytes()) <= MAX_DEPTH,
+                "the cache holds an object deeper than the bound"
+            );
             let mut sent: Value = serde_json::from_str(&text).expect("the watcher's JSON parsed");
             if let Some(metadata) = sent.get_mut("metadata").and_then(Value::as_object_mut) {
                 metadata.remove("managedFields");
@@ -99,7 +110,13 @@ fn object_text() -> impl Strategy<Value = String> {
         (text(), text(), text(), text()),
         (generation, map(), map(), owners, timestamp, json_value()),
     );
-    let object = (meta, json_value(), any::<u8>()).prop_map(|(meta, data, present)| {
+    // Now and then data nested around the bound, or far past serde_json's recursion limit.
+    let data = prop_oneof![
+        8 => json_value(),
+        1 => (MAX_DEPTH - 4..MAX_DEPTH + 4).prop_map(nested),
+        1 => (0..400usize).prop_map(nested),
+    ];
+    let object = (meta, data, any::<u8>()).prop_map(|(meta, data, present)| {
         let ((name, namespace, uid, version), rest) = meta;
         let (generation, labels, annotations, owners, created, managed) = rest;
         let fields = [
@@ -124,6 +141,11 @@ fn object_text() -> impl Strategy<Value = String> {
             .to_string()
     });
     prop_oneof![8 => mangled(object), 1 => json_value().prop_map(|v| v.to_string())]
+}
+
+/// An array nested `depth` levels deep.
+fn nested(depth: usize) -> Value {
+    (0..depth).fold(Value::Null, |inner, _| Value::Array(vec![inner]))
 }
 
 /// Field paths: real ones, and hostile text.

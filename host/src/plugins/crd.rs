@@ -15,6 +15,10 @@
 //! of its own (a slow download or compile never delays another object), one object has at most
 //! one reconcile in flight, and what arrives for it meanwhile is reconciled from its latest state
 //! once that one ends.
+//!
+//! The watcher reads each object nested at most [`MAX_DEPTH`] levels ([`Watched`]); a deeper one
+//! (its `spec.policy` is free-form) is read as its name, uid, generation and status only and
+//! fails its generation as `InvalidSpec`, so it never fails the list or the watch of the others.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,12 +26,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::core::ApiResource;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{Controller, WatchStreamExt};
+use serde::de::{self, MapAccess, Visitor};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -36,6 +42,8 @@ use super::PluginError;
 use super::module::ModuleRef;
 use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
+use crate::depth::{Bounded, MAX_DEPTH};
+use crate::object::dynamic_resource;
 use crate::runtime::RuntimeError;
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
@@ -113,7 +121,7 @@ pub struct WasmReconcilers {
 /// What every reconcile shares.
 struct Reconciler {
     resource: ApiResource,
-    api: Api<DynamicObject>,
+    api: Api<Watched>,
     installer: Installer,
     plugins: PluginHandle,
     handled: Mutex<HashMap<String, Handled>>,
@@ -192,12 +200,13 @@ impl WasmReconcilers {
 /// Installs (or pauses) an object's latest generation once, retries a failed one when its
 /// backoff allows, and reports the outcome when this replica speaks for the plugins.
 async fn reconcile(
-    object: Arc<DynamicObject>,
+    watched: Arc<Watched>,
     context: Arc<Reconciler>,
 ) -> Result<Action, ReconcileError> {
+    let object = &watched.object;
     let name = object.metadata.name.clone().unwrap_or_default();
     let waiting = context.with(&name, |handled| match handled {
-        Some(h) if h.of(&object) => Some(h.retry_at.filter(|at| *at > Instant::now())),
+        Some(h) if h.of(object) => Some(h.retry_at.filter(|at| *at > Instant::now())),
         _ => None,
     });
     let redo = match waiting {
@@ -208,10 +217,16 @@ async fn reconcile(
         }),
     };
     if redo {
-        let outcome = context.installer.install(&name, &object).await;
-        context.record(&name, &object, outcome);
+        let outcome = match watched.too_deep {
+            true => failed(
+                "InvalidSpec",
+                format!("the object is nested deeper than {MAX_DEPTH} levels"),
+            ),
+            false => context.installer.install(&name, object).await,
+        };
+        context.record(&name, object, outcome);
     }
-    context.report(&name, &object).await?;
+    context.report(&name, object).await?;
     let outcome = context.with(&name, |h| h.map(|h| h.outcome.clone()));
     if let Some(Outcome::Failed { reason, message }) = outcome {
         return Err(ReconcileError::Failed { reason, message });
@@ -223,12 +238,8 @@ async fn reconcile(
 }
 
 /// A per-object exponential backoff: [`RETRY_PERIOD`] doubling up to [`RETRY_LIMIT`].
-fn error_policy(
-    object: Arc<DynamicObject>,
-    error: &ReconcileError,
-    context: Arc<Reconciler>,
-) -> Action {
-    let name = object.metadata.name.clone().unwrap_or_default();
+fn error_policy(watched: Arc<Watched>, error: &ReconcileError, context: Arc<Reconciler>) -> Action {
+    let name = watched.object.metadata.name.clone().unwrap_or_default();
     let delay = context.with(&name, |handled| {
         let handled = handled?;
         handled.failures = handled.failures.saturating_add(1);
@@ -274,7 +285,7 @@ impl Reconciler {
     }
 
     /// Unloads `name`'s plugin unless the object is back in `store`.
-    async fn unload_if_gone(&self, store: &Store<DynamicObject>, name: &str) {
+    async fn unload_if_gone(&self, store: &Store<Watched>, name: &str) {
         if store
             .get(&ObjectRef::new_with(name, self.resource.clone()))
             .is_some()
@@ -294,7 +305,7 @@ impl Reconciler {
     }
 
     /// Unloads the plugins of objects a completed relist no longer lists.
-    async fn sweep(&self, store: &Store<DynamicObject>) {
+    async fn sweep(&self, store: &Store<Watched>) {
         let gone: Vec<String> = self
             .plugins
             .statuses()
@@ -394,6 +405,82 @@ impl Installer {
     }
 }
 
+/// A WasmReconciler as the watcher reads it: the object with the metadata this source uses (name,
+/// uid, generation, resourceVersion), every other member nested at most [`MAX_DEPTH`] levels with
+/// the object around it; or, for a deeper object, `too_deep`, that metadata and its status.
+#[derive(Debug, Clone)]
+struct Watched {
+    object: DynamicObject,
+    too_deep: bool,
+}
+
+/// The metadata this source reads; every other field (managedFields among them, which mirrors the
+/// object's depth) is skipped without recursion.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    name: Option<String>,
+    uid: Option<String>,
+    generation: Option<i64>,
+    resource_version: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Watched {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(WatchedVisitor)
+    }
+}
+
+/// Reads a [`Watched`] member by member.
+struct WatchedVisitor;
+
+impl<'de> Visitor<'de> for WatchedVisitor {
+    type Value = Watched;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a WasmReconciler")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Watched, A::Error> {
+        let (mut metadata, mut data, mut too_deep) = (None, serde_json::Map::new(), false);
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "metadata" {
+                metadata = Some(map.next_value::<Metadata>()?);
+                continue;
+            }
+            // The object is one level; what it holds may nest the rest.
+            match map.next_value_seed(Bounded {
+                room: MAX_DEPTH - 1,
+            })? {
+                Some(value) => {
+                    data.insert(key, value);
+                }
+                None => too_deep = true,
+            }
+        }
+        let metadata = metadata.ok_or_else(|| de::Error::missing_field("metadata"))?;
+        if too_deep {
+            // Nothing of the spec is read; the status (the host's own, within the bound when it
+            // is read) keeps its conditions' transition times.
+            data.retain(|key, _| matches!(key.as_str(), "apiVersion" | "kind" | "status"));
+        }
+        let object = DynamicObject {
+            types: None,
+            metadata: ObjectMeta {
+                name: metadata.name,
+                uid: metadata.uid,
+                generation: metadata.generation,
+                resource_version: metadata.resource_version,
+                ..ObjectMeta::default()
+            },
+            data: Value::Object(data),
+        };
+        Ok(Watched { object, too_deep })
+    }
+}
+
+dynamic_resource!(Watched, object.metadata);
+
 fn failed(reason: &'static str, message: String) -> Outcome {
     Outcome::Failed { reason, message }
 }
@@ -466,4 +553,48 @@ fn now() -> String {
         .round(k8s_openapi::jiff::Unit::Second)
         .map(|t| t.to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Resource;
+
+    use super::*;
+    use crate::depth::nested;
+
+    fn object(name: &str, policy: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"wasmop.dev/v1alpha1","kind":"WasmReconciler","metadata":{{"name":"{name}",
+            "uid":"u-{name}","generation":2,"resourceVersion":"7","managedFields":[{{"fieldsV1":{policy}}}]}},
+            "spec":{{"module":{{}},"policy":{policy}}},"status":{{"observedGeneration":1}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_deep_wasmreconciler_is_read_as_its_metadata_and_never_fails_the_list() {
+        let page = format!(
+            r#"{{"kind":"List","apiVersion":"v1","metadata":{{}},"items":[{},{}]}}"#,
+            object("deep", &nested(300)),
+            object("fine", r#"{"kinds":["v1/ConfigMap"]}"#),
+        );
+        let list: kube::core::ObjectList<Watched> = serde_json::from_str(&page).unwrap();
+        let [deep, fine] = &list.items[..] else {
+            panic!("two items");
+        };
+        assert!(deep.too_deep);
+        let meta = &deep.object.metadata;
+        assert_eq!(
+            (meta.name.as_deref(), meta.uid.as_deref(), meta.generation),
+            (Some("deep"), Some("u-deep"), Some(2))
+        );
+        assert_eq!(deep.object.data.get("spec"), None);
+        assert_eq!(deep.object.data["status"]["observedGeneration"], 1);
+        assert!(!fine.too_deep);
+        assert_eq!(
+            fine.object.data["spec"]["policy"]["kinds"][0],
+            "v1/ConfigMap"
+        );
+        assert_eq!(fine.object.data["status"]["observedGeneration"], 1);
+        assert_eq!(fine.meta().resource_version.as_deref(), Some("7"));
+    }
 }

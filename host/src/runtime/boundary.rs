@@ -5,13 +5,16 @@
 //! cannot carry for objects), so no string a guest chooses can change the path of the request
 //! the host sends. An object's apiVersion is exactly its kind's, its metadata is object metadata,
 //! a JSON patch's operations are operations and an applied object is an object, so what passes
-//! here is what the client can send. Anything else is `invalid`, and nothing is sent; messages
-//! quote at most [`cut`] of what was refused.
+//! here is what the client can send. Nothing a guest sends can make a stored object nest deeper
+//! than [`MAX_DEPTH`]: whole objects, merge patches and applied objects are measured as sent; a
+//! JSON patch operation's path and value together ([`json_patch_depth`]). Anything else is
+//! `invalid`, and nothing is sent; messages quote at most [`cut`] of what was refused.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::depth::{self, MAX_DEPTH};
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::imports::{ApiError, ApiErrorKind, Patch};
 
@@ -112,14 +115,21 @@ pub(crate) fn bounded(what: &str, text: &str, max: usize) -> Result<(), ApiError
     )))
 }
 
-/// Parses a guest's whole object (at most `max_bytes`) and finds what it is: the kind from
-/// apiVersion and kind, the key from metadata. A create may leave the name to `generateName`.
+/// Checks that `text` nests at most [`MAX_DEPTH`] levels.
+fn shallow(what: &'static str, text: &str, enclosing: usize) -> Result<(), ApiError> {
+    depth::check(what, text.as_bytes(), enclosing).map_err(|e| invalid(e.to_string()))
+}
+
+/// Parses a guest's whole object (at most `max_bytes`, at most [`MAX_DEPTH`] deep) and finds
+/// what it is: the kind from apiVersion and kind, the key from metadata. A create may leave the
+/// name to `generateName`.
 pub(crate) fn object(
     json: &str,
     max_bytes: usize,
     create: bool,
 ) -> Result<(ObjectRef, Value), ApiError> {
     bounded("the object", json, max_bytes)?;
+    shallow("the object", json, 0)?;
     let value: Value = serde_json::from_str(json)
         .map_err(|e| invalid(format!("object is not valid JSON: {e}")))?;
     let text = |pointer: &str| match value.pointer(pointer) {
@@ -175,19 +185,23 @@ pub(crate) enum PatchText {
     },
 }
 
-/// Parses a guest's patch body of at most `max_bytes`.
+/// Parses a guest's patch body of at most `max_bytes`. A merge patch or an applied object nests
+/// at most [`MAX_DEPTH`] levels, so what it makes of an object does too; a JSON patch's
+/// operations are checked by [`json_patch_depth`].
 pub(crate) fn patch(body: PatchText, max_bytes: usize) -> Result<Patch, ApiError> {
-    let parse = |text: &str, what: &str| {
+    let parse = |text: &str, what: &'static str, enclosing: usize| {
         bounded(what, text, max_bytes)?;
+        shallow(what, text, enclosing)?;
         serde_json::from_str::<Value>(text)
             .map_err(|e| invalid(format!("{what} is not valid JSON: {e}")))
     };
     Ok(match body {
-        PatchText::Merge(text) => match parse(&text, "merge patch")? {
+        PatchText::Merge(text) => match parse(&text, "merge patch", 0)? {
             object @ Value::Object(_) => Patch::Merge(object),
             _ => return Err(invalid("a merge patch must be a JSON object")),
         },
-        PatchText::Json(text) => match parse(&text, "JSON patch")? {
+        // An operation's value sits inside the array and the operation.
+        PatchText::Json(text) => match parse(&text, "JSON patch", 2)? {
             ops @ Value::Array(_) => {
                 json_patch::Patch::deserialize(&ops).map_err(|e| {
                     invalid(format!(
@@ -195,15 +209,49 @@ pub(crate) fn patch(body: PatchText, max_bytes: usize) -> Result<Patch, ApiError
                         cut(&e.to_string())
                     ))
                 })?;
+                json_patch_depth(&ops)?;
                 Patch::Json(ops)
             }
             _ => return Err(invalid("a JSON patch must be an array of operations")),
         },
-        PatchText::Apply { object, force } => match parse(&object, "applied object")? {
+        PatchText::Apply { object, force } => match parse(&object, "applied object", 0)? {
             object @ Value::Object(_) => Patch::Apply { object, force },
             _ => return Err(invalid("an applied object must be a JSON object")),
         },
     })
+}
+
+/// Checks that no operation of a JSON patch can make the object nest deeper than [`MAX_DEPTH`],
+/// without knowing the object: an operation's value lands as deep as its path has segments, so
+/// `add`, `replace` and `test` need segments plus the value's depth within the bound, and `copy`
+/// and `move`, whose value comes from the object, may not put it deeper than they take it from
+/// (so they never make an object deeper than it was). A `remove` path is within the bound like
+/// any other. Conservative: a copy into a deeper place is refused even when the value is shallow.
+fn json_patch_depth(ops: &Value) -> Result<(), ApiError> {
+    let segments = |pointer: &Value| {
+        let pointer = pointer.as_str().unwrap_or_default();
+        pointer.bytes().filter(|&b| b == b'/').count()
+    };
+    for (index, op) in ops.as_array().into_iter().flatten().enumerate() {
+        let path = segments(&op["path"]);
+        let value = op.get("value").map_or(0, depth::of_value);
+        let deepest = match op["op"].as_str() {
+            Some("copy" | "move") if path > segments(&op["from"]) => {
+                return Err(invalid(format!(
+                    "JSON patch operation {index} copies or moves a value to a deeper path than \
+                     it takes it from, which could nest the object deeper than {MAX_DEPTH} levels"
+                )));
+            }
+            _ => path + value,
+        };
+        if deepest > MAX_DEPTH {
+            return Err(invalid(format!(
+                "JSON patch operation {index} would nest the object {deepest} levels deep \
+                 ({path} path segments and a value {value} deep), over the limit of {MAX_DEPTH}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, saying how much was cut.
@@ -375,6 +423,63 @@ mod tests {
                 .contains("operation is malformed")
         );
         assert!(ops(r#"[{"op":"remove","path":"/data/a"}]"#).is_ok());
+    }
+
+    #[test]
+    fn nothing_a_guest_sends_can_nest_an_object_deeper_than_the_bound() {
+        let object = |spec: &str| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"x":{spec}}}"#
+            )
+        };
+        let max = 1 << 20;
+        let deepest = object(&depth::nested(MAX_DEPTH - 1));
+        assert!(self::object(&deepest, max, false).is_ok());
+        let message = self::object(&object(&depth::nested(300)), max, false)
+            .unwrap_err()
+            .message;
+        assert_eq!(
+            message,
+            "the object is nested 301 levels deep, over the limit of 64"
+        );
+        let merge = |text: String| patch(PatchText::Merge(text), max);
+        assert!(merge(depth::nested(MAX_DEPTH)).is_ok());
+        assert!(merge(depth::nested(MAX_DEPTH + 1)).is_err());
+        let apply = |text: String| {
+            let object = text;
+            patch(
+                PatchText::Apply {
+                    object,
+                    force: true,
+                },
+                max,
+            )
+        };
+        assert!(apply(depth::nested(MAX_DEPTH + 1)).is_err());
+
+        let ops = |ops: Value| patch(PatchText::Json(ops.to_string()), max);
+        let path = |segments: usize| "/a".repeat(segments);
+        // The attack of the issue: one level at a time, through the path.
+        assert!(ops(serde_json::json!([{"op": "add", "path": path(64), "value": {}}])).is_err());
+        assert!(ops(serde_json::json!([{"op": "add", "path": path(63), "value": {}}])).is_ok());
+        assert!(ops(serde_json::json!([{"op": "add", "path": path(64), "value": 1}])).is_ok());
+        assert!(ops(serde_json::json!([{"op": "remove", "path": path(65)}])).is_err());
+        let value: Value = serde_json::from_str(&depth::nested(10)).unwrap();
+        let refused = ops(serde_json::json!([{"op": "replace", "path": path(55), "value": value}]))
+            .unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains("65 levels deep (55 path segments and a value 10 deep)"),
+            "{}",
+            refused.message
+        );
+        for (from, to, ok) in [(3, 3, true), (3, 1, true), (1, 2, false)] {
+            for op in ["copy", "move"] {
+                let sent = serde_json::json!([{"op": op, "from": path(from), "path": path(to)}]);
+                assert_eq!(ops(sent).is_ok(), ok, "{op} from {from} to {to}");
+            }
+        }
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub enum DispatchError {
         plugin: String,
         /// The request.
         key: ObjectKey,
-        /// The guest's message.
+        /// The guest's message, cut to the plugin's log line bound (`log_bytes`).
         message: String,
         /// Whether it must not be retried (TerminalError).
         terminal: bool,

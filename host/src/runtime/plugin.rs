@@ -489,6 +489,9 @@ impl Plugin {
                     plugin::ReconcileError::Retryable(message) => (message, false),
                     plugin::ReconcileError::Terminal(message) => (message, true),
                 };
+                // The message reaches the log (and an error anyone may print): cut like a
+                // guest's log line.
+                let message = boundary::truncated(message, self.context.limits.log_bytes);
                 Err(DispatchError::Failed {
                     plugin: self.name().to_owned(),
                     key: key.clone(),

@@ -4,7 +4,7 @@
 //! reconciles and a deadline of their own, short enough to answer inside the apiserver's timeout.
 //!
 //! Whatever the guest answers is checked before the host uses it: an object must be a JSON object
-//! of at most the plugin's object bound; messages and warnings are cut to a bounded length and
+//! of at most the plugin's object bound, nested at most [`crate::depth::MAX_DEPTH`] levels; messages and warnings are cut to a bounded length and
 //! count. A guest that traps, loops or answers garbage yields a [`DispatchError`]; what the
 //! apiserver is told then is the webhook server's business (its failure policy).
 
@@ -422,7 +422,8 @@ impl Plugin {
             .await
     }
 
-    /// `object` and its fields if it is a JSON object within the plugin's object bound.
+    /// `object` and its fields if it is a JSON object within the plugin's object bound and the
+    /// depth bound.
     fn checked_object(
         &self,
         key: &ObjectKey,
@@ -437,6 +438,9 @@ impl Plugin {
                     object.len()
                 ),
             ));
+        }
+        if let Err(too_deep) = crate::depth::check("the object returned", object.as_bytes(), 0) {
+            return Err(self.garbage(key, too_deep.to_string()));
         }
         match serde_json::from_str::<serde_json::Value>(&object) {
             Ok(serde_json::Value::Object(fields)) => Ok((object, fields)),

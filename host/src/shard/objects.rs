@@ -1,7 +1,8 @@
 //! The sharder's view of the objects it labels: one metadata-only list+watch per kind (one per
 //! namespace when the operator watches a list of them), keeping per object only its key, its
 //! shard labels and its controller's name, so the leader holds a few dozen bytes per object
-//! whatever the objects carry.
+//! whatever the objects carry. Each object is read as that metadata alone ([`Meta`]); everything
+//! else is skipped without recursion, so no object's depth fails a list or a watch.
 //!
 //! A kind is watched in a task of its own from the first plugin naming it until the last lets go
 //! ([`Watches::set`]); every change wakes the sharder. A (re)list replaces its namespace's objects
@@ -13,9 +14,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DynamicObject};
-use kube::core::{ApiResource, PartialObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::Api;
+use kube::core::ApiResource;
 use kube::discovery::{self, Scope};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -23,14 +24,60 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cache::Namespaces;
-use crate::object::{GroupVersionKind, ObjectKey};
+use crate::object::{GroupVersionKind, ObjectKey, dynamic_resource};
 use crate::shard::assign::ShardLabels;
 
 /// The longest wait between two discoveries of a kind the apiserver does not serve (yet).
 const DISCOVERY_BACKOFF: Duration = Duration::from_secs(60);
 
-/// What a metadata-only watch delivers.
-type Meta = PartialObjectMeta<DynamicObject>;
+/// What the watch reads of each object: the metadata the sharder keeps. Every other member (the
+/// spec, and managedFields, which nest as deep as the object) is skipped without recursion.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(from = "Read")]
+struct Meta {
+    metadata: ObjectMeta,
+}
+
+/// [`Meta`] as it is read.
+#[derive(serde::Deserialize)]
+struct Read {
+    #[serde(default)]
+    metadata: Fields,
+}
+
+/// The metadata fields the sharder reads.
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Fields {
+    name: Option<String>,
+    namespace: Option<String>,
+    resource_version: Option<String>,
+    labels: Option<std::collections::BTreeMap<String, String>>,
+    owner_references: Option<Vec<OwnerReference>>,
+}
+
+impl From<Read> for Meta {
+    fn from(read: Read) -> Self {
+        let Fields {
+            name,
+            namespace,
+            resource_version,
+            labels,
+            owner_references,
+        } = read.metadata;
+        let metadata = ObjectMeta {
+            name,
+            namespace,
+            resource_version,
+            labels,
+            owner_references,
+            ..ObjectMeta::default()
+        };
+        Meta { metadata }
+    }
+}
+
+dynamic_resource!(Meta, metadata);
 
 /// An object's shard labels.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -296,8 +343,6 @@ async fn discover(client: &kube::Client, kind: &GroupVersionKind) -> (ApiResourc
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-
     use super::*;
 
     fn meta(namespace: &str, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
@@ -345,6 +390,26 @@ mod tests {
         assert_eq!(tracked.controller.unwrap().name, "web");
         let (_, bare) = Tracked::new(meta("shop", "web", &[]), &labels);
         assert_eq!(bare, Tracked::default());
+    }
+
+    #[test]
+    fn an_object_of_any_depth_is_read_as_its_metadata() {
+        let deep = crate::depth::nested(100_000);
+        let page = format!(
+            r#"{{"kind":"List","apiVersion":"v1","metadata":{{}},"items":[{{"metadata":{{"name":"deep",
+            "namespace":"a","resourceVersion":"3","labels":{{"app":"x"}},"managedFields":[{{"fieldsV1":{deep}}}]}},
+            "spec":{deep}}}]}}"#
+        );
+        let list: kube::core::ObjectList<Meta> = serde_json::from_str(&page).unwrap();
+        let metadata = &list.items[0].metadata;
+        assert_eq!(
+            (
+                metadata.name.as_deref(),
+                metadata.resource_version.as_deref()
+            ),
+            (Some("deep"), Some("3"))
+        );
+        assert_eq!(metadata.labels.as_ref().unwrap()["app"], "x");
     }
 
     #[test]

@@ -2,6 +2,11 @@
 //! admission and conversion types), the plugin's call, and the review to send back. Defaulting
 //! answers carry the difference between the object sent and the object the plugin returned as a
 //! JSONPatch; a conversion converts every object of the review or fails as a whole.
+//!
+//! A review whose object nests deeper than [`depth::MAX_DEPTH`] is measured before it is parsed and
+//! answered without the plugin: an admission is refused, a conversion fails, each saying why (its
+//! uid read with everything else skipped without recursion), so no depth fails a review as
+//! malformed or reaches a parser's recursion limit.
 
 use json_patch::Patch;
 use kube::core::admission::{AdmissionRequest as Review, AdmissionResponse, AdmissionReview};
@@ -9,6 +14,7 @@ use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionRe
 use kube::core::{DynamicObject, Status};
 use serde_json::Value;
 
+use crate::depth;
 use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::{
     AdmissionRequest, DispatchError, FailurePolicy, Operation, Plugin, UserInfo, Verdict,
@@ -65,6 +71,12 @@ pub async fn admission(
         reason,
     };
     bounded(body)?;
+    // The object sits inside the review and its request.
+    if let Err(too_deep) = depth::check("the object under review", body, 2) {
+        let mut response = AdmissionResponse::invalid(too_deep);
+        response.uid = uid(body).map_err(malformed)?;
+        return Ok(answer(&response.into_review(), false));
+    }
     let review: AdmissionReview<DynamicObject> =
         serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
     let review: Review<DynamicObject> = review
@@ -83,20 +95,25 @@ pub async fn admission(
             true,
         ),
     };
-    Ok(Answer {
-        json: serde_json::to_vec(&response.into_review()).expect("a review serialises"),
-        plugin_failed,
-    })
+    Ok(answer(&response.into_review(), plugin_failed))
 }
 
 /// Answers a ConversionReview `body` with `plugin`'s `convert`.
 pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewError> {
+    let malformed = |reason: String| ReviewError::Malformed {
+        kind: "ConversionReview",
+        reason,
+    };
     bounded(body)?;
+    // The objects sit inside the review, its request and their list.
+    if let Err(too_deep) = depth::check("an object to convert", body, 3) {
+        let status = Status::failure(&too_deep.to_string(), "ConversionFailed");
+        let mut response = ConversionResponse::invalid(status);
+        response.uid = uid(body).map_err(malformed)?;
+        return Ok(answer(&response.into_review(), false));
+    }
     let review: ConversionReview =
-        serde_json::from_slice(body).map_err(|e| ReviewError::Malformed {
-            kind: "ConversionReview",
-            reason: e.to_string(),
-        })?;
+        serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
     let mut request =
         ConversionRequest::from_review(review).map_err(|_| ReviewError::Malformed {
             kind: "ConversionReview",
@@ -112,10 +129,31 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewEr
             failed,
         ),
     };
-    Ok(Answer {
-        json: serde_json::to_vec(&response.into_review()).expect("a review serialises"),
+    Ok(answer(&response.into_review(), plugin_failed))
+}
+
+/// The review to send back.
+fn answer(review: &impl serde::Serialize, plugin_failed: bool) -> Answer {
+    Answer {
+        json: serde_json::to_vec(review).expect("a review serialises"),
         plugin_failed,
-    })
+    }
+}
+
+/// The uid of a review's request, read with everything else skipped (without recursion, however
+/// deep it nests).
+fn uid(body: &[u8]) -> Result<String, String> {
+    #[derive(serde::Deserialize)]
+    struct Review {
+        request: Option<Request>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Request {
+        uid: String,
+    }
+    let review: Review = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let request = review.request.ok_or("it has no request")?;
+    Ok(request.uid)
 }
 
 /// Every object converted to `desired`, or why not and whether the plugin failed to answer.
@@ -247,4 +285,24 @@ fn request(review: &Review<DynamicObject>) -> Result<AdmissionRequest, String> {
         },
         dry_run: review.dry_run,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uid_of_a_review_is_read_however_deep_its_object() {
+        let body = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{},"uid":"u-1"}}}}"#,
+            depth::nested(100_000)
+        );
+        assert_eq!(uid(body.as_bytes()), Ok("u-1".to_owned()));
+        let refused = depth::check("the object under review", body.as_bytes(), 2).unwrap_err();
+        assert_eq!(refused.depth, 100_000);
+        assert_eq!(
+            uid(br#"{"kind":"AdmissionReview"}"#),
+            Err("it has no request".to_owned())
+        );
+    }
 }

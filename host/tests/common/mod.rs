@@ -171,16 +171,24 @@ pub fn admission_create(
     }
 }
 
-/// Loads component `name` into `runtime` with the production cache-backed client over `cache`
-/// and the production event recorder, both speaking through `kube`.
+/// Loads component `name` into `runtime` with the production services over `cache` and `kube`.
 pub async fn load_on_cluster(
     runtime: &Runtime,
     (kube, cache): (&kube::Client, &Arc<wasmop::cache::Cache>),
     name: &str,
     options: PluginOptions,
 ) -> Result<Plugin, wasmop::runtime::RuntimeError> {
-    let (kube, cache) = (kube.clone(), cache.clone());
-    let services = move |registration: &wasmop::runtime::Registration| {
+    let services = production_services(kube.clone(), cache.clone());
+    runtime.load(&component(name), options, services).await
+}
+
+/// The services a plugin gets in production, on `kube`: the plugin client (reads from `cache`,
+/// writes to the apiserver) and the event recorder.
+pub fn production_services(
+    kube: kube::Client,
+    cache: Arc<wasmop::cache::Cache>,
+) -> impl FnOnce(&wasmop::runtime::Registration) -> wasmop::runtime::Services {
+    move |registration| {
         let client = wasmop::client::PluginClient::new(kube.clone(), cache, &registration.name);
         wasmop::runtime::Services {
             cache: Arc::new(client.clone()),
@@ -188,6 +196,6 @@ pub async fn load_on_cluster(
             events: Arc::new(wasmop::events::Events::new(kube, &registration.name)),
             observer: Arc::new(()),
         }
-    };
-    runtime.load(&component(name), options, services).await
+    }
+}
 }

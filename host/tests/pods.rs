@@ -449,7 +449,10 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
 
 /// A WasmReconciler loading guest-hog with a memory limit of its own near the pods' limit: its
 /// share of the guest memory budget does not fit, so it is refused.
-async fn memory_hog_is_refused_a_share_over_the_guest_budget(plane: &ControlPlane, pods: &Api<Pod>) {
+async fn memory_hog_is_refused_a_share_over_the_guest_budget(
+    plane: &ControlPlane,
+    pods: &Api<Pod>,
+) {
     let before = ready_pods(pods, 2).await;
     let kills: Vec<u64> = before.iter().map(oom_kills).collect();
     apply_served(

@@ -198,4 +198,3 @@ pub fn production_services(
         }
     }
 }
-}

@@ -81,6 +81,7 @@ impl Arena {
                 writer: Arc::new(client),
                 events: Arc::new(Events::new(kube, &registration.name)),
                 observer: Arc::new(()),
+                rights: None,
             }
         };
         self.runtime

@@ -1,8 +1,9 @@
 //! Plugin identities: with `--plugin-identity-namespace`, each plugin's apiserver writes, events
 //! and access reviews are sent impersonating its own ServiceAccount, `wasmop-plugin-<name>`, so
 //! Kubernetes RBAC checks every plugin on its own and the audit log names it. The shared informer
-//! cache still lists and watches as the operator. `wasmop rbac` prints what each identity needs
-//! ([`crate::rbac`]).
+//! cache still lists and watches as the operator, so each identity's reads are reviewed again
+//! while its plugin lives ([`crate::runtime::Rights`]). `wasmop rbac` prints what each identity
+//! needs ([`crate::rbac`]).
 
 /// Where plugin identities live, and the connection settings to speak as them.
 #[derive(Clone)]

@@ -205,6 +205,7 @@ async fn list_plugins(args: PluginsArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
     let (config, client) = connect(args.kubeconfig.as_deref()).await?;
+    options.reviews = Some(config.clone());
     if let Some(namespace) = &args.plugin_identity_namespace {
         tracing::info!(namespace, "plugins write as their own service accounts");
         options.identities = Some(Identities::new(config, namespace.clone()));
@@ -273,6 +274,7 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
         sync_timeout: args.cache_sync_timeout,
         identities: None,
         metrics_secure: args.secure_serving(),
+        reviews: None,
         webhook: args.webhooks.serving(),
         sharding: args.leader.sharding,
         warm_standby: args.leader.warm_standby,

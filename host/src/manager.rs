@@ -87,6 +87,9 @@ pub enum ManagerError {
         /// How it ended.
         reason: String,
     },
+    /// The access reviews' own client could not be built.
+    #[error("cannot build the client for access reviews: {0}")]
+    ReviewClient(#[source] kube::Error),
     /// Sharding was asked for without a leader election to name the group.
     #[error("sharding needs leader election (--leader-elect): its Lease names the group")]
     ShardingWithoutElection,
@@ -116,6 +119,10 @@ pub struct ManagerOptions {
     pub identities: Option<Identities>,
     /// Serve `/metrics` and `/plugins` over HTTPS to authorized callers only (probes stay open).
     pub metrics_secure: Option<http::SecureServing>,
+    /// The connection settings the secure listener's access reviews use, on a connection pool
+    /// of their own (so they never queue with the Lease's renewals or the plugins' writes); the
+    /// manager's client when `None`.
+    pub reviews: Option<kube::Config>,
     /// Serve the plugins' webhooks (on every replica), and write their configurations (while
     /// leading).
     pub webhook: Option<WebhookServing>,
@@ -137,6 +144,7 @@ impl Default for ManagerOptions {
             sync_timeout: Duration::from_secs(120),
             identities: None,
             metrics_secure: None,
+            reviews: None,
             webhook: None,
             sharding: false,
             warm_standby: false,
@@ -259,7 +267,14 @@ impl Manager {
         let (metrics, probes) = (self.options.metrics_address, self.options.probe_address);
         let secure = match (&self.options.metrics_secure, metrics) {
             (Some(serving), Some(_)) => {
-                Some(http::Access::secure(serving, self.client.clone()).await?)
+                let reviews = match self.options.reviews.clone() {
+                    Some(config) => {
+                        kube::Client::try_from(config).map_err(ManagerError::ReviewClient)?
+                    }
+                    None => self.client.clone(),
+                };
+                let metrics = self.metrics.clone();
+                Some(http::Access::secure(serving, reviews, metrics).await?)
             }
             _ => None,
         };

@@ -75,6 +75,7 @@ struct Families {
     webhook_latency: HistogramVec,
     webhook_in_flight: IntGaugeVec,
     webhook_failures: IntCounterVec,
+    review_refusals: IntCounterVec,
 }
 
 /// Registers a freshly built metric; the names and labels are constants, so failure is a bug.
@@ -265,6 +266,12 @@ impl Families {
                 "Webhook calls the plugin failed to answer (trap, timeout, garbage), answered by its failure policy",
                 &["webhook", "failure_policy"],
             ),
+            review_refusals: counter(
+                r,
+                "wasmop_http_review_refusals_total",
+                "Requests to /metrics or /plugins refused (429) without asking the apiserver to review their bearer token, by reason (rate, concurrency)",
+                &["reason"],
+            ),
         }
     }
 }
@@ -346,6 +353,15 @@ impl Metrics {
             .leader
             .with_label_values(&[lease])
             .set(i64::from(leading));
+    }
+
+    /// Counts a request whose bearer token was not reviewed, for `reason` (`rate` or
+    /// `concurrency`).
+    pub fn review_refused(&self, reason: &str) {
+        self.families
+            .review_refusals
+            .with_label_values(&[reason])
+            .inc();
     }
 
     /// Counts a request to `webhook` (its path) in flight until the returned guard is answered

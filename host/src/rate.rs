@@ -60,11 +60,43 @@ impl TokenBucket {
         }
         Duration::from_nanos((-self.tokens / self.rate.per_second * 1e9).round() as u64)
     }
+
+    /// Takes a token if one is there; otherwise takes nothing and says how long until one is.
+    pub fn try_take(&mut self) -> Result<(), Duration> {
+        self.refill();
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Ok(());
+        }
+        if self.rate.per_second <= 0.0 {
+            return Err(Duration::MAX);
+        }
+        let missing = 1.0 - self.tokens;
+        Err(Duration::from_nanos(
+            (missing / self.rate.per_second * 1e9).ceil() as u64,
+        ))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn try_take_never_goes_into_debt() {
+        let mut bucket = TokenBucket::new(Rate::new(4.0, 2));
+        assert_eq!(bucket.try_take(), Ok(()));
+        assert_eq!(bucket.try_take(), Ok(()));
+        assert_eq!(bucket.try_take(), Err(Duration::from_millis(250)));
+        assert_eq!(
+            bucket.try_take(),
+            Err(Duration::from_millis(250)),
+            "a refusal takes nothing"
+        );
+        tokio::time::advance(Duration::from_millis(250)).await;
+        assert_eq!(bucket.try_take(), Ok(()));
+        assert_eq!(bucket.try_take(), Err(Duration::from_millis(250)));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_burst_then_the_rate() {

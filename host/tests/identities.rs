@@ -14,26 +14,11 @@ use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
 
-/// `wasmop rbac` for component `name`, its account in `namespace`, looked up on `plane`.
-async fn rbac(plane: &ControlPlane, name: &str, namespace: &str) -> anyhow::Result<String> {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
-        .arg("rbac")
-        .arg(common::component(name))
-        .args(["--namespace", namespace, "--kubeconfig"])
-        .arg(plane.kubeconfig_path())
-        .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
-        .stderr(Stdio::inherit())
-        .output()
-        .await?;
-    anyhow::ensure!(output.status.success(), "wasmop rbac failed");
-    Ok(String::from_utf8(output.stdout)?)
-}
-
 /// A fresh namespace holding webapp's identity, as `wasmop rbac` describes it.
 async fn webapp_identity(plane: &ControlPlane) -> anyhow::Result<String> {
     common::install_webapp_crd(plane).await?;
     let home = plane.create_namespace("identities").await?;
-    let manifests = rbac(plane, "webapp", &home).await?;
+    let manifests = common::rbac(plane, "webapp", &home).await?;
     plane
         .run_kubectl(&["apply", "-f", "-"], Some(&manifests))
         .await?;

@@ -7,77 +7,14 @@
 
 mod common;
 
-use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::account;
 use common::scrape::{free_address, get, parse, value};
-use http_body_util::BodyExt;
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-use tokio_rustls::TlsConnector;
-use tokio_rustls::rustls::crypto::ring;
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use common::tls::{connector, get_tls, write_certificates};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(180);
-
-/// Writes `tls.crt` and `tls.key` for `localhost` and `127.0.0.1` into `dir`, signed by a fresh
-/// CA; returns the CA's certificate.
-fn write_certificates(dir: &Path) -> anyhow::Result<CertificateDer<'static>> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key)?;
-    let issuer = rcgen::Issuer::new(ca, ca_key);
-    let key = KeyPair::generate()?;
-    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
-    let cert = CertificateParams::new(names)?.signed_by(&key, &issuer)?;
-    std::fs::write(dir.join("tls.crt"), cert.pem())?;
-    std::fs::write(dir.join("tls.key"), key.serialize_pem())?;
-    Ok(ca_cert.der().clone())
-}
-
-/// A TLS client trusting only `ca`.
-fn connector(ca: CertificateDer<'static>) -> anyhow::Result<TlsConnector> {
-    let mut roots = RootCertStore::empty();
-    roots.add(ca)?;
-    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(TlsConnector::from(Arc::new(config)))
-}
-
-/// `GET path` over HTTPS at `address`, with `token` as a bearer token: the status and body.
-async fn get_tls(
-    connector: &TlsConnector,
-    address: &str,
-    path: &str,
-    token: Option<&str>,
-) -> anyhow::Result<(u16, String)> {
-    let address: SocketAddr = address.parse()?;
-    let stream = tokio::net::TcpStream::connect(address).await?;
-    let name = ServerName::from(address.ip());
-    let stream = connector.connect(name, stream).await?;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    let mut request = http::Request::get(path).header(http::header::HOST, address.to_string());
-    if let Some(token) = token {
-        request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
-    }
-    let response = sender
-        .send_request(request.body(http_body_util::Empty::<Bytes>::new())?)
-        .await?;
-    let status = response.status().as_u16();
-    let body = response.into_body().collect().await?.to_bytes();
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
-}
 
 /// TokenReviews the apiserver has answered since it started, from its own `/metrics`.
 async fn token_reviews(plane: &ControlPlane) -> anyhow::Result<f64> {
@@ -92,20 +29,6 @@ async fn token_reviews(plane: &ControlPlane) -> anyhow::Result<f64> {
     Ok(count)
 }
 
-/// A token for ServiceAccount `account` in `namespace`.
-async fn token(plane: &ControlPlane, namespace: &str, account: &str) -> anyhow::Result<String> {
-    let args = [
-        "create",
-        "token",
-        account,
-        "-n",
-        namespace,
-        "--duration",
-        "1h",
-    ];
-    Ok(plane.run_kubectl(&args, None).await?.trim().to_owned())
-}
-
 #[tokio::test]
 async fn metrics_answer_only_callers_rbac_lets_read_them() -> anyhow::Result<()> {
     within(LIMIT, "scraping a secure wasmop", async {
@@ -114,22 +37,10 @@ async fn metrics_answer_only_callers_rbac_lets_read_them() -> anyhow::Result<()>
         // deploy/'s RBAC: the operator's account and the wasmop-metrics-reader ClusterRole.
         let operator = account::kubeconfig(plane).await?;
         let namespace = plane.create_namespace("secure-metrics").await?;
-        for name in ["reader", "stranger"] {
-            let create = ["create", "serviceaccount", name, "-n", &namespace];
-            plane.run_kubectl(&create, None).await?;
-        }
-        let binding = format!("{namespace}-reader");
-        let reader_account = format!("--serviceaccount={namespace}:reader");
-        let bind = [
-            "create",
-            "clusterrolebinding",
-            &binding,
-            "--clusterrole=wasmop-metrics-reader",
-            &reader_account,
-        ];
-        plane.run_kubectl(&bind, None).await?;
-        let reader = token(plane, &namespace, "reader").await?;
-        let stranger = token(plane, &namespace, "stranger").await?;
+        let reader = account::metrics_reader(plane, &namespace, "reader").await?;
+        let create = ["create", "serviceaccount", "stranger", "-n", &namespace];
+        plane.run_kubectl(&create, None).await?;
+        let stranger = account::service_token(plane, &namespace, "stranger").await?;
 
         let certs = tempfile::tempdir()?;
         let tls = connector(write_certificates(certs.path())?)?;

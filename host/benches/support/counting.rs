@@ -70,5 +70,6 @@ pub fn counted(services: Services, counter: &Arc<Counter>) -> Services {
         writer: Arc::new(Writer(services.writer, counter.clone())),
         events: services.events,
         observer: services.observer,
+        rights: services.rights,
     }
 }

@@ -199,6 +199,7 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
     let subject = capability::Subject {
         registration: Some(&registration),
         policies: &policies,
+        rights: None,
     };
     for power in capability::implied(&registration, None) {
         let _ = capability::check(subject, power);

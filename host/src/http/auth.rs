@@ -8,9 +8,17 @@
 //! [`DECISION_CAPACITY`] of them, so a scrape every few seconds costs the apiserver two reviews
 //! per TTL rather than per scrape. The cache's lock is never held across an `.await`; the
 //! reviews of two concurrent misses both go to the apiserver.
+//!
+//! Whoever reaches the port can make up tokens, and each one the cache has not seen would cost
+//! the apiserver a review sent with the operator's identity. So reviews are bounded: at most
+//! [`REVIEW_RATE`] (a token bucket) and [`MAX_CONCURRENT_REVIEWS`] at once, across all callers. A
+//! request over either bound is answered 429 with `Retry-After` ([`Decision::Throttled`]) and
+//! costs the apiserver nothing; it is counted in `wasmop_http_review_refusals_total{reason}`.
+//! Cached decisions are answered whatever the bounds, so a scraper whose token was reviewed in
+//! the last [`DECISION_TTL`] is served during a flood; a new one waits its turn with the rest.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper::StatusCode;
@@ -21,13 +29,27 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::api::{Api, PostParams};
 use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+use crate::rate::{Rate, TokenBucket};
 
 /// How long a decision is reused.
 pub const DECISION_TTL: Duration = Duration::from_secs(10);
 
 /// The most decisions kept.
 pub const DECISION_CAPACITY: usize = 1024;
+
+/// The most reviews of uncached tokens sent per second, and the burst allowed at once; each may
+/// cost a TokenReview and a SubjectAccessReview.
+pub const REVIEW_RATE: Rate = Rate::new(5.0, 10);
+
+/// The most reviews in flight at once.
+pub const MAX_CONCURRENT_REVIEWS: usize = 4;
+
+/// The `Retry-After` of a request refused because [`MAX_CONCURRENT_REVIEWS`] are in flight.
+const BUSY_RETRY: Duration = Duration::from_secs(1);
 
 /// The longest bearer token sent for review; a longer one is refused without asking.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -64,6 +86,12 @@ pub enum Decision {
         /// The path.
         path: &'static str,
     },
+    /// A token not reviewed recently, over the bounds on reviews (429): ask again after
+    /// `retry_after`.
+    Throttled {
+        /// How long until a review may be sent.
+        retry_after: Duration,
+    },
 }
 
 impl Decision {
@@ -76,23 +104,49 @@ impl Decision {
                 StatusCode::FORBIDDEN,
                 format!("Forbidden: user {user:?} may not get {path}"),
             )),
+            Decision::Throttled { retry_after } => Some((
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "Too many tokens to review: retry after {} s",
+                    retry_seconds(*retry_after)
+                ),
+            )),
         }
     }
+
+    /// The `Retry-After` of a throttled request, in whole seconds.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Decision::Throttled { retry_after } => Some(retry_seconds(*retry_after)),
+            _ => None,
+        }
+    }
+}
+
+/// `wait` in whole seconds, at least one.
+fn retry_seconds(wait: Duration) -> u64 {
+    wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u64
 }
 
 /// Authenticates and authorizes requests with the apiserver, remembering recent decisions.
 pub struct Authorizer {
     client: kube::Client,
     decisions: Mutex<Decisions>,
+    reviews: Mutex<TokenBucket>,
+    in_flight: Semaphore,
+    metrics: Arc<Metrics>,
 }
 
 impl Authorizer {
     /// An authorizer asking the apiserver behind `client`, which must be allowed to create
-    /// TokenReviews and SubjectAccessReviews.
-    pub fn new(client: kube::Client) -> Self {
+    /// TokenReviews and SubjectAccessReviews, and counting its refusals in `metrics`.
+    pub fn new(client: kube::Client, metrics: Arc<Metrics>) -> Self {
         Authorizer {
             client,
             decisions: Mutex::new(Decisions::new(DECISION_TTL, DECISION_CAPACITY)),
+            reviews: Mutex::new(TokenBucket::new(REVIEW_RATE)),
+            in_flight: Semaphore::new(MAX_CONCURRENT_REVIEWS),
+            metrics,
         }
     }
 
@@ -108,6 +162,20 @@ impl Authorizer {
         let key = (Sha256::digest(token.as_bytes()).into(), path);
         if let Some(decision) = self.cached(&key) {
             return Ok(decision);
+        }
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            self.metrics.review_refused("concurrency");
+            let retry_after = BUSY_RETRY;
+            return Ok(Decision::Throttled { retry_after });
+        };
+        let taken = self
+            .reviews
+            .lock()
+            .expect("review bucket poisoned")
+            .try_take();
+        if let Err(retry_after) = taken {
+            self.metrics.review_refused("rate");
+            return Ok(Decision::Throttled { retry_after });
         }
         let decision = self.review(token, path).await?;
         let mut decisions = self.decisions.lock().expect("decision cache poisoned");
@@ -268,6 +336,90 @@ mod tests {
         assert_eq!(bearer_token(&HeaderMap::new()), None);
         let long = format!("Bearer {}", "a".repeat(MAX_TOKEN_BYTES + 1));
         assert_eq!(bearer_token(&headers(&long)), None);
+    }
+
+    #[test]
+    fn a_throttled_request_is_a_429_with_whole_seconds_to_wait() {
+        let throttled = Decision::Throttled {
+            retry_after: Duration::from_millis(200),
+        };
+        let (status, _) = throttled.refusal().unwrap();
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(throttled.retry_after(), Some(1));
+        let later = Decision::Throttled {
+            retry_after: Duration::from_millis(2100),
+        };
+        assert_eq!(later.retry_after(), Some(3));
+        assert_eq!(Decision::Unauthenticated.retry_after(), None);
+    }
+
+    /// An authorizer whose apiserver never answers.
+    fn unreachable() -> Authorizer {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        Authorizer::new(client, Arc::new(Metrics::new()))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn uncached_tokens_beyond_the_rate_are_throttled_without_a_review() {
+        let authorizer = unreachable();
+        // Spend the burst as reviews would, then every new token is refused unreviewed.
+        for _ in 0..REVIEW_RATE.burst {
+            assert_eq!(authorizer.reviews.lock().unwrap().try_take(), Ok(()));
+        }
+        for n in 0..20 {
+            let decision = authorizer
+                .authorize(&headers(&format!("Bearer made-up-{n}")), "/metrics")
+                .await
+                .unwrap();
+            assert!(
+                matches!(decision, Decision::Throttled { .. }),
+                "{decision:?}"
+            );
+        }
+        // A decision already cached is answered whatever the bounds.
+        let cached = key("known", "/metrics");
+        let now = Instant::now();
+        authorizer
+            .decisions
+            .lock()
+            .unwrap()
+            .insert(cached, Decision::Allowed, now);
+        let decision = authorizer
+            .authorize(&headers("Bearer known"), "/metrics")
+            .await
+            .unwrap();
+        assert_eq!(decision, Decision::Allowed);
+        let text = authorizer.metrics.gather();
+        assert!(
+            text.contains(r#"wasmop_http_review_refusals_total{reason="rate"} 20"#),
+            "{text}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reviews_in_flight_are_capped() {
+        let authorizer = unreachable();
+        let held = authorizer
+            .in_flight
+            .try_acquire_many(MAX_CONCURRENT_REVIEWS as u32)
+            .unwrap();
+        let decision = authorizer
+            .authorize(&headers("Bearer one-more"), "/metrics")
+            .await
+            .unwrap();
+        assert_eq!(
+            decision,
+            Decision::Throttled {
+                retry_after: BUSY_RETRY
+            }
+        );
+        drop(held);
+        let text = authorizer.metrics.gather();
+        assert!(
+            text.contains(r#"wasmop_http_review_refusals_total{reason="concurrency"} 1"#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::{Authorizer, Endpoints, SecureServing, Tls, TlsError};
+use crate::metrics::Metrics;
 
 /// Bounds every listener puts on its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,11 +59,16 @@ pub enum Access {
 }
 
 impl Access {
-    /// A secure listener's access: TLS as `serving` says, reviews asked through `client`.
-    pub async fn secure(serving: &SecureServing, client: kube::Client) -> Result<Access, TlsError> {
+    /// A secure listener's access: TLS as `serving` says, reviews asked through `client`, its
+    /// refusals counted in `metrics`.
+    pub async fn secure(
+        serving: &SecureServing,
+        client: kube::Client,
+        metrics: Arc<Metrics>,
+    ) -> Result<Access, TlsError> {
         Ok(Access::Secure {
             tls: Tls::load(serving).await?,
-            authorizer: Arc::new(Authorizer::new(client)),
+            authorizer: Arc::new(Authorizer::new(client, metrics)),
         })
     }
 
@@ -127,6 +133,11 @@ async fn route(
                 if status == StatusCode::UNAUTHORIZED {
                     let bearer = HeaderValue::from_static("Bearer");
                     response.headers_mut().insert(WWW_AUTHENTICATE, bearer);
+                }
+                if let Some(seconds) = decision.retry_after() {
+                    response
+                        .headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from(seconds));
                 }
                 response
             }
@@ -345,7 +356,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_secure_listener_guards_metrics_and_plugins_and_leaves_probes_open() {
-        let secure = Access::secure(&SecureServing::default(), unreachable())
+        let metrics = Arc::new(Metrics::new());
+        let secure = Access::secure(&SecureServing::default(), unreachable(), metrics)
             .await
             .unwrap();
         let Access::Secure { tls, .. } = &secure else {

@@ -6,8 +6,15 @@
 //! in the namespaces the cache watches; each declared permission in its own namespaces, or in the
 //! watched ones when it names none. `status` holds when the status subresource may be updated or
 //! patched. A kind the apiserver does not serve is skipped: its informer reports that.
+//!
+//! In identity mode the identity's reads are reviewed again every [`REVIEW_TTL`] for as long as
+//! the plugin lives ([`keep_reviewing`]): the shared cache lists and watches as the operator, so
+//! the apiserver never refuses the plugin's cache reads itself. The answer goes into the plugin's
+//! [`Rights`], which the capability check consults on every read; the guest's call never waits
+//! for a review. A review that fails keeps the last answer.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::authorization::v1::{
@@ -20,7 +27,7 @@ use kube::discovery::{self, Scope};
 use super::PluginError;
 use crate::cache::Namespaces;
 use crate::object::GroupVersionKind;
-use crate::runtime::{Registration, Verb};
+use crate::runtime::{REVIEW_TTL, Registration, Rights, Verb};
 
 /// Reviews asked at once.
 const PARALLEL_REVIEWS: usize = 8;
@@ -33,6 +40,8 @@ struct Need {
     subresource: Option<&'static str>,
     /// Empty: every namespace.
     namespace: String,
+    /// Whether it only reads.
+    read: bool,
 }
 
 impl std::fmt::Display for Need {
@@ -60,20 +69,8 @@ pub(crate) async fn check(
         source: Box::new(source),
     };
     let resources = served(client, needs(registration, namespaces)).await;
-    let answers: Vec<(Need, bool)> = stream::iter(resources)
-        .map(|(need, resource, namespaced)| async move {
-            let allowed = allowed(client, &need, &resource, namespaced).await?;
-            Ok::<_, kube::Error>((need, allowed))
-        })
-        .buffer_unordered(PARALLEL_REVIEWS)
-        .try_collect()
-        .await
-        .map_err(review_failed)?;
-    let mut denied: Vec<String> = answers
-        .into_iter()
-        .filter(|(_, allowed)| !allowed)
-        .map(|(need, _)| need.to_string())
-        .collect();
+    let refused = refused(client, &resources).await.map_err(review_failed)?;
+    let mut denied: Vec<String> = refused.iter().map(ToString::to_string).collect();
     if denied.is_empty() {
         return Ok(());
     }
@@ -83,6 +80,85 @@ pub(crate) async fn check(
         version: registration.version.clone(),
         denied: denied.join("; "),
     })
+}
+
+/// Keeps `rights` to what the identity behind `client` may read now of what plugin
+/// `registration` reads where the cache watches (`namespaces`): a review every [`REVIEW_TTL`],
+/// the first one TTL after the load's own check, until the rights are dropped with the plugin.
+pub(crate) async fn keep_reviewing(
+    client: kube::Client,
+    namespaces: Namespaces,
+    registration: Arc<Registration>,
+    rights: Weak<Rights>,
+) {
+    let plugin = registration.name.as_str();
+    let reads = needs(&registration, &namespaces)
+        .into_iter()
+        .filter(|need| need.read)
+        .collect();
+    let resources = served(&client, reads).await;
+    let mut ticks = tokio::time::interval(REVIEW_TTL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let answer = refused(&client, &resources).await;
+        let Some(rights) = rights.upgrade() else {
+            return;
+        };
+        let refused = match answer {
+            Ok(refused) => refused,
+            Err(error) => {
+                let user = rights.user();
+                tracing::warn!(
+                    plugin,
+                    user,
+                    "reviewing the identity's reads failed, keeping the last answer: {error}"
+                );
+                continue;
+            }
+        };
+        let described: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        let reads = refused.into_iter().map(|n| (n.kind, n.namespace)).collect();
+        if !rights.set(reads) {
+            continue;
+        }
+        let user = rights.user();
+        match described.is_empty() {
+            true => tracing::info!(
+                plugin,
+                user,
+                "the identity may read again: cache reads restored"
+            ),
+            false => tracing::warn!(
+                plugin,
+                user,
+                "the apiserver no longer lets the identity {}: its cache reads of those are refused",
+                described.join("; ")
+            ),
+        }
+    }
+}
+
+/// The needs among `resources` the identity behind `client` is refused.
+async fn refused(
+    client: &kube::Client,
+    resources: &[(Need, ApiResource, bool)],
+) -> Result<Vec<Need>, kube::Error> {
+    // Owned parts, so the reviewing task's future holds no borrow a spawn cannot prove Send.
+    let answers: Vec<(Need, bool)> = stream::iter(resources.to_vec())
+        .map(|(need, resource, namespaced)| {
+            let client = client.clone();
+            async move {
+                let allowed = allowed(&client, &need, &resource, namespaced).await?;
+                Ok::<_, kube::Error>((need, allowed))
+            }
+        })
+        .buffer_unordered(PARALLEL_REVIEWS)
+        .try_collect()
+        .await?;
+    let refused = answers.into_iter().filter(|(_, allowed)| !allowed);
+    Ok(refused.map(|(need, _)| need).collect())
 }
 
 /// Everything `registration` will do, in the namespaces it will do it.
@@ -100,6 +176,7 @@ fn needs(registration: &Registration, namespaces: &Namespaces) -> Vec<Need> {
                 verbs,
                 subresource,
                 namespace: namespace.clone(),
+                read: !verb.writes(),
             };
             if !needs.contains(&need) {
                 needs.push(need);

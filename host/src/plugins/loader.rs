@@ -16,7 +16,7 @@ use crate::events::Events;
 use crate::identity::Identities;
 use crate::metrics::{Metrics, PluginMetrics};
 use crate::runtime::{
-    Observer, Plugin, PluginOptions, Refusal, Registration, Runtime, RuntimeError, Services,
+    Observer, Plugin, PluginOptions, Refusal, Registration, Rights, Runtime, RuntimeError, Services,
 };
 
 /// Turns modules into plugins wired to the manager's cache and client.
@@ -69,7 +69,9 @@ impl Loader {
 
     /// Loads the module `bytes`; `file` names it in errors and, in identity mode, is the source
     /// whose identity it runs as (a declared name that differs is refused). A plugin declaring
-    /// what its identity (the operator's, or its own) may not do is refused ([`super::access`]).
+    /// what its identity (the operator's, or its own) may not do is refused ([`super::access`]);
+    /// in identity mode its reads are reviewed again while it lives, and those its identity
+    /// loses are refused ([`Rights`]).
     pub async fn load(
         &self,
         file: &Path,
@@ -80,17 +82,24 @@ impl Loader {
             options.identity = Some(source_identity(file));
         }
         let identity = std::sync::OnceLock::new();
+        let reviewed = std::sync::OnceLock::new();
         let services = |registration: &Registration| {
             let client = identity.get_or_init(|| self.client_for(&registration.name));
             // A plugin whose identity cannot be built is refused below, before it ever runs.
             let client = client.as_ref().unwrap_or(&self.client).clone();
             let plugin = PluginClient::new(client.clone(), self.cache.clone(), &registration.name)
                 .sharding(&registration.primary, &registration.owns);
+            let rights = self
+                .identities
+                .as_ref()
+                .map(|identities| Arc::new(Rights::new(identities.user(&registration.name))));
+            let _ = reviewed.set(rights.clone());
             Services {
                 cache: Arc::new(plugin.clone()),
                 writer: Arc::new(plugin),
                 events: Arc::new(Events::new(client, &registration.name)),
                 observer: Arc::new(self.metrics.plugin(&registration.name)),
+                rights,
             }
         };
         let plugin = self
@@ -101,7 +110,18 @@ impl Loader {
             Some(client) => client?,
             None => self.client_for(plugin.name())?,
         };
-        access::check(&client, self.cache.namespaces(), plugin.registration()).await?;
+        let namespaces = self.cache.namespaces();
+        access::check(&client, namespaces, plugin.registration()).await?;
+        if let Some(rights) = reviewed.into_inner().flatten() {
+            let registration = Arc::new(plugin.registration().clone());
+            let reviewing = access::keep_reviewing(
+                client,
+                namespaces.clone(),
+                registration,
+                Arc::downgrade(&rights),
+            );
+            rights.reviewed_by(tokio::spawn(reviewing).abort_handle());
+        }
         Ok(Arc::new(plugin))
     }
 

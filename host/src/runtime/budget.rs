@@ -21,6 +21,8 @@ pub enum Refusal {
     Invalid,
     /// A call the plugin did not declare.
     Undeclared,
+    /// A read its identity's RBAC no longer grants (identity mode).
+    Revoked,
     /// A write that had to wait for the plugin's write rate.
     WriteThrottled,
     /// An event that had to wait for the plugin's event rate.
@@ -35,9 +37,10 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every refusal, in the order [`Budget::refusals`] reports them.
-    pub const ALL: [Refusal; 7] = [
+    pub const ALL: [Refusal; 8] = [
         Refusal::Invalid,
         Refusal::Undeclared,
+        Refusal::Revoked,
         Refusal::WriteThrottled,
         Refusal::EventThrottled,
         Refusal::EventDropped,
@@ -50,6 +53,7 @@ impl Refusal {
         match self {
             Refusal::Invalid => "invalid",
             Refusal::Undeclared => "undeclared",
+            Refusal::Revoked => "revoked",
             Refusal::WriteThrottled => "write_throttled",
             Refusal::EventThrottled => "event_throttled",
             Refusal::EventDropped => "event_dropped",

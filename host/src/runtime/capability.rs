@@ -4,6 +4,10 @@
 //! decided by [`check`] against what the plugin declared and every policy over it (the
 //! operator's `--policy` and its `WasmReconciler`'s `spec.policy`).
 //!
+//! In identity mode a read also needs what the apiserver lets the plugin's own ServiceAccount
+//! read now, as last reviewed ([`Rights`]): the shared cache lists and watches as the operator,
+//! so without this a plugin whose RoleBinding was deleted would go on reading.
+//!
 //! Invariant: no feature hands a plugin a power except through [`check`], at load (every power
 //! its registration implies, [`implied`]) and again at every use. A new capability is not done
 //! until it is a [`Power`] here and the hostile suite attacks it.
@@ -13,6 +17,7 @@ use std::net::IpAddr;
 use crate::object::GroupVersionKind;
 use crate::runtime::policy::Ceiling;
 use crate::runtime::registration::{Registration, Verb};
+use crate::runtime::rights::{REVIEW_TTL, Rights};
 use crate::runtime::webhooks::WebhookRegistration;
 
 /// The verbs that rewrite an object's content: a defaulting webhook or a conversion needs one.
@@ -72,6 +77,17 @@ pub enum Denied {
     /// The plugin's own (`WasmReconciler`'s) policy does not allow it.
     #[error("{0}, which its WasmReconciler's policy does not allow")]
     Own(String),
+    /// A read the apiserver no longer grants the plugin's identity.
+    #[error(
+        "{what}: the apiserver no longer lets its identity {user} read it (reviewed every {}s)",
+        REVIEW_TTL.as_secs()
+    )]
+    Revoked {
+        /// What was asked.
+        what: String,
+        /// The identity's Kubernetes user.
+        user: String,
+    },
 }
 
 /// Who asks for a power: the plugin's registration (absent for a module source, read before the
@@ -82,12 +98,20 @@ pub struct Subject<'a> {
     pub registration: Option<&'a Registration>,
     /// The operator's policy, then the plugin's own (its `WasmReconciler`'s) if any.
     pub policies: &'a [Ceiling],
+    /// What the apiserver lets its own identity read now, in identity mode.
+    pub rights: Option<&'a Rights>,
 }
 
 /// Decides whether `subject` may use `power`; the error says what was asked and who refused it.
 pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
     match power {
-        Power::Call(verb, kind, namespace) => subject.grant(verb, kind, namespace, &what(power)),
+        Power::Call(verb, kind, namespace) => {
+            subject.grant(verb, kind, namespace, &what(power))?;
+            match verb.writes() {
+                true => Ok(()),
+                false => subject.current(kind, namespace, &what(power)),
+            }
+        }
         Power::Validate(kind) => subject.grant(Verb::Get, kind, "", &what(power)),
         Power::Default(kind) => subject.rewrite(kind, &what(power)),
         Power::Convert(kind) => {
@@ -102,7 +126,10 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
                 false => Err(Denied::Undeclared(what(power))),
             }
         }
-        Power::Own(kind, namespace) => subject.grant(Verb::Get, kind, namespace, &what(power)),
+        Power::Own(kind, namespace) => {
+            subject.grant(Verb::Get, kind, namespace, &what(power))?;
+            subject.current(kind, namespace, &what(power))
+        }
         Power::Identity { source, declared } => {
             let runs_as = subject
                 .policies
@@ -170,6 +197,18 @@ impl Subject<'_> {
             return Err(Denied::Undeclared(what.to_owned()));
         }
         self.policy(what, |c| c.covers(verb, kind, namespace))
+    }
+
+    /// Still granted by the apiserver to the plugin's identity, if it has one: reads of `kind` in
+    /// `namespace`.
+    fn current(&self, kind: &GroupVersionKind, namespace: &str, what: &str) -> Result<(), Denied> {
+        match self.rights.filter(|rights| rights.refuses(kind, namespace)) {
+            None => Ok(()),
+            Some(rights) => Err(Denied::Revoked {
+                what: what.to_owned(),
+                user: rights.user().to_owned(),
+            }),
+        }
     }
 
     /// Declared and allowed: one verb that rewrites objects of `kind` in every namespace.
@@ -277,6 +316,7 @@ mod tests {
         let subject = Subject {
             registration: Some(registration),
             policies,
+            rights: None,
         };
         implied(registration, webhooks)
             .into_iter()
@@ -415,6 +455,7 @@ mod tests {
         let subject = Subject {
             registration: Some(&plugin),
             policies: &policies,
+            rights: None,
         };
         assert!(check(subject, Power::Event("team-a")).is_ok());
         assert!(check(subject, Power::Event("kube-system")).is_err());
@@ -433,6 +474,7 @@ mod tests {
         let subject = Subject {
             registration: Some(&plugin),
             policies: &mapped,
+            rights: None,
         };
         assert!(check(subject, identity("canary", "webapp")).is_ok());
         assert!(check(subject, identity("canary", "canary")).is_err());
@@ -444,10 +486,38 @@ mod tests {
         let subject = Subject {
             registration: None,
             policies: &tenant,
+            rights: None,
         };
         assert!(check(subject, Power::ModuleObject("kube-system")).is_err());
         let loopback = Power::ModuleAddress("127.0.0.1".parse().unwrap());
         assert!(check(subject, loopback).is_err());
         assert!(check(subject, Power::Call(Verb::Get, &configmap(), "a")).is_err());
+    }
+
+    #[test]
+    fn a_revoked_identity_reads_nothing_of_the_kind_but_still_writes() {
+        let plugin = configmap_patcher();
+        let policies = [Ceiling::default()];
+        let rights = Rights::new("system:serviceaccount:ops:wasmop-plugin-patcher".to_owned());
+        let subject = Subject {
+            registration: Some(&plugin),
+            policies: &policies,
+            rights: Some(&rights),
+        };
+        let read = Power::Call(Verb::Get, &plugin.primary, "shop");
+        assert_eq!(check(subject, read), Ok(()));
+        rights.set(vec![(configmap(), String::new())]);
+        let reason = check(subject, read).unwrap_err();
+        assert!(matches!(reason, Denied::Revoked { .. }), "{reason:?}");
+        let reason = reason.to_string();
+        assert!(reason.contains("wasmop-plugin-patcher"), "{reason}");
+        let list = Power::Call(Verb::List, &plugin.primary, "");
+        assert!(check(subject, list).is_err());
+        assert!(check(subject, Power::Own(&plugin.primary, "shop")).is_err());
+        // Writes impersonate the identity: the apiserver checks those itself.
+        let patch = Power::Call(Verb::Patch, &plugin.primary, "shop");
+        assert_eq!(check(subject, patch), Ok(()));
+        rights.set(Vec::new());
+        assert_eq!(check(subject, read), Ok(()));
     }
 }

@@ -70,6 +70,7 @@ impl Grant {
         Subject {
             registration: Some(&self.registration),
             policies: &self.policies,
+            rights: self.services.rights.as_deref(),
         }
     }
 }
@@ -120,6 +121,7 @@ impl StoreState {
         if let Err(error) = &result {
             let why = match error.kind {
                 ApiErrorKind::Forbidden(DeniedBy::DeclaredPermissions) => Refusal::Undeclared,
+                ApiErrorKind::Forbidden(DeniedBy::Apiserver) => Refusal::Revoked,
                 _ => Refusal::Invalid,
             };
             self.context.budget.refuse(why);
@@ -140,8 +142,16 @@ impl StoreState {
                 "plugin {plugin} may not write from a webhook call: webhooks read the cache only"
             )));
         }
-        capability::check(grant.subject(), power)
-            .map_err(|why| denied(format!("plugin {plugin} {why}")))?;
+        capability::check(grant.subject(), power).map_err(|why| {
+            let by = match why {
+                capability::Denied::Revoked { .. } => DeniedBy::Apiserver,
+                _ => DeniedBy::DeclaredPermissions,
+            };
+            ApiError::new(
+                ApiErrorKind::Forbidden(by),
+                format!("plugin {plugin} {why}"),
+            )
+        })?;
         Ok(&grant.services)
     }
 

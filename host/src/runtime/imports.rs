@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::object::{GroupVersionKind, ObjectRef};
 use crate::runtime::budget::Refusal;
 use crate::runtime::registration::Verb;
+use crate::runtime::rights::Rights;
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// A cached object as JSON text, shared without copying between the cache and its readers.
@@ -254,4 +255,7 @@ pub struct Services {
     pub events: Arc<dyn EventRecorder>,
     /// Counts.
     pub observer: Arc<dyn Observer>,
+    /// What the apiserver lets the plugin's own identity read now, in identity mode; reads it
+    /// refuses are refused by the capability check.
+    pub rights: Option<Arc<Rights>>,
 }

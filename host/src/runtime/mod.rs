@@ -29,6 +29,7 @@ mod owners;
 mod plugin;
 mod policy;
 pub(crate) mod registration;
+mod rights;
 mod webhooks;
 
 pub use artifacts::{CACHE_LIMIT, default_cache_dir};
@@ -45,6 +46,7 @@ pub use memory::GuestMemoryExhausted;
 pub use plugin::{Outcome, Plugin, PluginOptions};
 pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSources};
 pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
+pub use rights::{REVIEW_TTL, Rights};
 pub use webhooks::{
     AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, Operation, Rule, UserInfo,
     Verdict, WebhookRegistration,

@@ -216,6 +216,8 @@ impl Runtime {
         let subject = Subject {
             registration: Some(&registration),
             policies: &policies,
+            // Its identity's reads were reviewed by whoever loads it; they are re-reviewed later.
+            rights: None,
         };
         let identity = options.identity.as_deref().map(|source| Power::Identity {
             source,

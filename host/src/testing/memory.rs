@@ -66,6 +66,7 @@ impl MemoryHost {
             writer: self.clone(),
             events: self.clone(),
             observer: Arc::new(()),
+            rights: None,
         }
     }
 

@@ -37,6 +37,46 @@ pub async fn token(plane: &ControlPlane) -> anyhow::Result<String> {
     Ok(token.trim().to_owned())
 }
 
+/// A token, valid for an hour, for ServiceAccount `account` in `namespace`.
+pub async fn service_token(
+    plane: &ControlPlane,
+    namespace: &str,
+    account: &str,
+) -> anyhow::Result<String> {
+    let args = [
+        "create",
+        "token",
+        account,
+        "-n",
+        namespace,
+        "--duration",
+        "1h",
+    ];
+    Ok(plane.run_kubectl(&args, None).await?.trim().to_owned())
+}
+
+/// Creates ServiceAccount `account` in `namespace`, binds it to `deploy/`'s
+/// `wasmop-metrics-reader` ClusterRole, and returns a token for it.
+pub async fn metrics_reader(
+    plane: &ControlPlane,
+    namespace: &str,
+    account: &str,
+) -> anyhow::Result<String> {
+    let create = ["create", "serviceaccount", account, "-n", namespace];
+    plane.run_kubectl(&create, None).await?;
+    let binding = format!("{namespace}-{account}");
+    let subject = format!("--serviceaccount={namespace}:{account}");
+    let bind = [
+        "create",
+        "clusterrolebinding",
+        &binding,
+        "--clusterrole=wasmop-metrics-reader",
+        &subject,
+    ];
+    plane.run_kubectl(&bind, None).await?;
+    service_token(plane, namespace, account).await
+}
+
 /// Writes a kubeconfig under the plane's directory that speaks as the operator's account.
 pub async fn kubeconfig(plane: &ControlPlane) -> anyhow::Result<PathBuf> {
     let token = token(plane).await?;

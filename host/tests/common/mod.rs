@@ -6,6 +6,7 @@
 pub mod account;
 pub mod logged;
 pub mod scrape;
+pub mod tls;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -119,6 +120,26 @@ pub fn host_as(
     command
 }
 
+/// `wasmop rbac` for component `name`, its account in `namespace`, looked up on `plane`: the
+/// manifests of the plugin's identity.
+pub async fn rbac(
+    plane: &wasmop_envtest::ControlPlane,
+    name: &str,
+    namespace: &str,
+) -> anyhow::Result<String> {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .arg("rbac")
+        .arg(component(name))
+        .args(["--namespace", namespace, "--kubeconfig"])
+        .arg(plane.kubeconfig_path())
+        .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await?;
+    anyhow::ensure!(output.status.success(), "wasmop rbac failed");
+    Ok(String::from_utf8(output.stdout)?)
+}
+
 /// Sends SIGTERM to `host` and checks that it exits cleanly.
 pub async fn terminate(mut host: tokio::process::Child) -> anyhow::Result<()> {
     let pid = host
@@ -195,6 +216,7 @@ pub fn production_services(
             writer: Arc::new(client),
             events: Arc::new(wasmop::events::Events::new(kube, &registration.name)),
             observer: Arc::new(()),
+            rights: None,
         }
     }
 }

@@ -167,13 +167,12 @@ impl StoreState {
         self.refused(self.owners(&target, &write))?;
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
-        record::wrote(&target, &write);
+        let recorded = record::copy(&write);
         Ok(async move {
             wait(delay).await;
-            let stored = writer
-                .write(&target, write)
-                .await
-                .inspect_err(record::rejected)?;
+            let answer = writer.write(&target, write).await;
+            record::wrote(&target, recorded, answer.as_ref().err());
+            let stored = answer?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
     }

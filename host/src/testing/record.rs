@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use crate::object::{ObjectKey, ObjectRef};
+use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::imports::{ApiError, Write};
 use crate::runtime::{DispatchError, Outcome};
 use crate::testing::fixture::{
@@ -75,9 +75,9 @@ pub async fn recording<F: Future>(call: F) -> (F::Output, Recording) {
         .await
 }
 
-/// Notes an object a cache read returned, when a recording is under way in this task.
-pub(crate) fn read(json: &str) {
-    let _ = RECORDING.try_with(|recording| recording.borrow_mut().read(json));
+/// Notes an object of `kind` a cache read returned, when a recording is under way in this task.
+pub(crate) fn read(kind: &GroupVersionKind, json: &str) {
+    let _ = RECORDING.try_with(|recording| recording.borrow_mut().read(kind, json));
 }
 
 /// A copy of `write` to note once it is answered, when a recording is under way in this task.
@@ -103,13 +103,18 @@ pub(crate) fn wrote(target: &ObjectRef, write: Option<Write>, rejected: Option<&
 }
 
 impl Recording {
-    fn read(&mut self, json: &str) {
+    fn read(&mut self, kind: &GroupVersionKind, json: &str) {
         if self.overflowed {
             return;
         }
-        let Ok(mut object) = serde_json::from_str::<Value>(json) else {
+        let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(json) else {
             return;
         };
+        // Objects a list returned carry no apiVersion and kind: the read's own kind says them
+        // (and says whether the object is a Secret, whatever its JSON claims).
+        fields.insert("apiVersion".to_owned(), Value::String(kind.api_version()));
+        fields.insert("kind".to_owned(), Value::String(kind.kind.clone()));
+        let mut object = Value::Object(fields);
         redact_object(&mut object);
         let Some(target) = object_ref(&object) else {
             return;
@@ -320,7 +325,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::object::GroupVersionKind;
     use crate::runtime::imports::{ApiErrorKind, Patch};
 
     fn secret_ref() -> ObjectRef {
@@ -345,6 +349,14 @@ mod tests {
             },
             "data": {"password": PASSWORD_BASE64},
         })
+    }
+
+    /// Notes `object` as a cache read of its own kind returns it.
+    fn read_value(object: &Value) {
+        let api_version = object["apiVersion"].as_str().unwrap();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let kind = GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap());
+        read(&kind, &object.to_string());
     }
 
     /// Sends `write` to the Secret as `host.rs` does: copied before, noted with its answer.
@@ -372,11 +384,11 @@ mod tests {
     async fn a_recording_keeps_first_reads_and_every_write_with_secrets_redacted() {
         let app = json!({"apiVersion": "example.wasmop.dev/v1", "kind": "App", "metadata": {"namespace": "shop", "name": "web"}});
         let fixture = recorded(async {
-            read(&applied_secret().to_string());
-            read(&app.to_string());
+            read_value(&applied_secret());
+            read_value(&app);
             let mut changed = app.clone();
             changed["spec"] = json!({"replicas": 9});
-            read(&changed.to_string());
+            read_value(&changed);
             let patch = Patch::Merge(json!({"stringData": {"password": PASSWORD}}));
             let write = Write::Patch {
                 patch,
@@ -398,7 +410,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_secret_read_keeps_its_names_and_keys_alone() {
-        let fixture = recorded(async { read(&applied_secret().to_string()) }).await;
+        let fixture = recorded(async { read_value(&applied_secret()) }).await;
         assert_no_secret(&fixture);
         let redacted = json!({
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
@@ -410,6 +422,20 @@ mod tests {
             "data": {"password": REDACTED_DATA},
         });
         assert_eq!(fixture.objects, [redacted]);
+    }
+
+    #[tokio::test]
+    async fn a_listed_secret_without_its_kind_is_redacted_by_the_kind_read() {
+        let mut listed = applied_secret();
+        let fields = listed.as_object_mut().unwrap();
+        fields.remove("apiVersion");
+        fields.remove("kind");
+        let secret = GroupVersionKind::gvk("", "v1", "Secret");
+        let fixture = recorded(async { read(&secret, &listed.to_string()) }).await;
+        assert_no_secret(&fixture);
+        assert_eq!(fixture.objects.len(), 1);
+        assert_eq!(fixture.objects[0]["kind"], "Secret");
+        assert_eq!(fixture.objects[0]["data"]["password"], REDACTED_DATA);
     }
 
     #[tokio::test]
@@ -476,12 +502,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn another_tasks_reads_and_writes_are_not_kept() {
+        let (_, recording) = recording(async {
+            tokio::spawn(async {
+                read_value(
+                    &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+                );
+                send(Write::Delete(Default::default()), None);
+            })
+            .await
+            .unwrap();
+        })
+        .await;
+        assert!(recording.objects.is_empty() && recording.writes.is_empty());
+    }
+
+    #[tokio::test]
     async fn a_recording_over_its_bound_is_dropped() {
         let big = "x".repeat(1 << 20);
         let (_, recording) = recording(async {
             for i in 0..20 {
                 let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}, "data": {"k": big}});
-                read(&object.to_string());
+                read_value(&object);
             }
         })
         .await;

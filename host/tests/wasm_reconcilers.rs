@@ -225,7 +225,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         let degraded = condition(&status, "Degraded");
         assert_eq!(degraded["reason"], "LoadFailed");
         let message = degraded["message"].as_str().unwrap_or_default();
-        assert!(message.contains("Patch on v1 ConfigMap") && message.contains("WasmReconciler's policy"), "{message}");
+        assert!(message.contains("Patch ConfigMap.v1") && message.contains("WasmReconciler's policy"), "{message}");
         api.delete("narrowed", &Default::default()).await?;
         api.delete("pinned", &Default::default()).await?;
         Ok(())

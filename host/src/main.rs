@@ -19,9 +19,6 @@ use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
 use wasmop::scaffold::{self, PrimaryKind};
 use wasmop::testing::{Fixture, Recorder, Tester, fixture_files};
 
-/// Where a pod finds its own namespace.
-const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
 /// jemalloc with background purging hands a plugin compilation's transient memory (hundreds of
 /// MiB for a large guest) back to the system within a second (`dirty_decay_ms`, set at build time
 /// in `.cargo/config.toml`); glibc's malloc keeps most of it.
@@ -217,7 +214,8 @@ async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
         load(&mut manager, &args, file).await?;
     }
     if args.wasm_reconcilers {
-        let source = WasmReconcilers::new(client, manager.handle(), args.limits.clone());
+        let (plugins, limits) = (manager.handle(), args.limits.clone());
+        let source = WasmReconcilers::new(client, plugins, limits, args.ceiling.clone());
         manager.add_runnable("WasmReconcilers", source.run());
     }
     if let Some(dir) = args.plugin_dir.clone() {
@@ -318,11 +316,11 @@ fn leader_config(args: &LeaderArgs) -> Option<LeaderConfig> {
     if !args.leader_elect {
         return None;
     }
-    let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| {
-        std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
-            .map(|ns| ns.trim().to_owned())
-            .unwrap_or_else(|_| "default".to_owned())
-    });
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .or_else(wasmop::config::own_namespace)
+        .unwrap_or_else(|| "default".to_owned());
     let pod = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "wasmop".to_owned());

@@ -1,6 +1,7 @@
 //! Fetching a `WasmReconciler`'s module on the real control plane and from a local HTTP server:
 //! from a ConfigMap's binaryData or a URL, each pinned by its sha256, and refusing a module with no
-//! pin, a digest that does not match, or a key that is not there.
+//! pin, a digest that does not match, or a key that is not there. The policy opts in to the test's
+//! namespace and to loopback URLs, which the default refuses.
 
 mod common;
 
@@ -13,6 +14,7 @@ use kube::api::{Api, PostParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmop::plugins::digest;
 use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
+use wasmop::runtime::{Ceiling, ModuleSources};
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -61,6 +63,14 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
         Api::<ConfigMap>::namespaced(client.clone(), &namespace)
             .create(&PostParams::default(), &configmap)
             .await?;
+        // Modules from this namespace and from loopback, as the test serves them.
+        let policy = Ceiling {
+            modules: ModuleSources {
+                namespaces: Some(vec![namespace.clone()]),
+                private_addresses: true,
+            },
+            ..Ceiling::default()
+        };
         let key = |key: &str| KeyRef {
             namespace: namespace.clone(),
             name: "guest-good".into(),
@@ -71,30 +81,31 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             config_map: Some(key("module.wasm")),
             ..ModuleRef::default()
         };
-        let error = unpinned.fetch(&client).await.unwrap_err();
+        let error = unpinned.fetch(&client, &policy).await.unwrap_err();
         assert!(matches!(error, ModuleError::Invalid(_)), "{error}");
         let pinned = ModuleRef {
             sha256: Some(hex(&bytes)),
             ..unpinned.clone()
         };
-        assert_eq!(pinned.fetch(&client).await?, bytes);
+        assert_eq!(pinned.fetch(&client, &policy).await?, bytes);
         let swapped = ModuleRef {
             sha256: Some(hex(b"the module that was reviewed")),
             ..unpinned
         };
-        let error = swapped.fetch(&client).await.unwrap_err();
-        assert!(matches!(error, ModuleError::Digest { .. }), "{error}");
+        let error = swapped.fetch(&client, &policy).await.unwrap_err();
+        assert!(matches!(error, ModuleError::Digest), "{error}");
         let missing = ModuleRef {
             config_map: Some(key("other.wasm")),
             sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
-        let error = missing.fetch(&client).await.unwrap_err();
+        let error = missing.fetch(&client, &policy).await.unwrap_err();
+        assert!(matches!(error, ModuleError::Unreadable), "{error}");
+        let refused = pinned.fetch(&client, &Ceiling::default()).await;
+        let refused = refused.unwrap_err();
         assert!(
-            error
-                .to_string()
-                .contains("no binaryData key \"other.wasm\""),
-            "{error}"
+            matches!(refused, ModuleError::Namespace { .. }),
+            "{refused}"
         );
 
         let url = serve(bytes.clone()).await?;
@@ -103,20 +114,26 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
-        assert_eq!(from_url.fetch(&client).await?, bytes);
+        assert_eq!(from_url.fetch(&client, &policy).await?, bytes);
         let wrong = ModuleRef {
             sha256: Some(hex(b"something else")),
-            ..from_url
+            ..from_url.clone()
         };
-        let refused = wrong.fetch(&client).await.unwrap_err();
+        let refused = wrong.fetch(&client, &policy).await.unwrap_err();
         println!("{refused}");
-        assert!(matches!(refused, ModuleError::Digest { .. }), "{refused}");
+        assert!(matches!(refused, ModuleError::Digest), "{refused}");
+        let loopback = from_url.fetch(&client, &Ceiling::default()).await;
+        let loopback = loopback.unwrap_err();
+        assert!(
+            matches!(loopback, ModuleError::Address { .. }),
+            "{loopback}"
+        );
         let unreachable = ModuleRef {
             url: Some("http://127.0.0.1:1/none.wasm".into()),
             sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
-        let error = unreachable.fetch(&client).await.unwrap_err();
+        let error = unreachable.fetch(&client, &policy).await.unwrap_err();
         assert!(
             error
                 .to_string()

@@ -80,8 +80,15 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         store_module(plane, &modules, "guest-good").await?;
         store_module(plane, &modules, "guest-wit2").await?;
         let metrics = free_address();
+        // Modules come from the test's namespace and from loopback servers, which the host
+        // refuses unless its policy names them.
+        let policy = plane.dir().join(format!("{modules}-policy.yaml"));
+        let allowed = format!("modules: {{namespaces: [{modules}], private-addresses: true}}\n");
+        std::fs::write(&policy, allowed)?;
         let _host = common::host(plane)
             .args(["--wasm-reconcilers", "--namespaces", &work])
+            .arg("--policy")
+            .arg(&policy)
             .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", "0"])
             .spawn()?;
 
@@ -145,6 +152,8 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         let status = status_until(&api, "pinned", |s| condition(s, "Degraded")["status"] == "True").await?;
         println!("digest mismatch: {status}");
         assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
+        // What the URL served is not described: not even by its digest.
+        assert_eq!(condition(&status, "Degraded")["message"], "the module does not match spec.module.sha256");
         assert_eq!(condition(&status, "Loaded")["status"], "False");
 
         // Whoever can write a module's ConfigMap cannot swap the code: the pin names the bytes.

@@ -206,10 +206,26 @@ impl Cli {
             if let Some(path) = &run.policy {
                 run.ceiling = policy::read(path)?;
             }
+            let modules = &mut run.ceiling.modules.namespaces;
+            modules.get_or_insert_with(|| own_namespace().into_iter().collect());
             run.validate()?;
         }
         Ok(cli)
     }
+}
+
+/// Where a pod finds its own namespace.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// The namespace the host runs in: `POD_NAMESPACE`, else its service account's; none
+/// off-cluster.
+pub fn own_namespace() -> Option<String> {
+    let from_env = std::env::var("POD_NAMESPACE").ok();
+    let from_file = || std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE).ok();
+    let namespace = from_env
+        .filter(|n| !n.trim().is_empty())
+        .or_else(from_file)?;
+    Some(namespace.trim().to_owned()).filter(|n| !n.is_empty())
 }
 
 /// Options of `wasmop run`.

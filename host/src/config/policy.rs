@@ -15,9 +15,12 @@
 //! identities:                     # identity mode: a source running as another plugin's name
 //!   webapp-canary: webapp
 //! modules:                        # where WasmReconciler modules may be read from
-//!   namespaces: [wasmop-system]   # ConfigMaps and Secrets in these namespaces only
+//!   namespaces: [wasmop-system]   # ConfigMaps and Secrets in these namespaces only ([]: none)
 //!   private-addresses: false      # URLs on loopback, link-local, private addresses: refused
 //! ```
+//!
+//! Without `modules.namespaces`, modules are read from the host's own namespace only
+//! (`POD_NAMESPACE`, else the pod's service-account namespace; none off-cluster).
 //!
 //! Unknown keys are errors, as in the config file. A `WasmReconciler`'s `spec.policy` has the
 //! same form without `conversions`, `identities` and `modules` (which only the operator grants)
@@ -176,7 +179,10 @@ fn modules(value: &Value) -> Result<ModuleSources, String> {
         match key.as_str() {
             "namespaces" => {
                 let items = list(value).ok_or("`namespaces`: expected a list of namespaces")?;
-                modules.namespaces = namespaces(items)?;
+                modules.namespaces = match items.is_empty() {
+                    true => Some(Vec::new()),
+                    false => Some(namespaces(items)?),
+                };
             }
             "private-addresses" => {
                 modules.private_addresses = match value {

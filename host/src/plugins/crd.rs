@@ -4,8 +4,9 @@
 //!
 //! Every replica watches the objects and loads their modules, so followers stay warm; only the
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
-//! latest generation loaded), `Degraded` (why the latest generation did not: spec, fetch, digest,
-//! compile memory, load or take-over failure, with the message), the running version, digest
+//! latest generation loaded), `Degraded` (why the latest generation did not: spec, a source the
+//! operator's policy refuses, fetch, digest, compile memory, load or take-over failure, with the
+//! message), the running version, digest
 //! and plugin name, and `observedGeneration`. A failed generation is retried with a per-object exponential
 //! backoff (from [`RETRY_PERIOD`] up to [`RETRY_LIMIT`]) while the running version stays.
 //! `paused: true` unloads the plugin until unpaused. Deleting the object unloads the plugin, and
@@ -39,12 +40,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::PluginError;
-use super::module::ModuleRef;
+use super::module::{ModuleError, ModuleRef};
 use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
 use crate::depth::{Bounded, MAX_DEPTH};
 use crate::object::dynamic_resource;
-use crate::runtime::RuntimeError;
+use crate::runtime::{Ceiling, RuntimeError};
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
 /// whether it now speaks for the plugins).
@@ -133,11 +134,19 @@ struct Installer {
     client: kube::Client,
     plugins: PluginHandle,
     limits: PluginLimits,
+    /// The operator's policy, which says where modules may be read from.
+    ceiling: Ceiling,
 }
 
 impl WasmReconcilers {
-    /// A source installing through `plugins`, with `limits` as the defaults spec overrides.
-    pub fn new(client: kube::Client, plugins: PluginHandle, limits: PluginLimits) -> Self {
+    /// A source installing through `plugins`, with `limits` as the defaults spec overrides,
+    /// reading modules only from where the operator's `ceiling` allows.
+    pub fn new(
+        client: kube::Client,
+        plugins: PluginHandle,
+        limits: PluginLimits,
+        ceiling: Ceiling,
+    ) -> Self {
         let kind = GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
         let resource = ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
         let context = Reconciler {
@@ -147,6 +156,7 @@ impl WasmReconcilers {
                 client,
                 plugins: plugins.clone(),
                 limits,
+                ceiling,
             },
             plugins,
             handled: Mutex::default(),
@@ -363,10 +373,14 @@ impl Installer {
             Ok(limits) => limits,
             Err(message) => return failed("InvalidSpec", message),
         };
-        let bytes = match spec.module.fetch(&self.client).await {
+        let bytes = match spec.module.fetch(&self.client, &self.ceiling).await {
             Ok(bytes) => bytes,
-            Err(error @ super::module::ModuleError::Digest { .. }) => {
-                return failed("DigestMismatch", error.to_string());
+            Err(error @ ModuleError::Digest) => return failed("DigestMismatch", error.to_string()),
+            Err(error @ (ModuleError::Namespace { .. } | ModuleError::Address { .. })) => {
+                return failed("SourceRefused", error.to_string());
+            }
+            Err(error @ ModuleError::Invalid(_)) => {
+                return failed("InvalidSpec", error.to_string());
             }
             Err(error) => return failed("FetchFailed", error.to_string()),
         };

@@ -13,6 +13,7 @@
 //! period — and releases the informers only it used. Plugin names are unique across sources.
 
 mod access;
+mod address;
 pub mod crd;
 pub mod dir;
 mod handle;

@@ -6,6 +6,13 @@
 //! differs is refused before it is compiled. Downloads connect within [`CONNECT_TIMEOUT`], finish
 //! within [`FETCH_TIMEOUT`], are capped at [`MAX_MODULE_BYTES`] and follow no redirect; a failed
 //! download is reported by its status alone, never by the body the server sent.
+//!
+//! A read is one the host performs for whoever wrote the `WasmReconciler`, so it passes the
+//! capability check first: a ConfigMap or Secret only in a namespace the operator's policy lists
+//! (`modules.namespaces`), a URL only on addresses it allows (`modules.private-addresses`, see
+//! [`CheckedAddresses`]). And it answers nothing about what it read: a missing object, a missing
+//! key and a read the apiserver refused give one message, and a module that does not match its
+//! pin is never described by its own digest.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,8 +26,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::{ByteString, NamespaceResourceScope};
 use kube::Api;
 
+use super::address::{AddressError, CheckedAddresses};
 use super::digest;
-use crate::runtime::boundary;
+use crate::runtime::capability::{self, Power, Subject};
+use crate::runtime::{Ceiling, boundary};
 
 /// The largest module a URL may serve.
 pub const MAX_MODULE_BYTES: usize = 64 << 20;
@@ -94,9 +103,28 @@ pub enum ModuleError {
     /// The reference is not exactly one source, or has no digest.
     #[error("spec.module: {0}")]
     Invalid(&'static str),
-    /// The ConfigMap, Secret or key is not there.
-    #[error("{0}")]
-    Missing(String),
+    /// The operator's policy does not allow reading modules from the ConfigMap's or Secret's
+    /// namespace.
+    #[error(
+        "spec.module: the operator's policy does not allow reading modules from namespace \
+         {namespace} (list it under modules.namespaces in the --policy file)"
+    )]
+    Namespace {
+        /// The namespace named.
+        namespace: String,
+    },
+    /// The ConfigMap, Secret or key is not there, or the apiserver did not give it: one message
+    /// for all, so the status tells nobody which objects or keys exist.
+    #[error("spec.module: the module source could not be read")]
+    Unreadable,
+    /// The URL's host is not one the operator's policy allows.
+    #[error("fetching {url}: {source}")]
+    Address {
+        /// The URL.
+        url: String,
+        /// Why its host is refused.
+        source: AddressError,
+    },
     /// The URL could not be fetched.
     #[error("fetching {url}: {message}")]
     Fetch {
@@ -105,25 +133,24 @@ pub enum ModuleError {
         /// What went wrong.
         message: String,
     },
-    /// The module is not the one the digest names.
-    #[error("the module's sha256 is {actual}, not {expected} as spec.module.sha256 requires")]
-    Digest {
-        /// The digest asked for.
-        expected: String,
-        /// The module's.
-        actual: String,
-    },
+    /// The module is not the one the digest names (whose own digest is never told).
+    #[error("the module does not match spec.module.sha256")]
+    Digest,
 }
 
 impl ModuleRef {
-    /// Fetches the module and checks its digest.
-    pub async fn fetch(&self, client: &kube::Client) -> Result<Vec<u8>, ModuleError> {
+    /// Fetches the module, from a source the operator's `policy` allows, and checks its digest.
+    pub async fn fetch(
+        &self,
+        client: &kube::Client,
+        policy: &Ceiling,
+    ) -> Result<Vec<u8>, ModuleError> {
         let bytes = match self.source()? {
             Source::ConfigMap(key) => {
-                from_key(client, key, "binaryData", |c: ConfigMap| c.binary_data).await?
+                from_key(client, policy, key, |c: ConfigMap| c.binary_data).await?
             }
-            Source::Secret(key) => from_key(client, key, "data", |s: Secret| s.data).await?,
-            Source::Url(url) => from_url(url).await?,
+            Source::Secret(key) => from_key(client, policy, key, |s: Secret| s.data).await?,
+            Source::Url(url) => from_url(url, policy).await?,
         };
         self.check(&bytes)?;
         Ok(bytes)
@@ -171,50 +198,57 @@ impl ModuleRef {
         };
         let actual = digest(bytes);
         let actual = actual.trim_start_matches("sha256:");
-        if actual.eq_ignore_ascii_case(expected.trim_start_matches("sha256:")) {
-            return Ok(());
+        match actual.eq_ignore_ascii_case(expected.trim_start_matches("sha256:")) {
+            true => Ok(()),
+            false => Err(ModuleError::Digest),
         }
-        Err(ModuleError::Digest {
-            expected: expected.clone(),
-            actual: actual.to_owned(),
-        })
     }
 }
 
-/// The bytes under `key.key` of the object `key` names, taken from its map by `data`.
+/// The bytes under `key.key` of the object `key` names, taken from its map by `data`, if the
+/// operator's `policy` allows reading modules from its namespace.
 async fn from_key<K>(
     client: &kube::Client,
+    policy: &Ceiling,
     key: &KeyRef,
-    field: &str,
     data: impl FnOnce(K) -> Option<BTreeMap<String, ByteString>>,
 ) -> Result<Vec<u8>, ModuleError>
 where
     K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
     K: Clone + std::fmt::Debug + serde::de::DeserializeOwned,
 {
+    let subject = Subject::tenant(policy);
+    capability::check(subject, Power::ModuleObject(&key.namespace)).map_err(|_| {
+        ModuleError::Namespace {
+            namespace: key.namespace.clone(),
+        }
+    })?;
     let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
-    let what = format!("{} {}/{}", K::kind(&()), key.namespace, key.name);
-    let object = api
-        .get_opt(&key.name)
-        .await
-        .map_err(|e| ModuleError::Missing(format!("reading {what}: {e}")))?
-        .ok_or_else(|| ModuleError::Missing(format!("{what} does not exist")))?;
-    data(object)
+    let object = api.get_opt(&key.name).await.ok().flatten();
+    object
+        .and_then(data)
         .and_then(|mut data| data.remove(&key.key))
         .map(|bytes| bytes.0)
-        .ok_or_else(|| ModuleError::Missing(format!("{what} has no {field} key {:?}", key.key)))
+        .ok_or(ModuleError::Unreadable)
 }
 
-async fn from_url(url: &str) -> Result<Vec<u8>, ModuleError> {
+/// Downloads `url`, connecting only to addresses of its host that `policy` allows.
+async fn from_url(url: &str, policy: &Ceiling) -> Result<Vec<u8>, ModuleError> {
     let failed = |message: String| ModuleError::Fetch {
         url: url.to_owned(),
         message,
     };
     let uri: hyper::Uri = url.parse().map_err(|e| failed(format!("{e}")))?;
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_connect_timeout(Some(CONNECT_TIMEOUT));
     let download = async {
+        let addresses = CheckedAddresses::resolve(&uri, policy)
+            .await
+            .map_err(|source| ModuleError::Address {
+                url: url.to_owned(),
+                source,
+            })?;
+        let mut http = HttpConnector::new_with_resolver(addresses);
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(CONNECT_TIMEOUT));
         let builder = Client::builder(TokioExecutor::new());
         // A plain http URL needs no CA certificates, which a minimal image may not have.
         let response = if uri.scheme_str() == Some("http") {
@@ -261,13 +295,21 @@ mod tests {
         assert!(module.check(b"component").is_ok());
         let refused = module.check(b"another").unwrap_err().to_string();
         assert!(refused.contains("spec.module.sha256"), "{refused}");
+        let read = digest(b"another");
+        assert!(
+            !refused.contains(read.trim_start_matches("sha256:")),
+            "{refused}"
+        );
         let unpinned = ModuleRef {
             url: Some("https://example.com/webapp.wasm".into()),
             ..ModuleRef::default()
         };
         let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
-        let error = unpinned.fetch(&client).await.unwrap_err();
+        let error = unpinned
+            .fetch(&client, &Ceiling::default())
+            .await
+            .unwrap_err();
         assert!(error.to_string().contains("sha256"), "{error}");
         let unpinned_key = ModuleRef {
             config_map: Some(KeyRef {
@@ -277,14 +319,53 @@ mod tests {
             }),
             ..ModuleRef::default()
         };
-        let error = unpinned_key.fetch(&client).await.unwrap_err();
+        let error = unpinned_key
+            .fetch(&client, &Ceiling::default())
+            .await
+            .unwrap_err();
         assert!(error.to_string().contains("sha256"), "{error}");
         let empty = ModuleRef {
             sha256: Some("0".repeat(64)),
             ..ModuleRef::default()
         };
-        let empty = empty.fetch(&client).await.unwrap_err();
+        let empty = empty.fetch(&client, &Ceiling::default()).await.unwrap_err();
         assert!(empty.to_string().contains("exactly one"), "{empty}");
+    }
+
+    #[tokio::test]
+    async fn objects_are_read_only_from_namespaces_the_policy_lists() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let secret = ModuleRef {
+            secret: Some(KeyRef {
+                namespace: "kube-system".into(),
+                name: "token".into(),
+                key: "password".into(),
+            }),
+            sha256: Some("0".repeat(64)),
+            ..ModuleRef::default()
+        };
+        let refused = secret.fetch(&client, &Ceiling::default()).await;
+        let refused = refused.unwrap_err();
+        assert!(
+            matches!(refused, ModuleError::Namespace { .. }),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("modules.namespaces"),
+            "{refused}"
+        );
+        let allowed = Ceiling {
+            modules: crate::runtime::ModuleSources {
+                namespaces: Some(vec!["kube-system".into()]),
+                private_addresses: false,
+            },
+            ..Ceiling::default()
+        };
+        // Allowed, the read is tried: the apiserver is unreachable, which says what a missing
+        // object or key says.
+        let unread = secret.fetch(&client, &allowed).await.unwrap_err();
+        assert_eq!(unread.to_string(), ModuleError::Unreadable.to_string());
     }
 
     #[test]

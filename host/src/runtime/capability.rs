@@ -102,6 +102,18 @@ pub struct Subject<'a> {
     pub rights: Option<&'a Rights>,
 }
 
+impl<'a> Subject<'a> {
+    /// Whoever wrote a `WasmReconciler`, before its plugin has described itself: only the
+    /// operator's `policy` speaks for them.
+    pub fn tenant(policy: &'a Ceiling) -> Self {
+        Subject {
+            registration: None,
+            policies: std::slice::from_ref(policy),
+            rights: None,
+        }
+    }
+}
+
 /// Decides whether `subject` may use `power`; the error says what was asked and who refused it.
 pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
     match power {

@@ -177,13 +177,12 @@ impl StoreState {
         self.refused(self.owners(&target, &write))?;
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
-        record::wrote(&target, &write);
+        let recorded = record::copy(&write);
         Ok(async move {
             wait(delay).await;
-            let stored = writer
-                .write(&target, write)
-                .await
-                .inspect_err(record::rejected)?;
+            let answer = writer.write(&target, write).await;
+            record::wrote(&target, recorded, answer.as_ref().err());
+            let stored = answer?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
     }
@@ -288,9 +287,10 @@ fn uid(json: &crate::runtime::imports::Json) -> Option<String> {
     object.metadata.uid
 }
 
-/// An object a cache read returned, as the guest receives it (and as a recording keeps it).
-fn read_object(json: &crate::runtime::imports::Json) -> String {
-    record::read(json);
+/// An object of `kind` a cache read returned, as the guest receives it (and as a recording
+/// keeps it).
+fn read_object(kind: &GroupVersionKind, json: &crate::runtime::imports::Json) -> String {
+    record::read(kind, json);
     String::from(&**json)
 }
 
@@ -347,7 +347,7 @@ impl cache::Host for StoreState {
         let (kind, key) = (&target.kind, &target.key);
         let services = self.refused(self.check(Verb::Get, kind, &key.namespace))?;
         let json = services.cache.get(kind, &key.namespace, &key.name)?;
-        Ok(read_object(&json))
+        Ok(read_object(kind, &json))
     }
 
     fn list(
@@ -361,7 +361,7 @@ impl cache::Host for StoreState {
         let namespace = options.namespace.as_deref().unwrap_or_default();
         let services = self.refused(self.check(Verb::List, &kind, namespace))?;
         let objects = services.cache.list(&kind, &options)?;
-        Ok(objects.iter().map(read_object).collect())
+        Ok(objects.iter().map(|o| read_object(&kind, o)).collect())
     }
 
     fn list_by_index(
@@ -376,7 +376,7 @@ impl cache::Host for StoreState {
         self.refused(boundary::bounded("the index value", &value, MAX_SHORT_TEXT))?;
         let services = self.refused(self.check(Verb::List, &kind, ""))?;
         let objects = services.cache.list_by_index(&kind, &index, &value)?;
-        Ok(objects.iter().map(read_object).collect())
+        Ok(objects.iter().map(|o| read_object(&kind, o)).collect())
     }
 }
 

@@ -46,8 +46,9 @@ pub struct Conversion {
 /// Where the host may read `WasmReconciler` modules from on a tenant's behalf.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModuleSources {
-    /// The namespaces whose ConfigMaps and Secrets may hold modules.
-    pub namespaces: Vec<String>,
+    /// The namespaces whose ConfigMaps and Secrets may hold modules; `None` when the policy
+    /// names none, which the host reads as the namespace it runs in (none off-cluster).
+    pub namespaces: Option<Vec<String>>,
     /// Whether module URLs may name loopback, link-local, private or cluster-internal
     /// addresses.
     pub private_addresses: bool,
@@ -56,7 +57,7 @@ pub struct ModuleSources {
 impl ModuleSources {
     /// Whether a module may be read from a ConfigMap or Secret in `namespace`.
     pub fn allows_namespace(&self, namespace: &str) -> bool {
-        self.namespaces.iter().any(|n| n == namespace)
+        self.namespaces.iter().flatten().any(|n| n == namespace)
     }
 
     /// Whether a module may be fetched from `address`.

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use crate::object::ObjectKey;
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError, SetClock};
-use crate::testing::diff;
 use crate::testing::fixture::{Expected, Fixture, FixtureWrite, outcome_text};
 use crate::testing::memory::MemoryHost;
+use crate::testing::{diff, record};
 
 /// A plugin could not be tested.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +89,11 @@ impl Tester {
         self.clock.set(fixture.now());
         let key = ObjectKey::new(&fixture.request.namespace, &fixture.request.name);
         let result = self.plugin.reconcile(&key).await;
-        let writes: Vec<FixtureWrite> = self.host.take_writes().iter().map(Into::into).collect();
+        let mut writes: Vec<FixtureWrite> =
+            self.host.take_writes().iter().map(Into::into).collect();
+        if fixture.expect.writes.iter().any(|w| w.redacted) {
+            writes.iter_mut().for_each(record::redact_write);
+        }
         let outcome = outcome_text(&result);
         let error = result.err().map(|e| e.to_string());
         let mut differences = Vec::new();

@@ -245,6 +245,7 @@ mod tests {
             name: name.into(),
             body,
             rejected: None,
+            redacted: false,
         }
     }
 

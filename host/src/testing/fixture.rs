@@ -17,7 +17,9 @@
 //! `force: true`; `body` is the object or patch sent (a delete's preconditions and propagation).
 //! A write with `rejected: {reason: Conflict, message: ...}` is answered with that error instead
 //! of being applied (the n-th write to a target gets the n-th such answer), so a fixture can
-//! show how a plugin handles a conflict or a refusal.
+//! show how a plugin handles a conflict or a refusal. A write with `redacted: true` (a recording's
+//! write to a Secret, whose values it never keeps) is compared with the write sent redacted the
+//! same way.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -147,6 +149,10 @@ pub struct FixtureWrite {
     /// The error the apiserver answered it with, if it did; not compared, but given as the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<Rejection>,
+    /// A recording redacted it (a Secret's): the writes sent are redacted the same way before
+    /// they are compared with it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 /// An error the apiserver answered a write with.
@@ -254,6 +260,7 @@ impl From<&RecordedWrite> for FixtureWrite {
             name: target.key.name.clone(),
             body,
             rejected: recorded.rejected.as_ref().map(Rejection::from),
+            redacted: false,
         }
     }
 }

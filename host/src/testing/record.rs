@@ -1,13 +1,16 @@
 //! Recording reconciles as fixtures (`wasmop run --record DIR`): while a plugin reconciles a key,
-//! every object its cache reads return (the first version of each) and every write it sends are
-//! kept, and once it ends they become a fixture — those objects, the request, the wall clock at
-//! its start, and the writes and outcome as expected — in `DIR/<plugin>/`. Replaying the folder
-//! against a new version (`wasmop test --replay DIR`) shows every reconcile it would do
-//! differently.
+//! every object its cache reads return (the first version of each) and every write it sends, with
+//! the apiserver's answer, are kept, and once it ends they become a fixture — those objects, the
+//! request, the wall clock at its start, and the writes and outcome as expected — in
+//! `DIR/<plugin>/`. Replaying the folder against a new version (`wasmop test --replay DIR`) shows
+//! every reconcile it would do differently.
 //!
-//! Invariants: a Secret's `data` and `stringData` values never reach a file, read or written; a
-//! recording holds at most [`MAX_RECORDED_BYTES`] of objects, and one that would hold more is
-//! dropped with a warning rather than written incomplete.
+//! Invariants: nothing of a Secret's content reaches a recording, read or written, whatever field,
+//! annotation or patch carries it — a Secret is kept as [`redact_secret`] rebuilds it from the
+//! parts that are not secret, as it is read or once its write is answered (refused or not), so
+//! the recording never holds it in the clear; a recording holds at most [`MAX_RECORDED_BYTES`] of
+//! objects, and one that would hold more is dropped with a warning rather than written
+//! incomplete.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -16,20 +19,25 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::object::{ObjectKey, ObjectRef};
+use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::imports::{ApiError, Write};
 use crate::runtime::{DispatchError, Outcome};
-use crate::testing::fixture::{Expected, Fixture, FixtureWrite, Request, object_ref, outcome_text};
+use crate::testing::fixture::{
+    Expected, Fixture, FixtureWrite, Rejection, Request, Verb, object_ref, outcome_text,
+};
 use crate::testing::memory::RecordedWrite;
 
 /// The most JSON bytes of objects one recording keeps.
 pub const MAX_RECORDED_BYTES: usize = 16 << 20;
 /// What a Secret's `data` values become (base64 of `redacted`).
 const REDACTED_DATA: &str = "cmVkYWN0ZWQ=";
-/// What a Secret's `stringData` values become.
+/// What every other value of a Secret becomes: `stringData` and annotation values, patch values,
+/// the message of a refused write.
 const REDACTED_TEXT: &str = "redacted";
+/// The metadata of a Secret a recording keeps as it is.
+const KEPT_METADATA: [&str; 5] = ["name", "namespace", "uid", "resourceVersion", "labels"];
 
 tokio::task_local! {
     static RECORDING: RefCell<Recording>;
@@ -47,7 +55,7 @@ pub struct Recording {
     seen: HashSet<ObjectRef>,
     bytes: usize,
     overflowed: bool,
-    writes: Vec<RecordedWrite>,
+    writes: Vec<FixtureWrite>,
 }
 
 /// Runs `call` (one reconcile), recording what it reads and writes from this task.
@@ -67,39 +75,47 @@ pub async fn recording<F: Future>(call: F) -> (F::Output, Recording) {
         .await
 }
 
-/// Notes an object a cache read returned, when a recording is under way in this task.
-pub(crate) fn read(json: &str) {
-    let _ = RECORDING.try_with(|recording| recording.borrow_mut().read(json));
+/// Notes an object of `kind` a cache read returned, when a recording is under way in this task.
+pub(crate) fn read(kind: &GroupVersionKind, json: &str) {
+    let _ = RECORDING.try_with(|recording| recording.borrow_mut().read(kind, json));
 }
 
-/// Notes a write about to be sent, when a recording is under way in this task.
-pub(crate) fn wrote(target: &ObjectRef, write: &Write) {
-    let _ = RECORDING.try_with(|recording| {
-        recording.borrow_mut().writes.push(RecordedWrite {
-            target: target.clone(),
-            write: write.clone(),
-            rejected: None,
-        });
-    });
+/// A copy of `write` to note once it is answered, when a recording is under way in this task.
+pub(crate) fn copy(write: &Write) -> Option<Write> {
+    RECORDING.try_with(|_| write.clone()).ok()
 }
 
-/// Notes the error the write noted last was answered with (a guest's writes are sequential).
-pub(crate) fn rejected(error: &ApiError) {
-    let _ = RECORDING.try_with(|recording| {
-        if let Some(last) = recording.borrow_mut().writes.last_mut() {
-            last.rejected = Some(error.clone());
-        }
-    });
+/// Notes `write` (a [`copy`]) to `target` with the apiserver's answer, the error it `rejected`
+/// it with if any, redacted if it is a Secret's.
+pub(crate) fn wrote(target: &ObjectRef, write: Option<Write>, rejected: Option<&ApiError>) {
+    let Some(write) = write else {
+        return;
+    };
+    let recorded = RecordedWrite {
+        target: target.clone(),
+        write,
+        rejected: rejected.cloned(),
+    };
+    let mut write = FixtureWrite::from(&recorded);
+    drop(recorded);
+    redact_write(&mut write);
+    let _ = RECORDING.try_with(|recording| recording.borrow_mut().writes.push(write));
 }
 
 impl Recording {
-    fn read(&mut self, json: &str) {
+    fn read(&mut self, kind: &GroupVersionKind, json: &str) {
         if self.overflowed {
             return;
         }
-        let Ok(object) = serde_json::from_str::<Value>(json) else {
+        let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(json) else {
             return;
         };
+        // Objects a list returned carry no apiVersion and kind: the read's own kind says them
+        // (and says whether the object is a Secret, whatever its JSON claims).
+        fields.insert("apiVersion".to_owned(), Value::String(kind.api_version()));
+        fields.insert("kind".to_owned(), Value::String(kind.kind.clone()));
+        let mut object = Value::Object(fields);
+        redact_object(&mut object);
         let Some(target) = object_ref(&object) else {
             return;
         };
@@ -122,10 +138,7 @@ impl Recording {
         if self.overflowed {
             return None;
         }
-        let mut objects = self.objects;
-        objects.iter_mut().for_each(redact_object);
-        let mut writes: Vec<FixtureWrite> = self.writes.iter().map(Into::into).collect();
-        writes.iter_mut().for_each(redact_write);
+        let (objects, writes) = (self.objects, self.writes);
         let now = k8s_openapi::jiff::Timestamp::from_duration(self.now.try_into().ok()?).ok()?;
         Some(Fixture {
             name: Some(format!("{plugin} reconciling {key}")),
@@ -211,38 +224,99 @@ fn is_secret(api_version: &str, kind: &str) -> bool {
     api_version == "v1" && kind == "Secret"
 }
 
+/// `object` as a recording keeps it: a Secret as [`redact_secret`] rebuilds it.
 fn redact_object(object: &mut Value) {
     let text = |field: &str| object[field].as_str().unwrap_or_default().to_owned();
     if is_secret(&text("apiVersion"), &text("kind")) {
-        redact_fields(object);
+        *object = redact_secret(object);
     }
 }
 
-fn redact_write(write: &mut FixtureWrite) {
+/// `write` as a recording keeps it: a write to a Secret with every value of its body redacted
+/// (an object or merge patch rebuilt by [`redact_secret`], each JSON patch operation's value,
+/// anything else whole; a delete's options, which hold no content, kept) and the message of its
+/// rejection too, marked `redacted` so that a replay compares what the plugin sends redacted the
+/// same way. Other writes are kept as they are.
+pub(crate) fn redact_write(write: &mut FixtureWrite) {
     if !is_secret(&write.api_version, &write.kind) {
         return;
     }
-    match &mut write.body {
-        Value::Array(operations) => {
-            for operation in operations {
-                let path = operation["path"].as_str().unwrap_or_default();
-                if path.starts_with("/data") || path.starts_with("/stringData") {
-                    operation["value"] = Value::String(REDACTED_TEXT.to_owned());
-                }
-            }
-        }
-        body => redact_fields(body),
+    write.redacted = true;
+    if let Some(rejection) = &mut write.rejected {
+        *rejection = Rejection {
+            reason: rejection.reason.clone(),
+            message: REDACTED_TEXT.to_owned(),
+        };
     }
+    if write.verb == Verb::Delete {
+        return;
+    }
+    write.body = match &write.body {
+        Value::Array(operations) => operations.iter().map(redact_operation).collect(),
+        Value::Object(_) => redact_secret(&write.body),
+        _ => Value::String(REDACTED_TEXT.to_owned()),
+    };
 }
 
-/// Replaces every value under `data` and `stringData` of `object`.
-fn redact_fields(object: &mut Value) {
-    for (field, redacted) in [("data", REDACTED_DATA), ("stringData", REDACTED_TEXT)] {
-        if let Some(values) = object.get_mut(field).and_then(Value::as_object_mut) {
-            for value in values.values_mut() {
-                *value = Value::String(redacted.to_owned());
+/// A JSON patch operation with its `op`, `path` and `from` kept and its `value`, if any,
+/// redacted.
+fn redact_operation(operation: &Value) -> Value {
+    let mut kept = Map::new();
+    for field in ["op", "path", "from"] {
+        if let Some(text) = operation.get(field).and_then(Value::as_str) {
+            kept.insert(field.to_owned(), Value::String(text.to_owned()));
+        }
+    }
+    if operation.get("value").is_some() {
+        kept.insert("value".to_owned(), Value::String(REDACTED_TEXT.to_owned()));
+    }
+    Value::Object(kept)
+}
+
+/// A Secret (or a patch of one) rebuilt from what is not secret: its `apiVersion`, `kind` and
+/// `type`, the [`KEPT_METADATA`] of its metadata, and the keys of its annotations, `data` and
+/// `stringData`, each with its value redacted. Nothing else of it is carried over.
+pub(crate) fn redact_secret(secret: &Value) -> Value {
+    let mut kept = Map::new();
+    for field in ["apiVersion", "kind", "type"] {
+        if let Some(text) = secret.get(field).and_then(Value::as_str) {
+            kept.insert(field.to_owned(), Value::String(text.to_owned()));
+        }
+    }
+    let keys = |map: Option<&Value>, redacted: &str| -> Option<Value> {
+        let map = map?.as_object()?;
+        let keys = map
+            .keys()
+            .map(|k| (k.clone(), Value::String(redacted.to_owned())));
+        Some(Value::Object(keys.collect()))
+    };
+    if let Some(metadata) = secret.get("metadata").and_then(Value::as_object) {
+        let mut meta = Map::new();
+        for field in KEPT_METADATA {
+            if let Some(value) = metadata.get(field).filter(|v| plain(field, v)) {
+                meta.insert(field.to_owned(), value.clone());
             }
         }
+        if let Some(annotations) = keys(metadata.get("annotations"), REDACTED_TEXT) {
+            meta.insert("annotations".to_owned(), annotations);
+        }
+        kept.insert("metadata".to_owned(), Value::Object(meta));
+    }
+    for (field, redacted) in [("data", REDACTED_DATA), ("stringData", REDACTED_TEXT)] {
+        if let Some(values) = keys(secret.get(field), redacted) {
+            kept.insert(field.to_owned(), values);
+        }
+    }
+    Value::Object(kept)
+}
+
+/// Whether `value` is what the kept metadata `field` of a Secret may be: labels a map of
+/// strings, the others a string. Anything else there is dropped.
+fn plain(field: &str, value: &Value) -> bool {
+    match (field, value) {
+        ("labels", Value::Object(labels)) => labels.values().all(Value::is_string),
+        ("labels", _) => false,
+        (_, value) => value.is_string(),
     }
 }
 
@@ -251,36 +325,78 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::object::GroupVersionKind;
     use crate::runtime::imports::{ApiErrorKind, Patch};
 
     fn secret_ref() -> ObjectRef {
         ObjectRef::new(&GroupVersionKind::gvk("", "v1", "Secret"), "shop", "db")
     }
 
+    /// The password every test Secret holds, in the clear and in base64.
+    const PASSWORD: &str = "hunter2";
+    const PASSWORD_BASE64: &str = "aHVudGVyMg==";
+
+    /// A Secret as `kubectl apply` leaves it: its whole manifest, password included, in the
+    /// last-applied annotation.
+    fn applied_secret() -> Value {
+        let manifest = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "shop", "name": "db"}, "stringData": {"password": PASSWORD}});
+        json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {
+                "namespace": "shop", "name": "db", "uid": "u-1", "resourceVersion": "7",
+                "labels": {"app": "shop"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": manifest.to_string()},
+                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:data": {"f:password": {}}}}],
+            },
+            "data": {"password": PASSWORD_BASE64},
+        })
+    }
+
+    /// Notes `object` as a cache read of its own kind returns it.
+    fn read_value(object: &Value) {
+        let api_version = object["apiVersion"].as_str().unwrap();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let kind = GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap());
+        read(&kind, &object.to_string());
+    }
+
+    /// Sends `write` to the Secret as `host.rs` does: copied before, noted with its answer.
+    fn send(write: Write, answer: Option<ApiError>) {
+        let copy = copy(&write);
+        drop(write);
+        wrote(&secret_ref(), copy, answer.as_ref());
+    }
+
+    /// The fixture of what `call` read and wrote.
+    async fn recorded(call: impl Future<Output = ()>) -> Fixture {
+        let ((), recording) = recording(call).await;
+        let key = ObjectKey::new("shop", "web");
+        recording.fixture("app", &key, &Ok(Outcome::Done)).unwrap()
+    }
+
+    fn assert_no_secret(fixture: &Fixture) {
+        let text = fixture.to_yaml();
+        for secret in [PASSWORD, PASSWORD_BASE64] {
+            assert!(!text.contains(secret), "{secret} recorded:\n{text}");
+        }
+    }
+
     #[tokio::test]
     async fn a_recording_keeps_first_reads_and_every_write_with_secrets_redacted() {
-        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "shop", "name": "db"}, "data": {"password": "aHVudGVyMg=="}});
         let app = json!({"apiVersion": "example.wasmop.dev/v1", "kind": "App", "metadata": {"namespace": "shop", "name": "web"}});
-        let (done, recording) = recording(async {
-            read(&secret.to_string());
-            read(&app.to_string());
+        let fixture = recorded(async {
+            read_value(&applied_secret());
+            read_value(&app);
             let mut changed = app.clone();
             changed["spec"] = json!({"replicas": 9});
-            read(&changed.to_string());
-            let patch = Patch::Merge(json!({"stringData": {"password": "hunter2"}}));
+            read_value(&changed);
+            let patch = Patch::Merge(json!({"stringData": {"password": PASSWORD}}));
             let write = Write::Patch {
                 patch,
                 status: false,
             };
-            wrote(&secret_ref(), &write);
-            rejected(&ApiError::new(ApiErrorKind::Conflict, "stale"));
-            "done"
+            send(write, Some(ApiError::new(ApiErrorKind::Conflict, "stale")));
         })
         .await;
-        assert_eq!(done, "done");
-        let key = ObjectKey::new("shop", "web");
-        let fixture = recording.fixture("app", &key, &Ok(Outcome::Done)).unwrap();
         assert_eq!(fixture.objects.len(), 2);
         assert_eq!(fixture.objects[0]["data"]["password"], REDACTED_DATA);
         assert_eq!(fixture.objects[1], app);
@@ -288,17 +404,111 @@ mod tests {
         assert_eq!(body, &json!({"stringData": {"password": REDACTED_TEXT}}));
         let rejection = fixture.expect.writes[0].rejected.as_ref().unwrap();
         assert_eq!(rejection.reason, "Conflict");
-        assert!(!fixture.to_yaml().contains("hunter2"));
-        assert!(!fixture.to_yaml().contains("aHVudGVyMg=="));
+        assert_no_secret(&fixture);
         assert_eq!(fixture.expect.outcome.as_deref(), Some("done"));
+    }
+
+    #[tokio::test]
+    async fn a_secret_read_keeps_its_names_and_keys_alone() {
+        let fixture = recorded(async { read_value(&applied_secret()) }).await;
+        assert_no_secret(&fixture);
+        let redacted = json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {
+                "namespace": "shop", "name": "db", "uid": "u-1", "resourceVersion": "7",
+                "labels": {"app": "shop"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": REDACTED_TEXT},
+            },
+            "data": {"password": REDACTED_DATA},
+        });
+        assert_eq!(fixture.objects, [redacted]);
+    }
+
+    #[tokio::test]
+    async fn a_listed_secret_without_its_kind_is_redacted_by_the_kind_read() {
+        let mut listed = applied_secret();
+        let fields = listed.as_object_mut().unwrap();
+        fields.remove("apiVersion");
+        fields.remove("kind");
+        let secret = GroupVersionKind::gvk("", "v1", "Secret");
+        let fixture = recorded(async { read(&secret, &listed.to_string()) }).await;
+        assert_no_secret(&fixture);
+        assert_eq!(fixture.objects.len(), 1);
+        assert_eq!(fixture.objects[0]["kind"], "Secret");
+        assert_eq!(fixture.objects[0]["data"]["password"], REDACTED_DATA);
+    }
+
+    #[tokio::test]
+    async fn every_write_to_a_secret_is_redacted_whatever_carries_it() {
+        let whole = json!([
+            {"op": "replace", "path": "", "value": applied_secret()},
+            {"op": "add", "path": "/data/password", "value": PASSWORD_BASE64},
+            {"op": "test", "path": "/metadata/annotations", "value": {"note": PASSWORD}},
+            {"op": "copy", "from": "/data/password", "path": "/data/copy"},
+        ]);
+        let mut annotated = applied_secret();
+        annotated["metadata"]["name"] = json!({"hidden": PASSWORD});
+        annotated["spec"] = json!({"password": PASSWORD});
+        let fixture = recorded(async {
+            let patch = |patch| Write::Patch {
+                patch,
+                status: false,
+            };
+            send(patch(Patch::Json(whole.clone())), None);
+            send(patch(Patch::Merge(annotated.clone())), None);
+            let apply = Patch::Apply {
+                object: applied_secret(),
+                force: true,
+            };
+            send(patch(apply), None);
+            send(Write::Create(applied_secret()), None);
+            send(Write::Update(applied_secret()), None);
+            send(Write::Delete(Default::default()), None);
+        })
+        .await;
+        assert_no_secret(&fixture);
+        let writes = &fixture.expect.writes;
+        assert_eq!(writes.len(), 6);
+        assert!(writes.iter().all(|w| w.redacted));
+        assert_eq!(
+            writes[0].body,
+            json!([
+                {"op": "replace", "path": "", "value": REDACTED_TEXT},
+                {"op": "add", "path": "/data/password", "value": REDACTED_TEXT},
+                {"op": "test", "path": "/metadata/annotations", "value": REDACTED_TEXT},
+                {"op": "copy", "from": "/data/password", "path": "/data/copy"},
+            ])
+        );
+        let merged = &writes[1].body;
+        assert!(merged.get("spec").is_none(), "{merged}");
+        assert!(merged["metadata"].get("name").is_none(), "{merged}");
+        assert_eq!(writes[2].body, writes[3].body);
+    }
+
+    #[tokio::test]
+    async fn a_refused_write_is_noted_with_its_answer_and_redacted_the_same() {
+        let fixture = recorded(async {
+            let echoed = format!("Secret \"db\" is invalid: data[password]: {PASSWORD}");
+            let invalid = ApiError::new(ApiErrorKind::Invalid, echoed);
+            send(Write::Create(applied_secret()), Some(invalid));
+        })
+        .await;
+        assert_no_secret(&fixture);
+        let rejection = fixture.expect.writes[0].rejected.as_ref().unwrap();
+        assert_eq!(
+            (rejection.reason.as_str(), rejection.message.as_str()),
+            ("Invalid", REDACTED_TEXT)
+        );
     }
 
     #[tokio::test]
     async fn another_tasks_reads_and_writes_are_not_kept() {
         let (_, recording) = recording(async {
             tokio::spawn(async {
-                read(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}"#);
-                wrote(&secret_ref(), &Write::Delete(Default::default()));
+                read_value(
+                    &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+                );
+                send(Write::Delete(Default::default()), None);
             })
             .await
             .unwrap();
@@ -313,7 +523,7 @@ mod tests {
         let (_, recording) = recording(async {
             for i in 0..20 {
                 let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}, "data": {"k": big}});
-                read(&object.to_string());
+                read_value(&object);
             }
         })
         .await;

@@ -450,9 +450,15 @@ async fn a_deep_wasm_reconciler_fails_alone() -> anyhow::Result<()> {
         let path = "/apis/wasmop.dev/v1alpha1/wasmreconcilers";
         post_text(&kube, path, object("deep", spec(&nested(POISON - 3)))).await?;
         let metrics = free_address();
+        // The module comes from the test's namespace, which the host reads only when its
+        // policy names it.
+        let policy = plane.dir().join(format!("{modules}-policy.yaml"));
+        std::fs::write(&policy, format!("modules: {{namespaces: [{modules}]}}\n"))?;
         let mut command = common::host(plane);
         command
             .args(["--wasm-reconcilers", "--namespaces", &work])
+            .arg("--policy")
+            .arg(&policy)
             .args(["--metrics-bind-address", &metrics])
             .args(["--health-probe-bind-address", "0"])
             .env("RUST_LOG", "info");

@@ -179,10 +179,10 @@ async fn garbage_and_floods_from_a_hostile_plugin_are_refused_naming_it() {
         }
         let object = configmap("default", "x").to_string();
         let key = ObjectKey::new("default", "x");
-        let unconverted = failure(plugin.convert(&key, &object, "example.wasmop.dev/v2").await);
+        let undeclared = failure(plugin.convert(&key, &object, "example.wasmop.dev/v2").await);
         assert!(
-            unconverted.contains("returned apiVersion v1"),
-            "{unconverted}"
+            undeclared.contains("declared no conversion"),
+            "a conversion it did not declare is not even asked for: {undeclared}"
         );
         let fine = plugin.default(&configmap_request("fine")).await;
         assert!(

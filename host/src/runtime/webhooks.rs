@@ -373,8 +373,12 @@ impl Plugin {
         declared.cloned()
     }
 
-    /// Passes the capability check for `power` ([`capability::check`]), or refuses the call.
+    /// Passes the capability check for `power` ([`capability::check`]), or refuses the call; a
+    /// plugin that declared no webhooks cannot be called at all.
     fn may(&self, key: &ObjectKey, power: Power<'_>) -> Result<(), DispatchError> {
+        if self.webhooks.is_none() {
+            return Err(self.garbage(key, "the plugin serves no webhooks".to_owned()));
+        }
         let checked = match &self.context.grant {
             Some(grant) => capability::check(grant.subject(), power).map_err(|d| d.to_string()),
             None => Err("has not described itself".to_owned()),

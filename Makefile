@@ -38,6 +38,7 @@ test: control-plane guests
 	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 	deploy/helm/render --check
+	tests/k8s/progress-test
 	guest-sdk/python/test
 	guest-sdk/js/test
 	guest-sdk/go/test

@@ -20,6 +20,8 @@ bin=$cache/bin
 tools=(kube-apiserver kubectl etcd)
 node_tools=(kubelet kube-scheduler kube-controller-manager)
 say() { printf '[control-plane] %s\n' "$*" >&2; }
+# shellcheck source=progress.sh
+. "$here/progress.sh"
 
 command -v go >/dev/null || { say "error: 'go' not found; install Go >= 1.26 (https://go.dev/dl)"; exit 1; }
 
@@ -73,14 +75,17 @@ if have_all; then echo "$bin"; exit 0; fi
 
 mkdir -p "$bin"
 exec 9>"$cache/.lock"
-flock 9  # one build at a time per machine; a waiting caller then finds the binaries
+# One build at a time per machine; a waiting caller then finds the binaries.
+if ! flock -n 9; then
+  run_with_progress "waiting for another build of the control plane (it holds $cache/.lock)" flock 9
+fi
 if have_all; then echo "$bin"; exit 0; fi
 tmp=$(mktemp -d "$cache/build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
 cd "$here/go"
 say "downloading the Go modules of Kubernetes $KUBERNETES_VERSION (first time: about a minute)"
-go mod download
+run_with_progress "downloading the Go modules of Kubernetes $KUBERNETES_VERSION" go mod download
 minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
 version_flags=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -89,14 +94,17 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 for t in "${tools[@]}"; do
   [ -x "$bin/$t" ] && continue
-  say "building $t ($((SECONDS - start)) s elapsed; a first build takes minutes on 2 cores)"
+  say "building $t ($((SECONDS - start)) s elapsed; a first build takes minutes on 2 cores, progress every ${progress_every} s)"
   case $t in
-    etcd) go build -trimpath -ldflags "-s -w" -o "$tmp/$t" ./cmd/etcd ;;
+    etcd) run_with_progress "building $t" go build -v -trimpath -ldflags "-s -w" -o "$tmp/$t" ./cmd/etcd ;;
     pause)
       src=$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBERNETES_VERSION/build/pause/linux/pause.c
       gcc -Os -static -DVERSION="$KUBERNETES_VERSION" -o "$tmp/$t" "$src" ;;
-    helm) (cd "$tmp" && GOBIN="$tmp" GOFLAGS= go install -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") ;;
-    *) go build -trimpath -ldflags "-s -w $version_flags" -o "$tmp/$t" "k8s.io/kubernetes/cmd/$t" ;;
+    helm)
+      (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" \
+        go install -v -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") ;;
+    *) run_with_progress "building $t" go build -v -trimpath -ldflags "-s -w $version_flags" \
+      -o "$tmp/$t" "k8s.io/kubernetes/cmd/$t" ;;
   esac
   mv "$tmp/$t" "$bin/$t"
 done

@@ -4,7 +4,9 @@
 //! settings file it ships is one the binary accepts (metrics over HTTPS on 8443), its policy
 //! admits the example plugins and refuses a greedy one, its webhooks component renders into
 //! replicas that all serve webhooks and a leader allowed to configure them, and its sharded
-//! overlay renders into three sharding replicas whose account may write the shard labels.
+//! overlay renders into three sharding replicas whose account may write the shard labels. Every
+//! field of the WasmReconciler's spec has a description, and the README's table of the spec says
+//! what the CRD (and so `kubectl explain`) says.
 
 mod common;
 
@@ -97,6 +99,78 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
 /// share one control plane, and a dry run that finds a CRD missing fails with AlreadyExists when
 /// another test installs it between the dry run's read and its create. can-i also resolves
 /// resources through discovery, so the CRDs must be served.
+/// The rows of the README's WasmReconciler spec table: field path, type, description.
+fn readme_spec_rows(readme: &str) -> Vec<(String, String, String)> {
+    let start = readme
+        .find("| field | type | description |")
+        .expect("the README has the WasmReconciler spec table");
+    readme[start..]
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let field = cells[0].trim_matches('`').to_owned();
+            (field, cells[1].to_owned(), cells[2].to_owned())
+        })
+        .collect()
+}
+
+/// The fields under `schema` (an openAPIV3Schema object) as path, type, description; a field
+/// without a description has an empty one.
+fn crd_fields(schema: &serde_json::Value, prefix: &str, rows: &mut Vec<(String, String, String)>) {
+    let Some(properties) = schema["properties"].as_object() else {
+        return;
+    };
+    for (name, field) in properties {
+        let path = match prefix {
+            "" => name.clone(),
+            _ => format!("{prefix}.{name}"),
+        };
+        let description = field["description"].as_str().unwrap_or_default();
+        let description = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let kind = field["type"].as_str().unwrap_or_default().to_owned();
+        rows.push((path.clone(), kind, description));
+        crd_fields(field, &path, rows);
+    }
+}
+
+#[test]
+fn every_wasmreconciler_spec_field_is_described_and_the_readme_says_the_same() -> anyhow::Result<()>
+{
+    let crd = std::fs::read_to_string(deploy().join("crds/wasmreconciler.yaml"))?;
+    let crd: serde_json::Value = serde_saphyr::from_str(&crd)?;
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let mut fields = Vec::new();
+    crd_fields(spec, "", &mut fields);
+    assert!(fields.len() > 10, "the spec's fields: {fields:?}");
+    let undescribed: Vec<&str> = fields
+        .iter()
+        .filter(|(_, _, description)| description.is_empty())
+        .map(|(path, _, _)| path.as_str())
+        .collect();
+    assert!(
+        undescribed.is_empty(),
+        "spec fields without a description: {undescribed:?}"
+    );
+    let readme = std::fs::read_to_string(deploy().join("../README.md"))?;
+    let mut table = readme_spec_rows(&readme);
+    fields.sort();
+    table.sort();
+    for (crd, readme) in fields.iter().zip(&table) {
+        assert_eq!(
+            crd, readme,
+            "the CRD's field (left) and the README's row (right)"
+        );
+    }
+    assert_eq!(
+        fields.len(),
+        table.len(),
+        "the CRD's fields and the README's rows"
+    );
+    Ok(())
+}
+
 async fn install_crds(plane: &ControlPlane) -> anyhow::Result<()> {
     let crds = deploy().join("crds");
     plane

@@ -1,7 +1,8 @@
-//! `wasmop new`, as an author starts a plugin: for each language the folder it makes builds with
-//! that language's `build` script, passes its own fixtures with `wasmop test`, and — loaded into
-//! a running host — marks a real ConfigMap with its generation. A custom kind scaffolds to a
-//! plugin that passes its fixtures too.
+//! `wasmop new`, as an author starts a plugin: for each language the next steps it prints run as
+//! printed on a machine where `wasmop` is not on `PATH` — the language's `build .` writes the
+//! component into the plugin's folder and it passes its own fixtures with `wasmop test` — and,
+//! loaded into a running host, it marks a real ConfigMap with its generation. A custom kind
+//! scaffolds to a plugin that passes its fixtures too, and `build -o FILE` writes it where asked.
 
 mod common;
 
@@ -24,48 +25,80 @@ fn repo() -> PathBuf {
         .expect("the checkout exists")
 }
 
-/// Runs `wasmop` with `args` in `dir`; returns what it printed, failing on a non-zero exit.
-fn wasmop(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_wasmop"))
-        .args(args)
+/// Runs `command` in `dir` on a `PATH` without wasmop; returns what it printed, failing on a
+/// non-zero exit.
+fn run(mut command: Command, dir: &Path) -> anyhow::Result<String> {
+    let output = command
         .current_dir(dir)
+        .env("PATH", path_without_wasmop())
         .env("RUST_LOG", "error")
         .output()?;
     let printed = String::from_utf8_lossy(&output.stdout).into_owned();
     anyhow::ensure!(
         output.status.success(),
-        "wasmop {args:?} failed: {printed}{}",
+        "{command:?} failed: {printed}{}",
         String::from_utf8_lossy(&output.stderr)
     );
     Ok(printed)
 }
 
-/// Scaffolds `language` plugin `name` of `kind` in `parent`, builds it as its README says and
-/// runs its fixtures; returns the component.
+/// Runs `wasmop` with `args` in `dir`.
+fn wasmop(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmop"));
+    command.args(args);
+    run(command, dir)
+}
+
+/// Runs `script` with bash in `dir`.
+fn bash(dir: &Path, script: &str) -> anyhow::Result<String> {
+    let mut command = Command::new("bash");
+    command.args(["-c", &format!("set -euo pipefail\n{script}")]);
+    run(command, dir)
+}
+
+/// The next steps `wasmop new` printed, one command a line, without the last one (`wasmop run`,
+/// which runs until stopped).
+fn next_steps(printed: &str) -> anyhow::Result<Vec<String>> {
+    let (_, next) = printed
+        .split_once("\nnext:\n")
+        .ok_or_else(|| anyhow::anyhow!("no next steps in {printed}"))?;
+    let mut steps: Vec<String> = next
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.trim().to_owned())
+        .collect();
+    let last = steps.pop().unwrap_or_default();
+    anyhow::ensure!(last.contains(" run --plugin "), "{printed}");
+    Ok(steps)
+}
+
+/// `PATH` without the folders holding a `wasmop`, as on a machine where it is not installed.
+fn path_without_wasmop() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept = std::env::split_paths(&path).filter(|dir| !dir.join("wasmop").exists());
+    std::env::join_paths(kept).expect("PATH's folders join again")
+}
+
+/// Scaffolds `language` plugin `name` of `kind` in `parent` and follows the next steps `wasmop
+/// new` printed — build it with `build .` and run its fixtures — on a `PATH` without wasmop;
+/// returns the component, which the build wrote into the plugin's folder.
 fn scaffold(parent: &Path, language: &str, name: &str, kind: &str) -> anyhow::Result<PathBuf> {
     eprintln!("[scaffold] {language}: {name} of {kind}");
-    wasmop(parent, &["new", language, name, "--kind", kind])?;
-    let folder = parent.join(name);
-    let readme = std::fs::read_to_string(folder.join("README.md"))?;
-    let build = readme
-        .lines()
-        .find(|line| line.contains("/build "))
-        .and_then(|line| line.split('#').next())
-        .ok_or_else(|| anyhow::anyhow!("no build step in {readme}"))?;
-    let built = Command::new("bash")
-        .args(["-c", build.trim()])
-        .current_dir(&folder)
-        .status()?;
-    anyhow::ensure!(built.success(), "`{build}` failed");
+    let printed = wasmop(parent, &["new", language, name, "--kind", kind])?;
+    let steps = next_steps(&printed)?;
+    anyhow::ensure!(
+        steps.iter().any(|step| step.ends_with("/build .")),
+        "{printed}"
+    );
+    let tested = bash(parent, &steps.join("\n"))?;
+    anyhow::ensure!(tested.contains(": 2 fixtures, 0 failed"), "{tested}");
     let suffix = match language {
         "rust" => "",
         "ts" => "-js",
         other => &format!("-{other}"),
     };
-    let component = repo().join(format!("target/components/{name}{suffix}.wasm"));
-    let component_arg = component.to_string_lossy().into_owned();
-    let tested = wasmop(&folder, &["test", &component_arg, "fixtures/"])?;
-    anyhow::ensure!(tested.contains(": 2 fixtures, 0 failed"), "{tested}");
+    let component = parent.join(name).join(format!("{name}{suffix}.wasm"));
+    anyhow::ensure!(component.is_file(), "no {}", component.display());
     Ok(component)
 }
 
@@ -79,7 +112,18 @@ async fn every_language_scaffolds_a_plugin_that_builds_passes_its_fixtures_and_r
             "scaffold-widgets",
             "example.wasmop.dev/v1/Widget",
         )?;
-        assert!(custom.exists());
+        let build = repo().join("guest-sdk/rust/build");
+        let elsewhere = parent.path().join("elsewhere/widgets.wasm");
+        let built = bash(
+            &parent.path().join("scaffold-widgets/rust"),
+            &format!("{} -o {} .", build.display(), elsewhere.display()),
+        )?;
+        assert!(elsewhere.is_file(), "-o wrote no {}", elsewhere.display());
+        assert_eq!(std::fs::read(&elsewhere)?, std::fs::read(&custom)?);
+        assert!(
+            built.contains(&format!("built {}", elsewhere.display())),
+            "{built}"
+        );
         let mut components = Vec::new();
         for language in ["rust", "python", "ts", "go"] {
             let name = format!("scaffold-{language}");

@@ -1,12 +1,14 @@
 //! `wasmop new`: a plugin folder for one guest language — its build configuration, a reconciler
 //! of the kind asked for that marks each object with the generation it last reconciled, and two
 //! fixtures `wasmop test` passes out of the box. The folder is `NAME/` with the language's sources
-//! under `NAME/<rust|python|js|go>/` (where that language's `build` script takes a plugin) and
-//! the fixtures under `NAME/fixtures/`.
+//! under `NAME/<rust|python|js|go>/` and the fixtures under `NAME/fixtures/`; the language's
+//! `build .`, run in `NAME/`, writes the component there too. The next steps name `wasmop` as the
+//! shell would find it, or by its path when `PATH` does not lead to this binary.
 //!
 //! Invariants: the plugin's name is a DNS label (it names a component file, an annotation's
 //! domain and a Python package); nothing is written over an existing folder.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::object::GroupVersionKind;
@@ -96,18 +98,20 @@ pub struct Created {
     pub files: Vec<PathBuf>,
     /// The command that builds it, run in `folder`.
     pub build: String,
-    /// The component the build writes.
+    /// The component the build writes, relative to `folder`.
     pub component: PathBuf,
 }
 
 /// Writes a `language` plugin named `name` reconciling `kind` into `parent/name`, built against
-/// the guest SDKs in `sdk` (a checkout's `guest-sdk`).
+/// the guest SDKs in `sdk` (a checkout's `guest-sdk`); its README runs wasmop as `wasmop` (a
+/// command, see [`wasmop_command`]).
 pub fn create(
     language: Language,
     name: &str,
     kind: &PrimaryKind,
     parent: &Path,
     sdk: &Path,
+    wasmop: &str,
 ) -> Result<Created, ScaffoldError> {
     check_name(name)?;
     let folder = parent.join(name);
@@ -122,15 +126,14 @@ pub fn create(
         Language::Ts => "js",
         Language::Go => "go",
     };
-    let checkout = sdk.parent().unwrap_or(sdk);
-    let component = checkout
-        .join("target/components")
-        .join(format!("{name}{built_as}.wasm"));
-    let build = format!("{}/{directory}/build {directory}", sdk.display());
+    let component = PathBuf::from(format!("{name}{built_as}.wasm"));
+    let build = format!("{}/{directory}/build .", sdk.display());
     let mut files = Vec::new();
     let readme = include_str!("templates/readme.md")
         .replace("@LANGUAGE@", language_name(language))
         .replace("@BUILD@", &build)
+        .replace("@WASMOP@", wasmop)
+        .replace("@HOST@", &host_crate(sdk).display().to_string())
         .replace("@COMPONENT@", &component.display().to_string());
     let mut all = vec![
         ("README.md".to_owned(), readme),
@@ -238,6 +241,26 @@ impl Values {
     }
 }
 
+/// The host crate of the checkout whose guest SDKs are `sdk`: what `cargo install --path` takes.
+pub fn host_crate(sdk: &Path) -> PathBuf {
+    sdk.parent().unwrap_or(sdk).join("host")
+}
+
+/// How a user runs the binary at `exe`: `wasmop` when the first `wasmop` on `path` (a `PATH`
+/// value) is that binary, else its absolute path.
+pub fn wasmop_command(exe: &Path, path: Option<&OsStr>) -> String {
+    let same = |candidate: &Path| candidate.canonicalize().ok() == exe.canonicalize().ok();
+    let first = path
+        .into_iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("wasmop"))
+        .find(|candidate| candidate.is_file());
+    match first {
+        Some(found) if same(&found) => "wasmop".to_owned(),
+        _ => exe.display().to_string(),
+    }
+}
+
 /// Refuses a name that is not a DNS label of at most 40 characters starting with a letter.
 fn check_name(name: &str) -> Result<(), ScaffoldError> {
     let letter = name.starts_with(|c: char| c.is_ascii_lowercase());
@@ -292,6 +315,29 @@ mod tests {
     }
 
     #[test]
+    fn wasmop_is_named_by_its_path_unless_path_finds_this_binary_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("build/wasmop");
+        let installed = dir.path().join("bin");
+        let other = dir.path().join("other");
+        for folder in [exe.parent().unwrap(), &installed, &other] {
+            std::fs::create_dir_all(folder).unwrap();
+        }
+        std::fs::write(&exe, "binary").unwrap();
+        std::os::unix::fs::symlink(&exe, installed.join("wasmop")).unwrap();
+        std::fs::write(other.join("wasmop"), "another binary").unwrap();
+        let path = |dirs: &[&Path]| std::env::join_paths(dirs).unwrap();
+        let by_path = exe.display().to_string();
+        assert_eq!(wasmop_command(&exe, None), by_path);
+        let without = path(&[dir.path()]);
+        assert_eq!(wasmop_command(&exe, Some(&without)), by_path);
+        let with = path(&[dir.path(), &installed]);
+        assert_eq!(wasmop_command(&exe, Some(&with)), "wasmop");
+        let shadowed = path(&[&other, &installed]);
+        assert_eq!(wasmop_command(&exe, Some(&shadowed)), by_path);
+    }
+
+    #[test]
     fn names_are_dns_labels() {
         for good in ["hello", "web-app2"] {
             assert!(check_name(good).is_ok(), "{good}");
@@ -314,7 +360,15 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let kind = PrimaryKind::parse("example.wasmop.dev/v1/Widget").unwrap();
         let sdk = Path::new("/opt/wasmop/guest-sdk");
-        let created = create(Language::Python, "my-widgets", &kind, parent.path(), sdk).unwrap();
+        let created = create(
+            Language::Python,
+            "my-widgets",
+            &kind,
+            parent.path(),
+            sdk,
+            "/opt/wasmop/target/debug/wasmop",
+        )
+        .unwrap();
         let init = created.folder.join("python/my_widgets/__init__.py");
         assert!(created.files.contains(&init));
         let text = std::fs::read_to_string(&init).unwrap();
@@ -333,8 +387,19 @@ mod tests {
         let fixture = created.folder.join("fixtures/observes-its-generation.yaml");
         let fixture = std::fs::read_to_string(fixture).unwrap();
         assert!(fixture.contains("my-widgets.wasmop.dev/observed-generation: \"3\""));
-        assert!(created.component.ends_with("my-widgets-python.wasm"));
-        let again = create(Language::Python, "my-widgets", &kind, parent.path(), sdk);
+        assert_eq!(created.component, Path::new("my-widgets-python.wasm"));
+        assert_eq!(created.build, "/opt/wasmop/guest-sdk/python/build .");
+        let readme = std::fs::read_to_string(created.folder.join("README.md")).unwrap();
+        let test = "/opt/wasmop/target/debug/wasmop test my-widgets-python.wasm fixtures/";
+        assert!(readme.contains(test), "{readme}");
+        let again = create(
+            Language::Python,
+            "my-widgets",
+            &kind,
+            parent.path(),
+            sdk,
+            "wasmop",
+        );
         assert!(matches!(again, Err(ScaffoldError::Exists(_))));
     }
 }

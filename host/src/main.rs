@@ -166,29 +166,53 @@ async fn test_plugin(args: TestArgs) -> anyhow::Result<bool> {
     anyhow::ensure!(!files.is_empty(), "no fixture files in {paths:?}");
     let mut failed = 0;
     for file in &files {
-        let mut fixture = Fixture::load(file)?;
-        let checked = tester.check(&fixture).await;
-        let name = fixture.name.clone();
-        let name = name.unwrap_or_else(|| file.display().to_string());
-        let verdict = if checked.passed() { "ok  " } else { "FAIL" };
-        println!("{verdict}  {name} ({})", file.display());
-        for difference in &checked.differences {
-            println!("        {difference}");
-        }
-        failed += usize::from(!checked.passed());
-        if args.accept && !checked.passed() {
-            fixture.expect = checked.expected();
-            std::fs::write(file, fixture.to_yaml())
-                .with_context(|| format!("rewriting {}", file.display()))?;
-            println!(
-                "        accepted: {} now expects what was sent",
-                file.display()
-            );
-        }
+        let passed = test_fixture(&tester, file, args.accept).await?;
+        failed += usize::from(!passed);
     }
     let plugin = tester.plugin().name();
     println!("{plugin}: {} fixtures, {failed} failed", files.len());
     Ok(failed == 0)
+}
+
+/// Runs the fixture in `file`, printing its verdict and differences (a file that is no fixture
+/// fails with what is wrong), and with `accept`, rewriting the expectations that differ in the
+/// file's own text; whether it passed.
+async fn test_fixture(tester: &Tester, file: &Path, accept: bool) -> anyhow::Result<bool> {
+    let fixture = match Fixture::load(file) {
+        Ok(fixture) => fixture,
+        Err(error) => {
+            println!("FAIL  {}\n        {error}", file.display());
+            return Ok(false);
+        }
+    };
+    let checked = tester.check(&fixture).await;
+    let name = fixture.name.clone();
+    let name = name.unwrap_or_else(|| file.display().to_string());
+    let verdict = if checked.passed() { "ok  " } else { "FAIL" };
+    println!("{verdict}  {name} ({})", file.display());
+    for difference in &checked.differences {
+        println!("        {difference}");
+    }
+    if accept && !checked.passed() {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let expected = checked.accepted(&fixture.expect);
+        let edited = wasmop::testing::accept(&text, &fixture.expect, &expected);
+        let edited = edited.unwrap_or_else(|error| {
+            println!("        written anew, its formatting not kept: {error}");
+            let whole = Fixture {
+                expect: expected,
+                ..fixture
+            };
+            whole.to_yaml()
+        });
+        std::fs::write(file, edited).with_context(|| format!("rewriting {}", file.display()))?;
+        println!(
+            "        accepted: {} now expects what was done",
+            file.display()
+        );
+    }
+    Ok(checked.passed())
 }
 
 /// Prints the plugins of the host at `args.address`.

@@ -2,8 +2,8 @@
 //! cluster. webapp passes its own fixtures, in every language (each SDK's unit tests run the same
 //! files in-process); its 0.2.0 build differs from them in the `applied-by`
 //! stamp and nothing else; a guest writing what it did not declare is refused before anything
-//! is written, as in a cluster; `--accept` makes a failing fixture expect what was sent; and a
-//! malformed fixture is named with what is wrong.
+//! is written, as in a cluster; `--accept` makes a failing fixture expect what was done, changing
+//! only the lines that differ; and a malformed fixture fails alone, named with what is wrong.
 
 mod common;
 
@@ -122,7 +122,7 @@ fn accept_rewrites_a_failing_fixture_to_what_was_sent() {
     accept.args(["test", "--accept"]).arg(&webapp).arg(&fixture);
     let accepted = accept.env("RUST_LOG", "error").output().unwrap();
     assert_eq!(accepted.status.code(), Some(1), "{}", stdout(&accepted));
-    assert!(stdout(&accepted).contains("now expects what was sent"));
+    assert!(stdout(&accepted).contains("now expects what was done"));
 
     let rerun = wasmop_test(&[&webapp, &fixture]);
     assert!(rerun.status.success(), "{}", stdout(&rerun));
@@ -136,15 +136,55 @@ fn accept_rewrites_a_failing_fixture_to_what_was_sent() {
 }
 
 #[test]
-fn a_malformed_fixture_is_named_with_what_is_wrong() {
+fn a_malformed_fixture_fails_alone_named_with_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let text = "request: {namespace: shop, name: web}\nexpct: {}\n";
-    let fixture = fixture_file(&dir, "typo.yaml", text);
-    let output = wasmop_test(&[&common::component("webapp"), &fixture]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    fixture_file(&dir, "a-typo.yaml", text);
+    fixture_file(&dir, "b-broken.yaml", "request: {name: [\n");
+    let gone = std::fs::read_to_string(fixtures().join("gone.yaml")).unwrap();
+    fixture_file(&dir, "c-gone.yaml", &gone);
+    let output = wasmop_test(&[&common::component("webapp"), dir.path()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
     assert!(
-        stderr.contains("typo.yaml") && stderr.contains("expct"),
-        "{stderr}"
+        lines[0].starts_with("FAIL  ") && lines[0].ends_with("a-typo.yaml"),
+        "{text}"
     );
+    assert!(lines[1].contains("expct"), "{text}");
+    assert!(
+        lines[2].ends_with("b-broken.yaml") && lines[3].contains("not valid YAML"),
+        "{text}"
+    );
+    assert!(
+        lines[4].starts_with("ok  ") && lines[4].contains("c-gone.yaml"),
+        "{text}"
+    );
+    assert!(text.ends_with("webapp: 3 fixtures, 2 failed\n"), "{text}");
+}
+
+#[test]
+fn accept_changes_only_the_lines_that_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string(fixtures().join("new.yaml")).unwrap();
+    let authored = format!("# Written by hand: keep this.\n{original}");
+    let fixture = fixture_file(&dir, "new.yaml", &authored);
+    let mut accept = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
+    accept.args(["test", "--accept"]);
+    let accepted = accept
+        .arg(common::component("webapp-v2"))
+        .arg(&fixture)
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    assert_eq!(accepted.status.code(), Some(1), "{}", stdout(&accepted));
+    let rewritten = std::fs::read_to_string(&fixture).unwrap();
+    let (before, after): (Vec<&str>, Vec<&str>) =
+        (authored.lines().collect(), rewritten.lines().collect());
+    assert_eq!(before.len(), after.len(), "{rewritten}");
+    let changed: Vec<(&&str, &&str)> = before.iter().zip(&after).filter(|(b, a)| b != a).collect();
+    assert_eq!(changed.len(), 2, "{rewritten}");
+    for (was, now) in changed {
+        assert_eq!(was.replace("webapp/0.1.0", "webapp/0.2.0"), **now);
+    }
 }

@@ -21,6 +21,8 @@ import (
 type Event struct {
 	// Object is the key of the object the event is about.
 	Object guest.ObjectKey
+	// Kind is the kind of the object the event is about.
+	Kind guest.Kind
 	// Warning is true for Warning events, false for Normal ones.
 	Warning bool
 	// Reason and Message are as recorded.

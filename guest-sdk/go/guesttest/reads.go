@@ -74,6 +74,7 @@ func (h *Host) EventsRecord(about wit.Regarding, typ wit.EventType, reason, mess
 	defer h.mu.Unlock()
 	h.Events = append(h.Events, Event{
 		Object:  guest.ObjectKey{Namespace: about.Namespace, Name: about.Name},
+		Kind:    kindOf(about.Kind),
 		Warning: typ == wit.EventTypeWarning, Reason: reason, Message: message,
 	})
 }

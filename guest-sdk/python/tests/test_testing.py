@@ -64,8 +64,8 @@ class RunFixtureTest(FixtureTestCase):
         patcher.start()
         self.addCleanup(patcher.stop)
 
-    def register(self, function):
-        permissions = [Permission(ConfigMap, ["patch"])]
+    def register(self, function, verbs=("patch",)):
+        permissions = [Permission(ConfigMap, list(verbs))]
         reconciler(name="stamp", version="1", primary=ConfigMap, permissions=permissions)(function)
 
     def run_text(self, text):
@@ -140,6 +140,94 @@ class RunFixtureTest(FixtureTestCase):
             f"        error: {result.error}",
         ])
 
+    def test_expected_events_are_compared_as_writes_are(self):
+        self.register(stamp)
+        regarding = "regarding: {apiVersion: v1, kind: ConfigMap, namespace: ns, name: a}"
+        stated = STAMPED + f"  events:\n    - {{type: Normal, reason: Stamped, message: Stamped ns/a, {regarding}}}\n"
+        self.assertEqual(self.run_text(stated).differences, [])
+        target = "Normal Stamped v1 ConfigMap ns/a"
+        wrong = stated.replace("message: Stamped ns/a", "message: Stamped ns/b")
+        self.assertEqual(self.run_text(wrong).differences, [
+            f'event 0 `{target}`: message: expected "Stamped ns/b", recorded "Stamped ns/a"'])
+        none = STAMPED + "  events: []\n"
+        self.assertEqual(self.run_text(none).differences, [
+            f'event 0 `{target}`: recorded, not expected: "Stamped ns/a"'])
+        missing = stated.replace("reason: Stamped", "reason: Scaled")
+        self.assertEqual(self.run_text(missing).differences, [
+            f'event 0 `{target}`: recorded, not expected: "Stamped ns/a"',
+            "expected event 0 `Normal Scaled v1 ConfigMap ns/a`: not recorded"])
+
+    def test_requeue_durations_compare_as_durations(self):
+        self.register(stamp)
+        text = STAMPED.replace("requeue-after 1500ms priority 2", "requeue-after 1.5s priority 2")
+        self.assertEqual(self.run_text(text).differences, [])
+        later = STAMPED.replace("requeue-after 1500ms priority 2", "requeue-after 2s priority 2")
+        self.assertEqual(self.run_text(later).differences, [
+            "outcome: expected `requeue-after 2s priority 2`, got `requeue-after 1500ms priority 2`"])
+
+    def test_a_written_object_without_a_resource_version_matches_one_that_omits_it(self):
+        def relabel(req):
+            cm = cache.get(ConfigMap, req.namespace, req.name)
+            cm.metadata.labels = {"seen": "yes"}
+            client.update(cm)
+        self.register(relabel, ["update"])
+        text = ("objects: [{apiVersion: v1, kind: ConfigMap, metadata: {namespace: ns, name: a}}]\n"
+                "request: {namespace: ns, name: a}\n"
+                "expect:\n  writes:\n    - {verb: update, apiVersion: v1, kind: ConfigMap, "
+                "namespace: ns, name: a, body: {apiVersion: v1, kind: ConfigMap, metadata: "
+                "{namespace: ns, name: a, labels: {seen: 'yes'}}}}\n")
+        self.assertEqual(self.run_text(text).differences, [])
+        stated = text.replace("name: a, labels", "name: a, resourceVersion: '7', labels")
+        self.assertEqual(self.run_text(stated).differences, [
+            'write 0 `update v1 ConfigMap ns/a`: at /metadata/resourceVersion: expected "7", '
+            'sent "1"'])
+
+    def test_a_write_not_expected_is_explained_whatever_its_verb(self):
+        def status_and_delete(req):
+            cm = cache.get(ConfigMap, req.namespace, req.name)
+            cm["status"] = {"ready": True}
+            client.update_status(cm)
+            client.delete(ConfigMap, req.namespace, req.name)
+        self.register(status_and_delete, ["status", "delete"])
+        text = ("objects: [{apiVersion: v1, kind: ConfigMap, metadata: {namespace: ns, name: a, "
+                "resourceVersion: '4'}, status: {ready: false}}]\nrequest: {namespace: ns, name: a}\n")
+        status = "write 0 `update-status v1 ConfigMap ns/a`: "
+        delete = "write 1 `delete v1 ConfigMap ns/a`: "
+        self.assertEqual(self.run_text(text).differences, [
+            f"{status}sent, not expected; against the cached object's status it changes:",
+            f"{status}/status/ready from false to true",
+            f'{delete}sent, not expected; it deletes the cached object, at resourceVersion "4"',
+        ])
+        closest = text + ("expect:\n  writes:\n    - {verb: merge-patch, apiVersion: v1, kind: "
+                          "ConfigMap, namespace: ns, name: a, body: {status: {ready: 1}}}\n")
+        self.assertEqual(self.run_text(closest).differences[:2], [
+            f"{status}sent, not expected; the closest expected is write 0 `merge-patch v1 "
+            "ConfigMap ns/a`, whose body differs:",
+            f"{status}at /apiVersion: not expected, sent \"v1\"",
+        ])
+
+    def test_a_fixture_with_a_typo_fails_alone_naming_its_file(self):
+        self.register(stamp)
+        folder = tempfile.mkdtemp()
+        self.addCleanup(lambda: [os.remove(os.path.join(folder, f)) for f in os.listdir(folder)]
+                        and os.rmdir(folder))
+        for name, text in [("a.yaml", STAMPED.replace("writes:", "wrties:")), ("b.yaml", STAMPED),
+                           ("c.yaml", "request: {name: [")]:
+            with open(os.path.join(folder, name), "w", encoding="utf-8") as file:
+                file.write(text)
+
+        class Plugin(FixtureTestCase):
+            def test_fixtures(self):
+                self.assertFixturesPass(folder)
+        result = unittest.TestResult()
+        Plugin("test_fixtures").run(result)
+        self.assertEqual((result.testsRun, len(result.errors)), (1, 0))
+        failed = {test.params["fixture"]: message for test, message in result.failures}
+        self.assertEqual(sorted(failed), [os.path.join(folder, "a.yaml"),
+                                          os.path.join(folder, "c.yaml")])
+        self.assertIn("unknown field `wrties` in expect", failed[os.path.join(folder, "a.yaml")])
+        self.assertIn("not valid YAML", failed[os.path.join(folder, "c.yaml")])
+
     def test_lists_select_by_labels_and_fields(self):
         found = []
 
@@ -182,6 +270,14 @@ class FixtureFormatTest(unittest.TestCase):
                 "request: {name: yes}",
             "the key 'request' is given twice": "request: {name: a}\nrequest: {name: b}",
             "non-finite float": "request: {name: a}\nobjects: [{x: .inf}]",
+            "expect.outcome: `requeue-after 5 minutes` is no outcome":
+                STAMPED.replace("requeue-after 1500ms priority 2", "requeue-after 5 minutes"),
+            "expect.events[0].type: 'Info' is not an event type":
+                "request: {name: a}\nexpect: {events: [{type: Info, reason: R, message: m, "
+                "regarding: {apiVersion: v1, kind: ConfigMap, name: a}}]}",
+            "unknown field `object` in expect.events[0].regarding":
+                "request: {name: a}\nexpect: {events: [{type: Normal, reason: R, message: m, "
+                "regarding: {apiVersion: v1, kind: ConfigMap, name: a, object: b}}]}",
         }
         for message, text in cases.items():
             with self.subTest(message):

@@ -476,6 +476,7 @@ impl events::Host for StoreState {
                 return;
             }
         };
+        record::event(&event);
         if !grant.services.events.record(&context.name, event) {
             budget.refuse(Refusal::EventDropped);
         }

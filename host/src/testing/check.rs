@@ -1,14 +1,17 @@
 //! Running a fixture: the plugin reconciles the fixture's request against a host holding only
-//! the fixture's objects, and what it sent is compared with what the fixture expects, write by
-//! write and field by field.
+//! the fixture's objects, and what it did is compared with what the fixture expects: its outcome
+//! (durations as durations), the writes it sent write by write and field by field, and the
+//! events it recorded when the fixture states them.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::object::ObjectKey;
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError, SetClock};
-use crate::testing::fixture::{Expected, Fixture, FixtureWrite, outcome_text};
+use crate::testing::explain::Cached;
+use crate::testing::fixture::{Expected, Fixture, FixtureEvent, FixtureWrite, object_ref};
 use crate::testing::memory::MemoryHost;
+use crate::testing::outcome::{outcome_text, same_outcome};
 use crate::testing::{diff, record};
 
 /// A plugin could not be tested.
@@ -35,8 +38,12 @@ pub struct Checked {
     pub error: Option<String>,
     /// Every write it sent, in order.
     pub writes: Vec<FixtureWrite>,
+    /// Every event it recorded, in order.
+    pub events: Vec<FixtureEvent>,
     /// Each difference from the fixture, one line each; none when it passed.
     pub differences: Vec<String>,
+    /// What the host held before it.
+    cached: Cached,
 }
 
 impl Checked {
@@ -45,11 +52,48 @@ impl Checked {
         self.differences.is_empty()
     }
 
-    /// What a fixture would expect to pass as this did.
-    pub fn expected(&self) -> Expected {
+    /// What `expected` becomes to pass as this did: each expectation that differs is what was
+    /// done, the others stay as stated; expectations with nothing stated become all that was
+    /// done. Metadata the host gave the fixture's objects stays unstated in the writes.
+    pub fn accepted(&self, expected: &Expected) -> Expected {
+        let everything = *expected == Expected::default();
+        let outcome = match &expected.outcome {
+            Some(stated) if same_outcome(stated, &self.outcome) => Some(stated.clone()),
+            Some(_) => Some(self.outcome.clone()),
+            None if everything => Some(self.outcome.clone()),
+            None => None,
+        };
+        let events = match &expected.events {
+            Some(stated) if diff::events(stated, &self.events).is_empty() => Some(stated.clone()),
+            Some(_) => Some(self.events.clone()),
+            None if everything && !self.events.is_empty() => Some(self.events.clone()),
+            None => None,
+        };
+        let writes = if diff::writes(&expected.writes, &self.writes, &self.cached).is_empty() {
+            expected.writes.clone()
+        } else {
+            self.writes
+                .iter()
+                .map(|w| self.unstated(w, expected))
+                .collect()
+        };
         Expected {
-            outcome: Some(self.outcome.clone()),
-            writes: self.writes.clone(),
+            outcome,
+            writes,
+            events,
+        }
+    }
+
+    /// `write` without the metadata the host gave its target, unless `expected` states it.
+    fn unstated(&self, write: &FixtureWrite, expected: &Expected) -> FixtureWrite {
+        let stated = expected
+            .writes
+            .iter()
+            .find(|w| w.target() == write.target());
+        let body = stated.map_or(&serde_json::Value::Null, |w| &w.body);
+        FixtureWrite {
+            body: self.cached.without_assigned(write, body),
+            ..write.clone()
         }
     }
 }
@@ -85,6 +129,7 @@ impl Tester {
     /// and what it sent is compared with what it expects.
     pub async fn check(&self, fixture: &Fixture) -> Checked {
         self.host.reset(fixture.objects.iter().cloned());
+        let cached = self.cached(fixture);
         self.host.answer_as(&fixture.expect.writes);
         self.clock.set(fixture.now());
         let key = ObjectKey::new(&fixture.request.namespace, &fixture.request.name);
@@ -94,23 +139,39 @@ impl Tester {
         if fixture.expect.writes.iter().any(|w| w.redacted) {
             writes.iter_mut().for_each(record::redact_write);
         }
+        let events: Vec<FixtureEvent> = self.host.take_events().iter().map(Into::into).collect();
         let outcome = outcome_text(&result);
         let error = result.err().map(|e| e.to_string());
         let mut differences = Vec::new();
-        if let Some(expected) = fixture.expect.outcome.as_ref().filter(|o| **o != outcome) {
+        let expected = fixture.expect.outcome.as_ref();
+        if let Some(expected) = expected.filter(|o| !same_outcome(o, &outcome)) {
             let cause = error.as_ref().map(|e| format!(" ({e})"));
             differences.push(format!(
                 "outcome: expected `{expected}`, got `{outcome}`{}",
                 cause.unwrap_or_default()
             ));
         }
-        let (expected, objects) = (&fixture.expect.writes, &fixture.objects);
-        differences.extend(diff::writes(expected, &writes, objects));
+        differences.extend(diff::writes(&fixture.expect.writes, &writes, &cached));
+        if let Some(expected) = &fixture.expect.events {
+            differences.extend(diff::events(expected, &events));
+        }
         Checked {
             outcome,
             error,
             writes,
+            events,
             differences,
+            cached,
         }
+    }
+
+    /// The fixture's objects, as given and as the host holds them.
+    fn cached(&self, fixture: &Fixture) -> Cached {
+        let held = fixture.objects.iter().map(|object| {
+            let target = object_ref(object)?;
+            self.host.get(&target.kind, &target.key)
+        });
+        let held = held.map(Option::unwrap_or_default).collect();
+        Cached::new(fixture.objects.clone(), held)
     }
 }

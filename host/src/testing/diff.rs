@@ -1,13 +1,17 @@
-//! The difference between the writes a fixture expects and those a plugin sent, one line each.
+//! The difference between what a fixture expects and what a plugin did, one line each: the
+//! writes it sent and the events it recorded.
 //!
-//! The two lists are aligned by target (verb, kind and key) as a text diff aligns lines, so one
-//! write added or dropped shows as that write alone; an aligned pair differs field by field, by
-//! JSON pointer. A write sent but not expected is explained by what it would change in the object
-//! as the fixture cached it.
+//! Each pair of lists is aligned by target (for writes the verb, kind and key; for events the
+//! type, reason and object) as a text diff aligns lines, so one write added or dropped shows as
+//! that write alone; an aligned pair of writes differs field by field, by JSON pointer. A write
+//! sent but not expected is explained ([`explain`]) against the closest expected write or the
+//! cached object. Fields the host gave a fixture object that lacked them (uid, resourceVersion,
+//! generation) are not differences where the expected write omits them too.
 
 use serde_json::Value;
 
-use crate::testing::fixture::{FixtureWrite, Verb, object_ref};
+use crate::testing::explain::{self, Cached};
+use crate::testing::fixture::{FixtureEvent, FixtureWrite};
 
 /// The most differences reported for one write.
 const MAX_FIELD_DIFFERENCES: usize = 20;
@@ -27,15 +31,24 @@ enum Step {
     Sent(usize),
 }
 
-/// A line for each difference between `expected` and `sent` writes; `objects` are the fixture's
-/// cached objects, which explain a write sent but not expected.
-pub fn writes(expected: &[FixtureWrite], sent: &[FixtureWrite], objects: &[Value]) -> Vec<String> {
+/// A line for each difference between `expected` and `sent` writes; `cached` is what the host
+/// held before the reconcile, which explains a write sent but not expected.
+pub fn writes(expected: &[FixtureWrite], sent: &[FixtureWrite], cached: &Cached) -> Vec<String> {
+    let steps = align(expected, sent, same_target);
+    let unmatched: Vec<usize> = steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Expected(e) => Some(*e),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::new();
-    for step in align(expected, sent) {
+    for step in steps {
         match step {
             Step::Both(e, s) => {
+                let sent_body = cached.without_assigned(&sent[s], &expected[e].body);
                 let mut fields = Vec::new();
-                values("", &expected[e].body, &sent[s].body, &mut fields);
+                values("", &expected[e].body, &sent_body, &mut fields);
                 let prefix = format!("write {s} `{}`: ", sent[s].target());
                 bounded(&prefix, fields, &mut out);
             }
@@ -45,14 +58,45 @@ pub fn writes(expected: &[FixtureWrite], sent: &[FixtureWrite], objects: &[Value
             )),
             Step::Sent(s) => {
                 let write = &sent[s];
+                let closest = unmatched
+                    .iter()
+                    .find(|&&e| explain::same_object(&expected[e], write))
+                    .map(|&e| (e, &expected[e]));
+                let (summary, details) = explain::unexpected(write, closest, cached);
                 out.push(format!(
-                    "write {s} `{}`: sent, not expected{}",
-                    write.target(),
-                    changes_summary(write, objects)
+                    "write {s} `{}`: sent, not expected{summary}",
+                    write.target()
                 ));
                 let prefix = format!("write {s} `{}`: ", write.target());
-                bounded(&prefix, changes(write, objects), &mut out);
+                bounded(&prefix, details, &mut out);
             }
+        }
+    }
+    out
+}
+
+/// A line for each difference between `expected` and `sent` events.
+pub fn events(expected: &[FixtureEvent], sent: &[FixtureEvent]) -> Vec<String> {
+    let same = |a: &FixtureEvent, b: &FixtureEvent| a.target() == b.target();
+    let mut out = Vec::new();
+    for step in align(expected, sent, same) {
+        match step {
+            Step::Both(e, s) if expected[e].message != sent[s].message => out.push(format!(
+                "event {s} `{}`: message: expected {}, recorded {}",
+                sent[s].target(),
+                quote(&Value::String(expected[e].message.clone())),
+                quote(&Value::String(sent[s].message.clone()))
+            )),
+            Step::Both(..) => {}
+            Step::Expected(e) => out.push(format!(
+                "expected event {e} `{}`: not recorded",
+                expected[e].target()
+            )),
+            Step::Sent(s) => out.push(format!(
+                "event {s} `{}`: recorded, not expected: {}",
+                sent[s].target(),
+                quote(&Value::String(sent[s].message.clone()))
+            )),
         }
     }
     out
@@ -74,8 +118,9 @@ fn same_target(a: &FixtureWrite, b: &FixtureWrite) -> bool {
     a.target() == b.target() && a.force == b.force
 }
 
-/// The longest common subsequence of targets, as steps through both lists in order.
-fn align(expected: &[FixtureWrite], sent: &[FixtureWrite]) -> Vec<Step> {
+/// The longest common subsequence of items that are the `same`, as steps through both lists in
+/// order.
+fn align<T>(expected: &[T], sent: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<Step> {
     let (n, m) = (expected.len(), sent.len());
     if n.saturating_mul(m) > MAX_ALIGNED {
         return by_position(n, m);
@@ -84,7 +129,7 @@ fn align(expected: &[FixtureWrite], sent: &[FixtureWrite]) -> Vec<Step> {
     let mut common = vec![vec![0usize; m + 1]; n + 1];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            common[i][j] = if same_target(&expected[i], &sent[j]) {
+            common[i][j] = if same(&expected[i], &sent[j]) {
                 common[i + 1][j + 1] + 1
             } else {
                 common[i + 1][j].max(common[i][j + 1])
@@ -93,7 +138,7 @@ fn align(expected: &[FixtureWrite], sent: &[FixtureWrite]) -> Vec<Step> {
     }
     let (mut i, mut j, mut steps) = (0, 0, Vec::new());
     while i < n || j < m {
-        if i < n && j < m && same_target(&expected[i], &sent[j]) {
+        if i < n && j < m && same(&expected[i], &sent[j]) {
             steps.push(Step::Both(i, j));
             (i, j) = (i + 1, j + 1);
         } else if j < m && (i == n || common[i][j + 1] >= common[i + 1][j]) {
@@ -120,7 +165,7 @@ fn by_position(n: usize, m: usize) -> Vec<Step> {
 
 /// Adds a line to `out` for each field where `expected` and `sent` differ, under `path` (a JSON
 /// pointer).
-fn values(path: &str, expected: &Value, sent: &Value, out: &mut Vec<String>) {
+pub(super) fn values(path: &str, expected: &Value, sent: &Value, out: &mut Vec<String>) {
     match (expected, sent) {
         (Value::Object(want), Value::Object(got)) => {
             let mut keys: Vec<&String> = want.keys().chain(got.keys()).collect();
@@ -155,72 +200,13 @@ fn values(path: &str, expected: &Value, sent: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The cached object `write` targets, if the fixture holds it.
-fn cached<'a>(write: &FixtureWrite, objects: &'a [Value]) -> Option<&'a Value> {
-    objects.iter().find(|object| {
-        object_ref(object).is_some_and(|target| {
-            target.kind.api_version() == write.api_version
-                && target.kind.kind == write.kind
-                && target.key.namespace == write.namespace
-                && target.key.name == write.name
-        })
-    })
-}
-
-/// What a write sent but not expected means for its target, in a few words.
-fn changes_summary(write: &FixtureWrite, objects: &[Value]) -> &'static str {
-    match (write.verb, cached(write, objects)) {
-        (Verb::Create, _) | (_, None) => "",
-        (Verb::Apply | Verb::MergePatch | Verb::Update, Some(_)) => {
-            "; against the cached object it changes:"
-        }
-        _ => "",
-    }
-}
-
-/// The fields an applied, merged or replacing body sets to other values than the cached object
-/// has, one line each.
-fn changes(write: &FixtureWrite, objects: &[Value]) -> Vec<String> {
-    let mut out = Vec::new();
-    if let (Verb::Apply | Verb::MergePatch | Verb::Update, Some(current)) =
-        (write.verb, cached(write, objects))
-    {
-        setting("", &write.body, current, &mut out);
-    }
-    out
-}
-
-/// Adds a line to `out` for each leaf of `body` under `path` whose value `current` lacks or
-/// holds otherwise; lists of one length are compared item by item, so fields the apiserver
-/// defaulted in the cached object are no change.
-fn setting(path: &str, body: &Value, current: &Value, out: &mut Vec<String>) {
-    match (body, current) {
-        (Value::Object(fields), Value::Object(_) | Value::Null) => {
-            for (key, value) in fields {
-                let at = pointer(path, key);
-                setting(&at, value, current.get(key).unwrap_or(&Value::Null), out);
-            }
-        }
-        (Value::Array(items), Value::Array(cached)) if items.len() == cached.len() => {
-            for (index, (item, was)) in items.iter().zip(cached).enumerate() {
-                setting(&format!("{path}/{index}"), item, was, out);
-            }
-        }
-        _ if body != current => {
-            let at = if path.is_empty() { "/" } else { path };
-            out.push(format!("{at} from {} to {}", quote(current), quote(body)));
-        }
-        _ => {}
-    }
-}
-
 /// `path` extended by `key`, escaped as JSON pointers escape.
-fn pointer(path: &str, key: &str) -> String {
+pub(super) fn pointer(path: &str, key: &str) -> String {
     format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
 /// `value` as compact JSON, cut to [`MAX_QUOTED`] characters.
-fn quote(value: &Value) -> String {
+pub(super) fn quote(value: &Value) -> String {
     let text = value.to_string();
     match text.char_indices().nth(MAX_QUOTED) {
         Some((end, _)) => format!("{}…", &text[..end]),
@@ -233,6 +219,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::testing::fixture::{FixtureEventType, Regarding, Verb};
 
     fn apply(name: &str, body: Value) -> FixtureWrite {
         FixtureWrite {
@@ -254,7 +241,11 @@ mod tests {
         let want =
             json!({"spec": {"replicas": 3, "paused": false}, "metadata": {"labels": {"a/b": "1"}}});
         let got = json!({"spec": {"replicas": 2}, "metadata": {"labels": {"a/b": "1", "c": "2"}}});
-        let out = writes(&[apply("web", want)], &[apply("web", got)], &[]);
+        let out = writes(
+            &[apply("web", want)],
+            &[apply("web", got)],
+            &Cached::default(),
+        );
         let prefix = "write 0 `apply apps/v1 Deployment shop/web`: ";
         assert_eq!(
             out,
@@ -276,13 +267,19 @@ mod tests {
         let added = writes(
             &[web.clone(), db.clone()],
             &[web.clone(), api.clone(), db.clone()],
-            &[],
+            &Cached::default(),
         );
         assert_eq!(
             added,
-            ["write 1 `apply apps/v1 Deployment shop/api`: sent, not expected"]
+            [
+                "write 1 `apply apps/v1 Deployment shop/api`: sent, not expected; the fixture holds no such object: it creates one"
+            ]
         );
-        let dropped = writes(&[web.clone(), api, db.clone()], &[web, db], &[]);
+        let dropped = writes(
+            &[web.clone(), api, db.clone()],
+            &[web, db],
+            &Cached::default(),
+        );
         assert_eq!(
             dropped,
             ["expected write 1 `apply apps/v1 Deployment shop/api`: not sent"]
@@ -293,7 +290,8 @@ mod tests {
     fn a_write_not_expected_is_explained_against_the_cached_object() {
         let cached = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "shop", "name": "web", "annotations": {"by": "v1"}}, "spec": {"replicas": 2}});
         let body = json!({"metadata": {"annotations": {"by": "v2"}}, "spec": {"replicas": 2}});
-        let out = writes(&[], &[apply("web", body)], &[cached]);
+        let cached = Cached::new(vec![cached.clone()], vec![cached]);
+        let out = writes(&[], &[apply("web", body)], &cached);
         let target = "write 0 `apply apps/v1 Deployment shop/web`: ";
         assert_eq!(
             out,
@@ -302,6 +300,44 @@ mod tests {
                 format!("{target}/metadata/annotations/by from \"v1\" to \"v2\""),
             ]
         );
+    }
+
+    fn event(reason: &str, message: &str) -> FixtureEvent {
+        FixtureEvent {
+            event_type: FixtureEventType::Normal,
+            reason: reason.into(),
+            message: message.into(),
+            regarding: Regarding {
+                api_version: "example.wasmop.dev/v1".into(),
+                kind: "WebApp".into(),
+                namespace: "shop".into(),
+                name: "web".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn events_differ_as_writes_do() {
+        let created = event("Created", "Created Deployment shop/web");
+        let scaled = event("Scaled", "Scaled to 3");
+        let out = events(
+            &[created.clone(), scaled.clone()],
+            &[
+                event("Created", "Created Deployment shop/api"),
+                event("Failed", "no room"),
+            ],
+        );
+        let target = "Normal Created example.wasmop.dev/v1 WebApp shop/web";
+        assert_eq!(
+            out,
+            [
+                format!("event 0 `{target}`: message: expected \"Created Deployment shop/web\", recorded \"Created Deployment shop/api\""),
+                "event 1 `Normal Failed example.wasmop.dev/v1 WebApp shop/web`: recorded, not expected: \"no room\"".to_owned(),
+                "expected event 1 `Normal Scaled example.wasmop.dev/v1 WebApp shop/web`: not recorded".to_owned(),
+            ]
+        );
+        let once = std::slice::from_ref(&created);
+        assert!(events(once, once).is_empty());
     }
 
     #[test]

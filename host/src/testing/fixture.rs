@@ -10,6 +10,8 @@
 //!   outcome: done                               # done | requeue-after 30s | error; unchecked if absent
 //!   writes:                                     # every write, in order; none if absent
 //!     - {verb: apply, force: true, apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, body: {...}}
+//!   events:                                     # every event, in order; unchecked if absent
+//!     - {type: Normal, reason: Created, message: Created Deployment shop/web, regarding: {apiVersion: example.wasmop.dev/v1, kind: WebApp, namespace: shop, name: web}}
 //! ```
 //!
 //! A write's `verb` is `create`, `update`, `update-status`, `merge-patch`, `json-patch`, `apply`
@@ -29,10 +31,10 @@ use serde_json::{Value, json};
 
 use crate::object::{GroupVersionKind, ObjectRef};
 use crate::runtime::imports::{
-    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Patch, Propagation, Write,
+    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, Patch, Propagation, Write,
 };
-use crate::runtime::{DispatchError, Outcome};
 use crate::testing::memory::RecordedWrite;
+use crate::testing::outcome::check_outcome;
 
 /// The time a fixture's guest reads when the fixture names none: fixed, so that every run of a
 /// reconcile that stamps a time writes the same.
@@ -100,6 +102,48 @@ pub struct Expected {
     /// Every write, in the order sent.
     #[serde(default)]
     pub writes: Vec<FixtureWrite>,
+    /// Every event, in the order recorded; not checked when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<FixtureEvent>>,
+}
+
+/// One event, as a fixture states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureEvent {
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub event_type: FixtureEventType,
+    /// Its short CamelCase reason.
+    pub reason: String,
+    /// Its sentence for people.
+    pub message: String,
+    /// The object it is about.
+    pub regarding: Regarding,
+}
+
+/// Normal or Warning, as a fixture names an event's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FixtureEventType {
+    /// Something expected happened.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+/// The object an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Regarding {
+    /// Its apiVersion.
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace; empty for a cluster-scoped kind.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
 }
 
 /// What a write does.
@@ -213,6 +257,9 @@ impl Fixture {
         if let Some(now) = &fixture.now {
             since_epoch(now).map_err(|e| format!("now: {e}"))?;
         }
+        if let Some(outcome) = &fixture.expect.outcome {
+            check_outcome(outcome).map_err(|e| format!("expect.outcome: {e}"))?;
+        }
         for (index, object) in fixture.objects.iter().enumerate() {
             if object_ref(object).is_none() {
                 return Err(format!(
@@ -265,16 +312,62 @@ impl From<&RecordedWrite> for FixtureWrite {
     }
 }
 
+impl From<&Event> for FixtureEvent {
+    fn from(event: &Event) -> Self {
+        let regarding = &event.regarding;
+        FixtureEvent {
+            event_type: match event.event_type {
+                EventType::Normal => FixtureEventType::Normal,
+                EventType::Warning => FixtureEventType::Warning,
+            },
+            reason: event.reason.clone(),
+            message: event.message.clone(),
+            regarding: Regarding {
+                api_version: regarding.kind.api_version(),
+                kind: regarding.kind.kind.clone(),
+                namespace: regarding.key.namespace.clone(),
+                name: regarding.key.name.clone(),
+            },
+        }
+    }
+}
+
+impl FixtureEvent {
+    /// `type reason apiVersion kind namespace/name`, to name it in a report.
+    pub fn target(&self) -> String {
+        let Regarding {
+            api_version,
+            kind,
+            namespace,
+            name,
+        } = &self.regarding;
+        let kind_of = match self.event_type {
+            FixtureEventType::Normal => "Normal",
+            FixtureEventType::Warning => "Warning",
+        };
+        format!(
+            "{kind_of} {} {api_version} {kind} {}",
+            self.reason,
+            key_text(namespace, name)
+        )
+    }
+}
+
+/// `namespace/name`, or `name` alone for a cluster-scoped object.
+fn key_text(namespace: &str, name: &str) -> String {
+    match namespace {
+        "" => name.to_owned(),
+        namespace => format!("{namespace}/{name}"),
+    }
+}
+
 impl FixtureWrite {
     /// `verb apiVersion kind namespace/name`, to name it in a report.
     pub fn target(&self) -> String {
         let status = if self.status { " (status)" } else { "" };
         let verb = serde_json::to_value(self.verb).unwrap_or_default();
         let verb = verb.as_str().unwrap_or_default();
-        let key = match self.namespace.as_str() {
-            "" => self.name.clone(),
-            namespace => format!("{namespace}/{}", self.name),
-        };
+        let key = key_text(&self.namespace, &self.name);
         format!("{verb}{status} {} {} {key}", self.api_version, self.kind)
     }
 }
@@ -334,32 +427,6 @@ fn delete_body(options: &DeleteOptions) -> Value {
         Value::Null
     } else {
         Value::Object(body)
-    }
-}
-
-/// How a reconcile ended, as a fixture states it: `done`, `requeue-after 30s` (with
-/// ` priority N` when it asked for one) or `error`.
-pub fn outcome_text(result: &Result<Outcome, DispatchError>) -> String {
-    match result {
-        Ok(Outcome::Done) => "done".to_owned(),
-        Ok(Outcome::RequeueAfter { after, priority }) => {
-            let priority = priority.map(|p| format!(" priority {p}"));
-            format!(
-                "requeue-after {}{}",
-                duration(*after),
-                priority.unwrap_or_default()
-            )
-        }
-        Err(_) => "error".to_owned(),
-    }
-}
-
-/// `30s`, or `1500ms` when not whole seconds.
-fn duration(after: Duration) -> String {
-    if after.subsec_millis() == 0 {
-        format!("{}s", after.as_secs())
-    } else {
-        format!("{}ms", after.as_millis())
     }
 }
 
@@ -477,17 +544,5 @@ expect:
         };
         let kind = forbidden.error().kind;
         assert_eq!(kind, ApiErrorKind::Forbidden(DeniedBy::Apiserver));
-    }
-
-    #[test]
-    fn outcomes_read_as_fixtures_state_them() {
-        let requeue = |after, priority| Ok(Outcome::RequeueAfter { after, priority });
-        assert_eq!(outcome_text(&Ok(Outcome::Done)), "done");
-        let half = requeue(Duration::from_millis(1500), Some(5));
-        assert_eq!(outcome_text(&half), "requeue-after 1500ms priority 5");
-        assert_eq!(
-            outcome_text(&requeue(Duration::from_secs(30), None)),
-            "requeue-after 30s"
-        );
     }
 }

@@ -131,6 +131,11 @@ impl MemoryHost {
         self.lock().events.clone()
     }
 
+    /// The events so far, forgetting them.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut self.lock().events)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -22,12 +22,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
-use crate::runtime::imports::{ApiError, Write};
+use crate::runtime::imports::{ApiError, Event, Write};
 use crate::runtime::{DispatchError, Outcome};
 use crate::testing::fixture::{
-    Expected, Fixture, FixtureWrite, Rejection, Request, Verb, object_ref, outcome_text,
+    Expected, Fixture, FixtureEvent, FixtureWrite, Rejection, Request, Verb, object_ref,
 };
 use crate::testing::memory::RecordedWrite;
+use crate::testing::outcome::outcome_text;
 
 /// The most JSON bytes of objects one recording keeps.
 pub const MAX_RECORDED_BYTES: usize = 16 << 20;
@@ -56,6 +57,7 @@ pub struct Recording {
     bytes: usize,
     overflowed: bool,
     writes: Vec<FixtureWrite>,
+    events: Vec<FixtureEvent>,
 }
 
 /// Runs `call` (one reconcile), recording what it reads and writes from this task.
@@ -102,6 +104,12 @@ pub(crate) fn wrote(target: &ObjectRef, write: Option<Write>, rejected: Option<&
     let _ = RECORDING.try_with(|recording| recording.borrow_mut().writes.push(write));
 }
 
+/// Notes `event`, which the plugin's reconcile emitted, when a recording is under way in this
+/// task.
+pub(crate) fn event(event: &Event) {
+    let _ = RECORDING.try_with(|recording| recording.borrow_mut().events.push(event.into()));
+}
+
 impl Recording {
     fn read(&mut self, kind: &GroupVersionKind, json: &str) {
         if self.overflowed {
@@ -138,7 +146,7 @@ impl Recording {
         if self.overflowed {
             return None;
         }
-        let (objects, writes) = (self.objects, self.writes);
+        let (objects, writes, events) = (self.objects, self.writes, self.events);
         let now = k8s_openapi::jiff::Timestamp::from_duration(self.now.try_into().ok()?).ok()?;
         Some(Fixture {
             name: Some(format!("{plugin} reconciling {key}")),
@@ -151,6 +159,7 @@ impl Recording {
             expect: Expected {
                 outcome: Some(outcome_text(result)),
                 writes,
+                events: Some(events),
             },
         })
     }
@@ -325,7 +334,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::runtime::imports::{ApiErrorKind, Patch};
+    use crate::runtime::imports::{ApiErrorKind, EventType, Patch};
 
     fn secret_ref() -> ObjectRef {
         ObjectRef::new(&GroupVersionKind::gvk("", "v1", "Secret"), "shop", "db")
@@ -406,6 +415,31 @@ mod tests {
         assert_eq!(rejection.reason, "Conflict");
         assert_no_secret(&fixture);
         assert_eq!(fixture.expect.outcome.as_deref(), Some("done"));
+    }
+
+    #[tokio::test]
+    async fn a_recording_expects_the_events_the_reconcile_emitted() {
+        let web = ObjectRef::new(
+            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "shop",
+            "web",
+        );
+        let fixture = recorded(async {
+            event(&Event {
+                regarding: web.clone(),
+                uid: String::new(),
+                event_type: EventType::Warning,
+                reason: "Stuck".into(),
+                message: "0/2 ready".into(),
+            })
+        })
+        .await;
+        let events = fixture.expect.events.as_deref().unwrap_or_default();
+        let targets: Vec<String> = events.iter().map(FixtureEvent::target).collect();
+        assert_eq!(targets, ["Warning Stuck apps/v1 Deployment shop/web"]);
+        assert_eq!(events[0].message, "0/2 ready");
+        let nothing = recorded(async {}).await;
+        assert_eq!(nothing.expect.events, Some(Vec::new()));
     }
 
     #[tokio::test]

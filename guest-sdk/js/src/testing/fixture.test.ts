@@ -64,7 +64,7 @@ test('a fixture reads with the defaults of what it leaves out', () => {
 test('unknown fields are refused wherever they are, naming the field and the file', () => {
   assert.equal(
     refusal(FIXTURE.replace('writes:', 'wrties:')),
-    'fixture f.yaml: unknown field `wrties` in expect, expected one of outcome, writes',
+    'fixture f.yaml: unknown field `wrties` in expect, expected one of outcome, writes, events',
   );
   assert.match(refusal(`${FIXTURE}reqest: {}\n`), /^fixture f\.yaml: unknown field `reqest` in the fixture/);
   assert.match(refusal(FIXTURE.replace('{namespace: shop, name: web}\nexpect', '{ns: shop, name: web}\nexpect')), /`ns` in request/);
@@ -88,4 +88,11 @@ test('what a fixture needs is checked: request, named objects, verbs, types, the
   assert.match(refusal(`now: 1969-12-31T23:59:59Z\n${FIXTURE}`), /before 1970/);
   assert.match(refusal('request: {name: [unclosed\n'), /^fixture f\.yaml: not valid YAML: /);
   assert.match(refusal('- a list\n'), /the fixture must be a mapping/);
+  const event = 'regarding: {apiVersion: v1, kind: ConfigMap, name: a}';
+  assert.match(
+    refusal(`request: {name: a}\nexpect: {events: [{type: Info, reason: R, message: m, ${event}}]}\n`),
+    /expect\.events\[0\]\.type: unknown event type `Info`/,
+  );
+  assert.match(refusal(`request: {name: a}\nexpect: {events: [{type: Normal, reason: R, ${event}}]}\n`), /expect\.events\[0\]: missing field `message`/);
+  assert.match(refusal('request: {name: a}\nexpect: {outcome: requeue-after 5 minutes}\n'), /expect\.outcome: `requeue-after 5 minutes` is no outcome/);
 });

@@ -13,13 +13,18 @@
  *   outcome: done                               # done | requeue-after 30s | error; unchecked if absent
  *   writes:                                     # every write, in order; none if absent
  *     - {verb: apply, force: true, apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, body: {...}}
+ *   events:                                     # every event, in order; unchecked if absent
+ *     - {type: Normal, reason: Created, message: Created Deployment shop/web, regarding: {apiVersion: example.wasmop.dev/v1, kind: WebApp, namespace: shop, name: web}}
  * ```
+ *
+ * An outcome's duration compares as a duration: an expected `requeue-after 5m` is met by `300s`.
  */
 import { readFileSync } from 'node:fs';
 
 import { parse } from 'yaml';
 
 import type { KubeObject, ObjectKey } from '../object.ts';
+import { checkOutcome } from './outcome.ts';
 
 /** The time a fixture's guest reads when the fixture names none. */
 export const DEFAULT_NOW = '2026-01-01T00:00:00Z';
@@ -59,12 +64,34 @@ export interface FixtureWrite {
   rejected?: Rejection;
 }
 
+/** The object an event is about. */
+export interface Regarding {
+  apiVersion: string;
+  kind: string;
+  /** Empty for a cluster-scoped kind. */
+  namespace: string;
+  name: string;
+}
+
+/** One event, as a fixture states it. */
+export interface FixtureEvent {
+  type: 'Normal' | 'Warning';
+  /** A short CamelCase reason. */
+  reason: string;
+  /** A sentence for people. */
+  message: string;
+  /** The object it is about. */
+  regarding: Regarding;
+}
+
 /** What a reconcile should do. */
 export interface Expected {
   /** `done`, `requeue-after <duration>[ priority N]` or `error`; not checked when absent. */
   outcome?: string;
   /** Every write, in the order sent. */
   writes: FixtureWrite[];
+  /** Every event, in the order recorded; not checked when absent. */
+  events?: FixtureEvent[];
 }
 
 /** One reconcile: the objects cached before it, the time, its request and what it should do. */
@@ -92,7 +119,10 @@ type Mapping = Record<string, unknown>;
 
 const TOP_FIELDS = ['name', 'now', 'objects', 'request', 'expect'];
 const REQUEST_FIELDS = ['namespace', 'name'];
-const EXPECT_FIELDS = ['outcome', 'writes'];
+const EXPECT_FIELDS = ['outcome', 'writes', 'events'];
+const EVENT_FIELDS = ['type', 'reason', 'message', 'regarding'];
+const REGARDING_FIELDS = ['apiVersion', 'kind', 'namespace', 'name'];
+const EVENT_TYPES = ['Normal', 'Warning'];
 const WRITE_FIELDS = ['verb', 'status', 'force', 'apiVersion', 'kind', 'namespace', 'name', 'body', 'rejected'];
 const REJECTION_FIELDS = ['reason', 'message'];
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -122,6 +152,12 @@ export function writeTarget(write: FixtureWrite): string {
   const status = write.status ? ' (status)' : '';
   const key = write.namespace ? `${write.namespace}/${write.name}` : write.name;
   return `${write.verb}${status} ${write.apiVersion} ${write.kind} ${key}`;
+}
+
+/** `type reason apiVersion kind namespace/name`: an event, to name it in a report. */
+export function eventTarget(event: FixtureEvent): string {
+  const { apiVersion, kind, namespace, name } = event.regarding;
+  return `${event.type} ${event.reason} ${apiVersion} ${kind} ${namespace ? `${namespace}/${name}` : name}`;
 }
 
 /** The time `time` (RFC 3339) stands for, in milliseconds after the epoch; throws if it is none or before 1970. */
@@ -183,7 +219,43 @@ function expectOf(value: unknown): Expected {
   const expect = mapping(value, 'expect', EXPECT_FIELDS);
   const writes = sequence(expect, 'writes', 'expect').map((write, i) => writeOf(write, `expect.writes[${i}]`));
   const outcome = optionalText(expect, 'outcome', 'expect');
-  return outcome === undefined ? { writes } : { outcome, writes };
+  const parsed: Expected = { writes };
+  if (outcome !== undefined) {
+    try {
+      checkOutcome(outcome);
+    } catch (err) {
+      throw new Error(`expect.outcome: ${(err as Error).message}`);
+    }
+    parsed.outcome = outcome;
+  }
+  if (expect.events !== undefined && expect.events !== null) {
+    parsed.events = sequence(expect, 'events', 'expect').map((event, i) => eventOf(event, `expect.events[${i}]`));
+  }
+  return parsed;
+}
+
+function eventOf(value: unknown, where: string): FixtureEvent {
+  const event = mapping(value, where, EVENT_FIELDS);
+  const type = text(event, 'type', where);
+  if (!EVENT_TYPES.includes(type)) {
+    throw new Error(`${where}.type: unknown event type \`${type}\`, expected one of ${EVENT_TYPES.join(', ')}`);
+  }
+  if (event.regarding === undefined) {
+    throw new Error(`${where}: missing field \`regarding\``);
+  }
+  const about = mapping(event.regarding, `${where}.regarding`, REGARDING_FIELDS);
+  const at = `${where}.regarding`;
+  return {
+    type: type as FixtureEvent['type'],
+    reason: text(event, 'reason', where),
+    message: text(event, 'message', where),
+    regarding: {
+      apiVersion: text(about, 'apiVersion', at),
+      kind: text(about, 'kind', at),
+      namespace: optionalText(about, 'namespace', at) ?? '',
+      name: text(about, 'name', at),
+    },
+  };
 }
 
 function writeOf(value: unknown, where: string): FixtureWrite {

@@ -81,7 +81,7 @@ test('events, logs and console lines reach the host', () => {
   forwardConsole();
   console.error('bad', { code: 1 });
   assert.deepEqual(host.events, [
-    { kind: 'v1/ConfigMap', namespace: 'ns', name: 'a', type: 'warning', reason: 'Broken', message: 'it broke' },
+    { kind: 'v1/ConfigMap', gvk: { group: '', version: 'v1', kind: 'ConfigMap' }, namespace: 'ns', name: 'a', type: 'warning', reason: 'Broken', message: 'it broke' },
   ]);
   assert.deepEqual(host.logs, [
     { level: 'info', message: 'hello', fields: { n: '3', who: 'me' } },

@@ -32,6 +32,8 @@ export type WriteCall = 'create' | 'update' | 'merge' | 'json' | 'apply' | 'dele
 export interface RecordedEvent {
   /** The kind of the object, e.g. `example.wasmop.dev/v1alpha1/WebApp`. */
   kind: string;
+  /** The kind of the object, as its group, version and kind. */
+  gvk: Gvk;
   namespace: string;
   name: string;
   type: 'normal' | 'warning';
@@ -104,6 +106,11 @@ export class FakeHost {
     }
   }
 
+  /** `obj` as the host holds it (after {@link FakeHost.seed}, with what it lacked filled in), or undefined. */
+  held(obj: KubeObject): KubeObject | undefined {
+    return this.store.find(targetOf(obj));
+  }
+
   /** The stored object, or undefined. */
   get<T extends KubeObject>(kind: Kind<T>, namespace: string, name: string): T | undefined {
     return this.store.find({ kind, namespace, name }) as T | undefined;
@@ -170,7 +177,8 @@ export class FakeHost {
       });
     },
     record: (about: { kind: Gvk; namespace: string; name: string }, type: 'normal' | 'warning', reason: string, message: string): void => {
-      this.events.push({ kind: formatGvk(about.kind), namespace: about.namespace, name: about.name, type, reason, message });
+      const gvk = { group: about.kind.group, version: about.kind.version, kind: about.kind.kind };
+      this.events.push({ kind: formatGvk(gvk), gvk, namespace: about.namespace, name: about.name, type, reason, message });
     },
     log: (level: string, message: string, fields: [string, string][]): void => {
       this.logs.push({ level, message, fields: Object.fromEntries(fields) });

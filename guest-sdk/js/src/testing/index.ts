@@ -33,7 +33,9 @@ export {
   parseFixture,
   type Expected,
   type Fixture,
+  type FixtureEvent,
   type FixtureWrite,
+  type Regarding,
   type Rejection,
   type Verb,
 } from './fixture.ts';

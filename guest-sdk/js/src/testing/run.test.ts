@@ -8,6 +8,7 @@ import { cache } from '../cache.ts';
 import { client } from '../client.ts';
 import { condition, type Condition } from '../conditions.ts';
 import { AlreadyExists, Conflict, optional } from '../errors.ts';
+import { events } from '../events.ts';
 import { defineKind } from '../kind.ts';
 import { ConfigMap } from '../kinds.ts';
 import type { KubeObject } from '../object.ts';
@@ -16,7 +17,7 @@ import { defineReconciler } from '../reconciler.ts';
 import { atTime } from './clock.ts';
 import { FixtureError } from './fixture.ts';
 import { host } from './host.ts';
-import { assertFixture, runFixture } from './run.ts';
+import { assertFixture, fixtureFiles, runFixture } from './run.ts';
 
 interface Widget extends KubeObject {
   spec?: { size?: number };
@@ -209,4 +210,87 @@ test('the clock reads the time given, in UTC, and is given back afterwards', () 
   assert.equal(Date, RealDate);
   assert.ok(Date.now() >= before);
   assert.equal(process.env.TZ, zone);
+});
+
+/** Relabels the Widget with an update, records an event about it, and requeues after 5 minutes. */
+const relabel = defineReconciler({
+  name: 'relabel',
+  version: '0.1.0',
+  primary: Widget,
+  permissions: [{ kind: Widget, verbs: ['update', 'status'] }],
+  reconcile({ namespace, name }) {
+    const widget = cache.get(Widget, namespace, name);
+    client.update({ ...widget, metadata: { ...widget.metadata, labels: { seen: 'yes' } } });
+    events.normal(widget, 'Seen', `Seen ${namespace}/${name}`);
+    return requeueAfter(300_000);
+  },
+});
+
+const RELABEL = `
+objects: [{apiVersion: example.wasmop.dev/v1, kind: Widget, metadata: {namespace: shop, name: w}}]
+request: {namespace: shop, name: w}
+expect:
+  outcome: requeue-after 5m
+  writes:
+    - {verb: update, apiVersion: example.wasmop.dev/v1, kind: Widget, namespace: shop, name: w, body: {apiVersion: example.wasmop.dev/v1, kind: Widget, metadata: {namespace: shop, name: w, labels: {seen: "yes"}}}}
+  events:
+    - {type: Normal, reason: Seen, message: Seen shop/w, regarding: {apiVersion: example.wasmop.dev/v1, kind: Widget, namespace: shop, name: w}}
+`;
+
+test('events, durations as durations and an object without a resourceVersion all match', () => {
+  const result = runFixture(relabel, RELABEL);
+  assert.deepEqual(result.differences, []);
+  assert.equal(result.outcome, 'requeue-after 300s');
+});
+
+test('an event recorded differently or not at all is a difference', () => {
+  const target = 'Normal Seen example.wasmop.dev/v1 Widget shop/w';
+  const wrong = runFixture(relabel, RELABEL.replace('message: Seen shop/w', 'message: Seen it'));
+  assert.deepEqual(wrong.differences, [`event 0 \`${target}\`: message: expected "Seen it", recorded "Seen shop/w"`]);
+  const none = runFixture(relabel, RELABEL.replace(/ {2}events:\n.*\n$/, '  events: []\n'));
+  assert.deepEqual(none.differences, [`event 0 \`${target}\`: recorded, not expected: "Seen shop/w"`]);
+  const other = runFixture(relabel, RELABEL.replace('requeue-after 5m', 'requeue-after 301s'));
+  assert.deepEqual(other.differences, ['outcome: expected `requeue-after 301s`, got `requeue-after 300s`']);
+});
+
+test('a status update not expected is explained by the status it changes', () => {
+  const text = `${WORLD}expect:\n  outcome: requeue-after 1500ms priority 2\n  writes:${CREATE}\n`;
+  const result = runFixture(widgets, text);
+  const prefix = `write 1 \`${STATUS}\`: `;
+  assert.equal(result.differences[0], `${prefix}sent, not expected; against the cached object it changes:`);
+  const deleting = defineReconciler({
+    name: 'deleting',
+    version: '0.1.0',
+    primary: Widget,
+    permissions: [{ kind: Widget, verbs: ['status', 'delete'] }],
+    reconcile({ namespace, name }) {
+      const widget = cache.get(Widget, namespace, name);
+      client.updateStatus({ ...widget, status: { conditions: [] } });
+      client.delete(Widget, namespace, name);
+      return done;
+    },
+  });
+  const status = 'write 0 `update-status example.wasmop.dev/v1 Widget shop/w`: ';
+  assert.deepEqual(runFixture(deleting, WORLD).differences, [
+    `${status}sent, not expected; against the cached object's status it changes:`,
+    `${status}/status/conditions from null to []`,
+    'write 1 `delete example.wasmop.dev/v1 Widget shop/w`: sent, not expected; it deletes the cached object, at resourceVersion "1"',
+  ]);
+});
+
+test('a fixture with a typo fails alone, naming its file, and the others still pass', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'wasmop-fixtures-'));
+  writeFileSync(join(dir, 'a.yaml'), RELABEL.replace('events:', 'evnets:'));
+  writeFileSync(join(dir, 'b.yaml'), RELABEL);
+  const outcomes = fixtureFiles([dir]).map((file) => {
+    try {
+      assertFixture(relabel, file);
+      return 'passed';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  });
+  assert.equal(outcomes.length, 2);
+  assert.match(outcomes[0]!, /^fixture .*a\.yaml: unknown field `evnets` in expect/);
+  assert.equal(outcomes[1], 'passed');
 });

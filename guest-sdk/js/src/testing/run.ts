@@ -1,8 +1,10 @@
 /**
  * Running fixtures in-process, as `wasmop test` runs them against the built component: the fake
  * {@link host} holds exactly the fixture's objects and answers writes with its rejections, the
- * wall clock reads its `now`, the reconciler reconciles its request, and the writes it sent are
- * compared with those expected, write by write and field by field.
+ * wall clock reads its `now`, the reconciler reconciles its request, and what it did is compared
+ * with what is expected: its outcome, the writes it sent write by write and field by field, and
+ * the events it recorded when the fixture states them. A file that is no fixture fails its own
+ * test, naming the file and what is wrong; the other fixtures still run.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
@@ -14,10 +16,12 @@ import { toWitOutcome } from '../outcome.ts';
 import type { plugin } from '../raw.ts';
 import { toWitReconcileError } from '../reconcile-error.ts';
 import type { Reconciler } from '../reconciler.ts';
+import { apiVersionOf } from '../kind.ts';
 import { atTime } from './clock.ts';
-import { diffWrites } from './diff.ts';
-import { loadFixture, parseFixture, type Fixture, type FixtureWrite } from './fixture.ts';
-import { host } from './host.ts';
+import { diffEvents, diffWrites } from './diff.ts';
+import { loadFixture, parseFixture, type Fixture, type FixtureEvent, type FixtureWrite } from './fixture.ts';
+import { host, type RecordedEvent } from './host.ts';
+import { sameOutcome } from './outcome.ts';
 
 /** What a fixture's reconcile did, and how it differs from what the fixture expects. */
 export interface FixtureResult {
@@ -29,6 +33,8 @@ export interface FixtureResult {
   error?: string;
   /** Every write it sent, in order, rejected ones included. */
   writes: FixtureWrite[];
+  /** Every event it recorded, in order, as fixtures state them. */
+  events: FixtureEvent[];
   /** Each difference from the fixture, one line each; none when it passed. */
   differences: string[];
 }
@@ -43,14 +49,17 @@ export function runFixture(reconciler: Reconciler, pathOrText: string): FixtureR
   const fixture = pathOrText.includes('\n') ? parseFixture(pathOrText) : loadFixture(pathOrText);
   host.reset(reconciler);
   host.seed(fixture.objects);
+  const cached = { given: fixture.objects, held: fixture.objects.map((obj) => host.held(obj) ?? obj) };
   host.answerAs(fixture.expect.writes);
   const { outcome, error } = atTime(fixture.now, () => reconcile(reconciler, fixture.request));
   const writes = [...host.sent];
+  const events = host.events.map(fixtureEvent);
   const differences = [
     ...outcomeDifference(fixture.expect.outcome, outcome, error),
-    ...diffWrites(fixture.expect.writes, writes, fixture.objects),
+    ...diffWrites(fixture.expect.writes, writes, cached),
+    ...(fixture.expect.events === undefined ? [] : diffEvents(fixture.expect.events, events)),
   ];
-  return { fixture, outcome, error, writes, differences };
+  return { fixture, outcome, error, writes, events, differences };
 }
 
 /** Runs the fixture `pathOrText` as {@link runFixture} does and fails with each difference on a line of its own. */
@@ -78,7 +87,8 @@ export function testFixtures(reconciler: Reconciler, ...paths: string[]): void {
   }
 }
 
-function fixtureFiles(paths: string[]): string[] {
+/** The fixture files `paths` name: files as given, and each directory's `.yaml`, `.yml` and `.json` files in name order. */
+export function fixtureFiles(paths: string[]): string[] {
   const files = paths.flatMap((path) =>
     statSync(path, { throwIfNoEntry: false })?.isDirectory()
       ? readdirSync(path)
@@ -122,8 +132,15 @@ function outcomeText(outcome: plugin.Outcome): string {
   return `requeue-after ${duration}${priority === undefined ? '' : ` priority ${priority}`}`;
 }
 
+/** A recorded event as fixtures state it. */
+function fixtureEvent(event: RecordedEvent): FixtureEvent {
+  const { gvk, namespace, name, reason, message } = event;
+  const type = event.type === 'warning' ? 'Warning' : 'Normal';
+  return { type, reason, message, regarding: { apiVersion: apiVersionOf(gvk), kind: gvk.kind, namespace, name } };
+}
+
 function outcomeDifference(expected: string | undefined, outcome: string, error: string | undefined): string[] {
-  if (expected === undefined || expected === outcome) {
+  if (expected === undefined || sameOutcome(expected, outcome)) {
     return [];
   }
   const cause = error === undefined ? '' : ` (${error})`;

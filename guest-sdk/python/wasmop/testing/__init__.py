@@ -3,7 +3,8 @@ component, run here in-process against the plugin imported by the test, with no 
 build. A fake host serves the fixture's objects to the cache reads, applies and records the writes
 (answering those the fixture rejects with its error), checks the plugin's declared permissions
 and fixes the SDK's clock to the fixture's `now`; the writes sent and the outcome are compared
-with the fixture's, and every difference is reported as `wasmop test` reports it.
+with the fixture's, and so are the events when the fixture states them; every difference is
+reported as `wasmop test` reports it.
 
     import webapp                                  # registers the plugin's reconciler
     from wasmop.testing import FixtureTestCase
@@ -20,12 +21,12 @@ fresh instance), only the SDK's clock is stopped (`wasmop.conditions.now`), not 
 """
 
 from .check import FixtureResult, FixtureTestCase, fixture_files, run_fixture
-from .fixture import (DEFAULT_NOW, VERBS, Fixture, FixtureError, FixtureWrite, Rejection,
-                      load_fixture, parse_fixture)
+from .fixture import (DEFAULT_NOW, VERBS, Fixture, FixtureError, FixtureEvent, FixtureWrite,
+                      Rejection, load_fixture, parse_fixture)
 from .host import Event, LogLine
 
 __all__ = [
-    "DEFAULT_NOW", "Event", "Fixture", "FixtureError", "FixtureResult", "FixtureTestCase",
+    "DEFAULT_NOW", "Event", "Fixture", "FixtureError", "FixtureEvent", "FixtureResult", "FixtureTestCase",
     "FixtureWrite", "LogLine", "Rejection", "VERBS", "fixture_files", "load_fixture",
     "parse_fixture", "run_fixture",
 ]

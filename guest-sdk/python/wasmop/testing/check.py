@@ -1,8 +1,11 @@
 """Running a fixture: the registered reconciler reconciles the fixture's request against a fake
-host holding only the fixture's objects, and what it sent is compared with what the fixture
-expects, write by write and field by field, as `wasmop test` compares them.
+host holding only the fixture's objects, and what it did is compared with what the fixture
+expects — its outcome, write by write and field by field, and event by event — as `wasmop test`
+compares them. A file that is no fixture fails its own test, naming the file and what is wrong;
+the other fixtures still run.
 """
 
+import json
 import os
 import unittest
 from dataclasses import dataclass, field
@@ -17,8 +20,10 @@ from ..exports import WitWorld
 from ..names import ObjectKey
 from ..plugin import registered
 from . import diff
-from .fixture import Fixture, load_fixture
+from .fixture import Fixture, FixtureError, load_fixture, ref_of
 from .host import FakeHost
+from .store import Store
+from .outcome import outcome_text, same_outcome
 
 FIXTURE_EXTENSIONS = (".yaml", ".yml", ".json")
 """The files of a directory that are fixtures."""
@@ -77,13 +82,16 @@ def run_fixture(fixture: Union[PathLike, Fixture], source: Optional[str] = None)
     source = source or "<fixture>"
     registration = registered().registration.to_wit()
     host = FakeHost(registration, fixture.objects, fixture.writes)
+    cached = _cached(fixture, host.store)
     with host.installed(fixture.now):
         outcome, error = _reconcile(registration.name, fixture.request)
     differences = []
-    if fixture.outcome is not None and fixture.outcome != outcome:
+    if fixture.outcome is not None and not same_outcome(fixture.outcome, outcome):
         cause = f" ({error})" if error else ""
         differences.append(f"outcome: expected `{fixture.outcome}`, got `{outcome}`{cause}")
-    differences += diff.writes(fixture.writes, host.writes, fixture.objects)
+    differences += diff.writes(fixture.writes, host.writes, cached)
+    if fixture.events is not None:
+        differences += diff.events(fixture.events, [event.as_fixture() for event in host.events])
     return FixtureResult(name=source if fixture.name is None else fixture.name, source=source, outcome=outcome,
                          error=error, writes=host.writes, events=host.events, logs=host.logs,
                          differences=differences)
@@ -101,12 +109,22 @@ def fixture_files(*paths: PathLike) -> list:
     return files
 
 
+def _cached(fixture: Fixture, store: Store) -> diff.Cached:
+    """The fixture's objects, as given and as `store`, seeded with them, holds them."""
+    held = [json.loads(store.get(ref_of(obj))) for obj in fixture.objects]
+    return diff.Cached(fixture.objects, held)
+
+
 class FixtureTestCase(unittest.TestCase):
     """A `TestCase` that runs fixtures against the plugin imported in the test's process."""
 
     def assertFixturePasses(self, path: PathLike) -> FixtureResult:
-        """Runs the fixture in `path`; fails with its report when it does not pass."""
-        result = run_fixture(path)
+        """Runs the fixture in `path`; fails with its report when it does not pass, and with
+        the file and what is wrong when it is no fixture."""
+        try:
+            result = run_fixture(path)
+        except FixtureError as error:
+            self.fail(f"FAIL  {os.fspath(path)}\n        {error}")
         if not result.passed:
             self.fail(result.report())
         return result
@@ -139,6 +157,4 @@ def _outcome(outcome: wit_plugin.Outcome) -> str:
     was asked)."""
     if not isinstance(outcome, wit_plugin.Outcome_RequeueAfter):
         return "done"
-    after, priority = outcome.value.after, outcome.value.priority
-    duration = f"{after // 1000}s" if after % 1000 == 0 else f"{after}ms"
-    return f"requeue-after {duration}" + (f" priority {priority}" if priority is not None else "")
+    return outcome_text(outcome.value.after, outcome.value.priority)

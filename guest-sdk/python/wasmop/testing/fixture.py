@@ -11,11 +11,15 @@
       writes:                                     # every write, in order; none if absent
         - {verb: apply, force: true, apiVersion: apps/v1, kind: Deployment, namespace: shop,
            name: web, body: {...}}
+      events:                                     # every event, in order; unchecked if absent
+        - {type: Normal, reason: Created, message: Created Deployment shop/web,
+           regarding: {apiVersion: example.wasmop.dev/v1, kind: WebApp, namespace: shop, name: web}}
 
 A write's `verb` is one of `VERBS`; a patch of the status subresource has `status: true`, a forced
 apply `force: true`; `body` is the object or patch sent (a delete's preconditions and
 propagation). A write with `rejected: {reason: Conflict, message: ...}` is answered with that
-error instead of being applied (the n-th write to a target gets the n-th such answer).
+error instead of being applied (the n-th write to a target gets the n-th such answer). An event's
+`type` is `Normal` or `Warning`. An outcome's duration compares as a duration: `5m` is `300s`.
 """
 
 import os
@@ -28,9 +32,13 @@ import yaml
 
 from ..names import ObjectKey
 from . import _yaml
+from .outcome import check_outcome
 
 DEFAULT_NOW = "2026-01-01T00:00:00Z"
 """The time a fixture's guest reads when the fixture names none."""
+
+EVENT_TYPES = ("Normal", "Warning")
+"""The types an event may have."""
 
 VERBS = ("create", "update", "update-status", "merge-patch", "json-patch", "apply", "delete")
 """What a write does, as fixtures name it."""
@@ -96,6 +104,24 @@ class FixtureWrite:
         return f"{self.verb}{status} {self.api_version} {self.kind} {key}"
 
 
+@dataclass(frozen=True)
+class FixtureEvent:
+    """One event: as a fixture expects it, or as the plugin recorded it."""
+
+    type: str
+    """`Normal` or `Warning`."""
+    reason: str
+    message: str
+    regarding: Ref
+    """The object it is about."""
+
+    def target(self) -> str:
+        """`type reason apiVersion kind namespace/name`, to name it in a report."""
+        about = self.regarding
+        key = ObjectKey(about.namespace, about.name)
+        return f"{self.type} {self.reason} {about.api_version} {about.kind} {key}"
+
+
 @dataclass
 class Fixture:
     """One reconcile: the objects cached before it, its request and what it should do."""
@@ -110,6 +136,8 @@ class Fixture:
     """`done`, `requeue-after <duration>` or `error`; not checked when `None`."""
     writes: list = field(default_factory=list)
     """Every `FixtureWrite` expected, in the order sent."""
+    events: Optional[list] = None
+    """Every `FixtureEvent` expected, in the order recorded; not checked when `None`."""
 
 
 def load_fixture(path: Union[str, os.PathLike]) -> Fixture:
@@ -169,7 +197,7 @@ def ref_of(obj: Any) -> Optional[Ref]:
 
 def _fixture(value: Any) -> Fixture:
     top = _fields(value, "", ["name", "now", "objects", "request", "expect"], ["request"])
-    expect = _fields(top.get("expect", {}), "expect.", ["outcome", "writes"], [])
+    expect = _fields(top.get("expect", {}), "expect.", ["outcome", "writes", "events"], [])
     objects = _typed(top, "", "objects", list, [])
     for index, obj in enumerate(objects):
         if ref_of(obj) is None:
@@ -179,11 +207,19 @@ def _fixture(value: Any) -> Fixture:
     except ValueError as error:
         raise ValueError(f"now: {error}") from None
     writes = _typed(expect, "expect.", "writes", list, [])
+    events = _typed(expect, "expect.", "events", list, None)
+    outcome = _typed(expect, "expect.", "outcome", str, None)
+    if outcome is not None:
+        try:
+            check_outcome(outcome)
+        except ValueError as error:
+            raise ValueError(f"expect.outcome: {error}") from None
     return Fixture(request=_request(top["request"]), name=_typed(top, "", "name", str, None),
-                   now=now, objects=objects,
-                   outcome=_typed(expect, "expect.", "outcome", str, None),
+                   now=now, objects=objects, outcome=outcome,
                    writes=[_write(write, f"expect.writes[{index}].")
-                           for index, write in enumerate(writes)])
+                           for index, write in enumerate(writes)],
+                   events=None if events is None else
+                   [_event(event, f"expect.events[{index}].") for index, event in enumerate(events)])
 
 
 def _request(value: Any) -> ObjectKey:
@@ -212,6 +248,22 @@ def _write(value: Any, path: str) -> FixtureWrite:
                         status=_typed(fields, path, "status", bool, False),
                         force=_typed(fields, path, "force", bool, False),
                         body=fields.get("body"), rejected=rejected)
+
+
+def _event(value: Any, path: str) -> FixtureEvent:
+    fields = _fields(value, path, ["type", "reason", "message", "regarding"],
+                     ["type", "reason", "message", "regarding"])
+    kind = _typed(fields, path, "type", str, None)
+    if kind not in EVENT_TYPES:
+        raise ValueError(f"{path}type: {kind!r} is not an event type; one of: Normal, Warning")
+    where = f"{path}regarding."
+    about = _fields(fields["regarding"], where, ["apiVersion", "kind", "namespace", "name"],
+                    ["apiVersion", "kind", "name"])
+    regarding = Ref(_typed(about, where, "apiVersion", str, None),
+                    _typed(about, where, "kind", str, None),
+                    _typed(about, where, "namespace", str, ""), _typed(about, where, "name", str, None))
+    return FixtureEvent(kind, _typed(fields, path, "reason", str, None),
+                        _typed(fields, path, "message", str, None), regarding)
 
 
 def _fields(value: Any, path: str, known: list, required: list) -> dict:

@@ -25,7 +25,7 @@ from wit_world.imports import types as wit
 from .. import conditions
 from .._wit import from_gvk
 from ..names import Gvk, ObjectKey
-from .fixture import FixtureWrite, Ref
+from .fixture import FixtureEvent, FixtureWrite, Ref
 from .selectors import equals, field_selector, label_selector, selected
 from .store import Refused, Store
 
@@ -45,12 +45,17 @@ _ERRORS = {
 @dataclass(frozen=True)
 class Event:
     """An event the plugin recorded: `Normal` or `Warning`, its reason and message, and the
-    object it is about (`Kind namespace/name`)."""
+    object it is about (`Kind namespace/name`, and as `ref` its apiVersion, kind and key)."""
 
     type: str
     reason: str
     message: str
     regarding: str
+    ref: Optional[Ref] = None
+
+    def as_fixture(self) -> FixtureEvent:
+        """The event as a fixture states it."""
+        return FixtureEvent(self.type, self.reason, self.message, self.ref)
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,9 @@ class FakeHost:
                message: str) -> None:
         """The `events.record` import."""
         regarding = f"{about.kind.kind} {ObjectKey(about.namespace, about.name)}"
-        self.events.append(Event(type.name.capitalize(), reason, message, regarding))
+        gvk = from_gvk(about.kind)
+        ref = Ref(gvk.api_version, gvk.kind, about.namespace, about.name)
+        self.events.append(Event(type.name.capitalize(), reason, message, regarding, ref))
 
     def log(self, level: wit_log.Level, message: str, fields: builtins.list) -> None:
         """The `log.log` import."""

@@ -629,11 +629,15 @@ impl Manager {
             plugin.name().to_owned(),
             plugin.registration().version.clone(),
         );
+        // A version loaded before controllers ran is installed again with its controller.
+        let started_only = self.registry.holds(&source, &plugin);
         let installed =
             self.registry
                 .install(&source, ticket, plugin, digest, prepared, &self.metrics);
         let result = installed.map(|replaced| {
-            tracing::info!(%source, plugin = %name, %version, "plugin installed");
+            if !started_only {
+                tracing::info!(%source, plugin = %name, %version, "plugin installed");
+            }
             if let Some(controller) = replaced {
                 self.stop_later(controller, None);
             }

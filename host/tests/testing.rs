@@ -90,12 +90,13 @@ fn webapp_manifest(name: &str) -> String {
     )
 }
 
-/// A Deployment named `name` that nobody's plugin made.
+/// A Deployment named `name` that nobody's plugin made, selecting its pods as webapp would (a
+/// selector is immutable).
 fn foreign_deployment(name: &str) -> String {
     format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  \
-         selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    \
-         metadata: {{labels: {{app: {name}}}}}\n    \
+         selector: {{matchLabels: {{app.kubernetes.io/name: {name}}}}}\n  template:\n    \
+         metadata: {{labels: {{app.kubernetes.io/name: {name}}}}}\n    \
          spec: {{containers: [{{name: web, image: nginx:1.26}}]}}\n"
     )
 }

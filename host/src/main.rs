@@ -263,9 +263,7 @@ async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
 
 async fn load(manager: &mut Manager, args: &RunArgs, file: &Path) -> anyhow::Result<()> {
     tracing::info!(file = %file.display(), "loading plugin");
-    let plugin = manager.load_plugin(file, args.plugin_options(file)).await?;
-    let registration = plugin.registration();
-    tracing::info!(plugin = %registration.name, version = %registration.version, file = %file.display(), "plugin loaded");
+    manager.load_plugin(file, args.plugin_options(file)).await?;
     Ok(())
 }
 

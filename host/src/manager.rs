@@ -262,7 +262,7 @@ impl Manager {
     /// Serves `/metrics`, `/healthz`, `/readyz` and `/plugins` on the configured addresses (once
     /// if they are the same); `/readyz` fails until [`Manager::run`]. With `metrics_secure` the
     /// metrics listener speaks HTTPS and guards `/metrics` and `/plugins`, and a separate probe
-    /// listener serves the probes alone.
+    /// listener serves the probes alone. With metrics off, no listener serves `/metrics`.
     pub async fn serve(&mut self) -> Result<(), ManagerError> {
         let (metrics, probes) = (self.options.metrics_address, self.options.probe_address);
         let secure = match (&self.options.metrics_secure, metrics) {
@@ -279,9 +279,10 @@ impl Manager {
             _ => None,
         };
         // Secure or off, the metrics stay off the plain probe listener.
-        let probe_access = match self.options.metrics_secure {
-            Some(_) => http::Access::Probes,
-            None => http::Access::Open,
+        let probe_access = match (&self.options.metrics_secure, metrics) {
+            (Some(_), _) => http::Access::Probes,
+            (None, None) => http::Access::Unmetered,
+            (None, Some(_)) => http::Access::Open,
         };
         if secure.is_some() && probes.is_some() && probes == metrics {
             tracing::warn!(
@@ -629,11 +630,15 @@ impl Manager {
             plugin.name().to_owned(),
             plugin.registration().version.clone(),
         );
+        // A version loaded before controllers ran is installed again with its controller.
+        let started_only = self.registry.holds(&source, &plugin);
         let installed =
             self.registry
                 .install(&source, ticket, plugin, digest, prepared, &self.metrics);
         let result = installed.map(|replaced| {
-            tracing::info!(%source, plugin = %name, %version, "plugin installed");
+            if !started_only {
+                tracing::info!(%source, plugin = %name, %version, "plugin installed");
+            }
             if let Some(controller) = replaced {
                 self.stop_later(controller, None);
             }

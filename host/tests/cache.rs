@@ -1,12 +1,14 @@
 //! The shared informer cache against the real control plane: one watch per kind shared by its
-//! users and stopped after the last, objects and changes as the apiserver has them, CRDs found
-//! through discovery.
+//! users and stopped after the last, objects and changes as the apiserver has them (with their
+//! `apiVersion` and `kind`, also those of a first list, whose items the apiserver sends without),
+//! CRDs found through discovery.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -87,6 +89,59 @@ async fn the_cache_follows_creates_updates_and_deletes() -> anyhow::Result<()> {
             c.new.as_ref().or(c.old.as_ref()).is_some_and(|o| o.key == key)
         }).map(|c| (c.old.is_some(), c.new.is_some())).collect();
         assert_eq!(ours, [(false, true), (true, true), (true, false)], "add, update, delete in order");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn objects_listed_before_the_watch_carry_their_api_version_and_kind() -> anyhow::Result<()> {
+    within(LIMIT, "typed objects from a first list", async {
+        let plane = shared().await?;
+        let namespace = plane.create_namespace("typed").await?;
+        let client = plane.client().await?;
+        let configmap = serde_json::from_value(json!({"metadata": {"name": "before"}}))?;
+        Api::<ConfigMap>::namespaced(client.clone(), &namespace)
+            .create(&PostParams::default(), &configmap)
+            .await?;
+        let deployment = serde_json::from_value(json!({
+            "metadata": {"name": "before"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {
+                "metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "a", "image": "nginx"}]}}},
+        }))?;
+        Api::<Deployment>::namespaced(client.clone(), &namespace)
+            .create(&PostParams::default(), &deployment)
+            .await?;
+
+        let cache = Cache::new(client);
+        let deployments = GroupVersionKind::gvk("apps", "v1", "Deployment");
+        for (kind, api_version) in [(configmaps(), "v1"), (deployments, "apps/v1")] {
+            let informer = cache.informer(&kind).await?;
+            informer.wait_synced().await;
+            let listed = informer.list(None, &LabelSelector::default());
+            let ours = informer.get(&ObjectKey::new(&namespace, "before"));
+            anyhow::ensure!(ours.is_some(), "{} before is not cached", kind.kind);
+            let untyped: Vec<String> = listed
+                .iter()
+                .filter(|o| {
+                    let value = o.value();
+                    value["apiVersion"] != api_version || value["kind"] != kind.kind.as_str()
+                })
+                .map(|o| o.key.to_string())
+                .collect();
+            println!(
+                "{} {}s listed, {} without apiVersion {api_version} and kind",
+                listed.len(),
+                kind.kind,
+                untyped.len()
+            );
+            assert!(
+                untyped.is_empty(),
+                "{} listed without apiVersion or kind: {untyped:?}",
+                kind.kind
+            );
+        }
         Ok(())
     })
     .await

@@ -1,6 +1,8 @@
 //! Plugins reconciling real objects on the real control plane through the whole host: informers,
-//! queue, workers, the Wasm runtime and the cache-backed client. (The `webapp` plugin has its own
-//! suite, run for every language: `tests/conformance`.)
+//! queue, workers, the Wasm runtime and the cache-backed client. A write the apiserver refuses is
+//! named in the reconcile's error in the `wasmop` binary's log (a status write to a CRD without
+//! the subresource says so), and the log says once that the plugin was installed. (The `webapp`
+//! plugin has its own suite, run for every language: `tests/conformance`.)
 
 mod common;
 
@@ -301,6 +303,55 @@ async fn a_failing_plugin_backs_off_exponentially_while_another_keeps_working() 
         );
         manager.stop().await?;
         Ok(())
+    })
+    .await
+}
+
+/// The WebApp CRD written without a status subresource, as a newcomer's first CRD may be.
+fn webapp_crd_without_status(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/webapp.yaml");
+    let text = std::fs::read_to_string(crd)?;
+    let without = text.replace("      subresources:\n        status: {}\n", "");
+    anyhow::ensure!(
+        without != text && !without.contains("status: {}"),
+        "the CRD's subresources moved"
+    );
+    let path = dir.join("webapp-without-status.yaml");
+    std::fs::write(&path, without)?;
+    Ok(path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_is_named_and_a_missing_status_subresource_suggested() -> anyhow::Result<()>
+{
+    within(LIMIT, "a status write to a CRD without the subresource", async {
+        let plane = shared().await?;
+        let dir = tempfile::tempdir()?;
+        plane.install_crds(&[webapp_crd_without_status(dir.path())?]).await?;
+        let namespace = plane.create_namespace("no-status").await?;
+        let mut command = common::host(plane);
+        command
+            .arg("--plugin")
+            .arg(common::component("webapp"))
+            .args(["--namespaces", &namespace])
+            .args(["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]);
+        let host = common::logged::Logged::spawn("no-status", command)?;
+        let webapp = "apiVersion: example.wasmop.dev/v1alpha1\nkind: WebApp\nmetadata: {name: web}\n\
+                      spec: {image: nginx:1.27, replicas: 1, port: 8080}\n";
+        plane.run_kubectl(&["apply", "-n", &namespace, "-f", "-"], Some(webapp)).await?;
+
+        let failed = format!("reconcile of {namespace}/web failed");
+        let line = eventually("the failed reconcile in the log", || async {
+            host.log().into_iter().find(|line| line.contains(&failed))
+        })
+        .await;
+        println!("the host said: {line}");
+        let write = format!("merge-patch (status) WebApp.example.wasmop.dev/v1alpha1 {namespace}/web failed");
+        assert!(line.contains(&write), "the write is not named: {line}");
+        assert!(line.contains("spec.versions[].subresources.status"), "no hint: {line}");
+        // Loaded once, before its controller started: one line says so.
+        assert_eq!(host.count("plugin installed"), 1, "{:#?}", host.log());
+        common::terminate(host.child).await
     })
     .await
 }

@@ -1,7 +1,8 @@
 //! The `wasmop` binary watching a `--plugin-dir` on the real control plane: a file present at
 //! start runs, a file renamed into place is loaded, a corrupt one is reported and changes
-//! nothing else, a removed one is unloaded — all visible through `wasmop plugins`. A version that
-//! declares more than the operator's RBAC grants is refused and the old version keeps running.
+//! nothing else, a removed one is unloaded — all visible through `wasmop plugins`, which the probe
+//! listener serves while metrics are off (and `/metrics` nowhere). A version that declares more
+//! than the operator's RBAC grants is refused and the old version keeps running.
 
 mod common;
 
@@ -82,6 +83,8 @@ async fn a_plugin_directory_loads_upgrades_and_unloads_as_files_change() -> anyh
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         until(&address, "at start", |s| running(s, "guest-good")).await?;
+        // Metrics are off: the probe listener serves `/plugins` and not `/metrics`.
+        assert_eq!(get(&address, "/metrics").await?.0, 404, "metrics are off");
 
         let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &namespace);
         let object = serde_json::from_value(json!({"metadata": {"name": "watched"}}))?;

@@ -3,12 +3,19 @@
 //! files in-process); its 0.2.0 build differs from them in the `applied-by`
 //! stamp and nothing else; a guest writing what it did not declare is refused before anything
 //! is written, as in a cluster; `--accept` makes a failing fixture expect what was done, changing
-//! only the lines that differ; and a malformed fixture fails alone, named with what is wrong.
+//! only the lines that differ; a malformed fixture fails alone, named with what is wrong; and a
+//! host recorded (`wasmop run --record`) on a real control plane over objects that existed before
+//! it started — owned ones left by an earlier run and someone else's — replays (`wasmop test
+//! --replay`) without a difference.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::time::Duration;
+
+use common::logged::Logged;
+use wasmop_envtest::{shared, within};
 
 /// The webapp plugin's own fixtures.
 fn fixtures() -> PathBuf {
@@ -47,6 +54,149 @@ fn webapp_passes_its_own_fixtures() {
         "{text}"
     );
     assert!(text.ends_with("webapp: 4 fixtures, 0 failed\n"), "{text}");
+}
+
+/// `wasmop run` of webapp over `namespace` of `plane`, recording into `record` when given.
+fn webapp_host(
+    plane: &wasmop_envtest::ControlPlane,
+    namespace: &str,
+    record: Option<&Path>,
+) -> anyhow::Result<Logged> {
+    let mut command = common::host(plane);
+    command
+        .arg("--plugin")
+        .arg(common::component("webapp"))
+        .args(["--namespaces", namespace])
+        .args([
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "0",
+        ]);
+    let name = match record {
+        Some(record) => {
+            command.arg("--record").arg(record);
+            "recorded"
+        }
+        None => "first",
+    };
+    Logged::spawn(name, command)
+}
+
+/// A WebApp named `name` as `kubectl apply` takes it.
+fn webapp_manifest(name: &str) -> String {
+    format!(
+        "apiVersion: example.wasmop.dev/v1alpha1\nkind: WebApp\nmetadata: {{name: {name}}}\n\
+         spec: {{image: nginx:1.27, replicas: 1, port: 8080}}\n"
+    )
+}
+
+/// A Deployment named `name` that nobody's plugin made, selecting its pods as webapp would (a
+/// selector is immutable).
+fn foreign_deployment(name: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  \
+         selector: {{matchLabels: {{app.kubernetes.io/name: {name}}}}}\n  template:\n    \
+         metadata: {{labels: {{app.kubernetes.io/name: {name}}}}}\n    \
+         spec: {{containers: [{{name: web, image: nginx:1.26}}]}}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_over_objects_older_than_the_host_replays_alike() -> anyhow::Result<()> {
+    within(
+        Duration::from_secs(240),
+        "recording over existing objects",
+        async {
+            let plane = shared().await?;
+            common::install_webapp_crd(plane).await?;
+            let namespace = plane.create_namespace("replay").await?;
+            let apps = common::webapps(plane.client().await?, &namespace);
+            let apply = |manifest: String| {
+                let namespace = namespace.clone();
+                async move {
+                    let args = ["apply", "-n", namespace.as_str(), "-f", "-"];
+                    plane.run_kubectl(&args, Some(&manifest)).await
+                }
+            };
+            // A first run leaves `kept` converged: its Deployment, Service and marker ConfigMap exist
+            // before the recorded run starts.
+            apply(webapp_manifest("kept")).await?;
+            let first = webapp_host(plane, &namespace, None)?;
+            common::converged(&apps, "kept").await?;
+            common::terminate(first.child).await?;
+            // While no host runs, someone else's Deployment appears, then a WebApp of its name.
+            apply(foreign_deployment("adopt")).await?;
+            apply(webapp_manifest("adopt")).await?;
+
+            let recorded = tempfile::tempdir()?;
+            let host = webapp_host(plane, &namespace, Some(recorded.path()))?;
+            common::converged(&apps, "kept").await?;
+            common::converged(&apps, "adopt").await?;
+            let folder = recorded.path().join("webapp");
+            let ends = |name: &str| format!("-{namespace}-{name}.yaml");
+            loop {
+                let files: Vec<String> = std::fs::read_dir(&folder)
+                    .map(|entries| {
+                        let names = entries.flatten().map(|e| e.file_name());
+                        names.map(|n| n.to_string_lossy().into_owned()).collect()
+                    })
+                    .unwrap_or_default();
+                if ["kept", "adopt"]
+                    .iter()
+                    .all(|n| files.iter().any(|f| f.ends_with(&ends(n))))
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            common::terminate(host.child).await?;
+
+            let files = wasmop::testing::fixture_files(&[folder.clone()])?;
+            let mut read = Vec::new();
+            for file in &files {
+                read.extend(wasmop::testing::Fixture::load(file)?.objects);
+            }
+            let recorded_as = |kind: &str, name: &str| {
+                read.iter()
+                    .filter(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+                    .map(|o| o["apiVersion"].as_str().unwrap_or_default().to_owned())
+                    .next()
+            };
+            println!(
+                "{} reconciles recorded, {} objects read",
+                files.len(),
+                read.len()
+            );
+            assert_eq!(
+                recorded_as("Deployment", "kept").as_deref(),
+                Some("apps/v1"),
+                "the owned Deployment listed at start"
+            );
+            assert_eq!(
+                recorded_as("Service", "kept").as_deref(),
+                Some("v1"),
+                "the owned Service listed at start"
+            );
+            assert_eq!(
+                recorded_as("Deployment", "adopt").as_deref(),
+                Some("apps/v1"),
+                "the foreign Deployment"
+            );
+
+            let component = common::component("webapp");
+            let output = wasmop_test(&[Path::new("--replay"), recorded.path(), &component]);
+            let text = stdout(&output);
+            println!("replayed: {}", text.lines().last().unwrap_or_default());
+            assert!(output.status.success(), "{text}");
+            assert!(
+                text.ends_with(&format!("webapp: {} fixtures, 0 failed\n", files.len())),
+                "{text}"
+            );
+            Ok(())
+        },
+    )
+    .await
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `WasmReconciler` objects driving the `wasmop` binary on the real control plane: one loads its
-//! plugin from a ConfigMap and reports Ready; pointing it at a module for WIT 2.0.0 keeps the
-//! running version and reports Degraded; a URL whose digest does not match is refused; spec
+//! plugin from a ConfigMap and reports Ready; pointing it at a module for WIT 2.0.0, or at one
+//! that does not match its pin, keeps the running version and reports Degraded, and `wasmop
+//! plugins` shows why beside that version; a URL whose digest does not match is refused; spec
 //! overrides reach the controller; pausing unloads the plugin and unpausing loads it again;
 //! deleting the object unloads the plugin and stops the informer only it used.
 
@@ -59,6 +60,21 @@ async fn status_until(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The row of plugin `name` in `wasmop plugins`' table, from the host serving `/plugins` at
+/// `address`.
+async fn plugins_row(address: &str, name: &str) -> anyhow::Result<String> {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .args(["plugins", "--address", address])
+        .output()
+        .await?;
+    let table = String::from_utf8(output.stdout)?;
+    let row = table
+        .lines()
+        .find(|line| line.starts_with(&format!("{name} ")));
+    row.map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("no row for {name}:\n{table}"))
 }
 
 fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
@@ -140,6 +156,19 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         assert_eq!(status["version"], "0.1.0", "the running version stays");
         common::seen_by_good(&configmaps, "second").await?;
 
+        // A new version whose module does not match its pin: `wasmop plugins` says why beside
+        // the version still running.
+        let mut mismatched = module("guest-good");
+        mismatched["sha256"] = json!(digest(b"another module").trim_start_matches("sha256:"));
+        let mismatched = json!({"spec": {"module": mismatched}});
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&mismatched)).await?;
+        let status = status_until(&api, "good", |s| condition(s, "Degraded")["reason"] == "DigestMismatch").await?;
+        assert_eq!(status["version"], "0.1.0", "the running version stays");
+        let row = plugins_row(&metrics, "guest-good").await?;
+        println!("wasmop plugins: {row}");
+        assert!(row.contains("0.1.0") && row.contains("running"), "{row}");
+        assert!(row.contains("DigestMismatch: the module does not match spec.module.sha256"), "{row}");
+
         let bytes = std::fs::read(common::component("guest-good"))?;
         let wrong = digest(b"not the module").trim_start_matches("sha256:").to_owned();
         assert_ne!(wrong, digest(&bytes));
@@ -171,8 +200,10 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
 
         let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&overridden)).await?;
-        let status = status_until(&api, "good", |s| s["observedGeneration"] == 3 && condition(s, "Ready")["status"] == "True").await?;
+        let status = status_until(&api, "good", |s| s["observedGeneration"] == 4 && condition(s, "Ready")["status"] == "True").await?;
         println!("overridden: {status}");
+        let row = plugins_row(&metrics, "guest-good").await?;
+        assert!(row.trim_end().ends_with(" -"), "a loaded version clears the last error: {row}");
         let workers = value(&parse(&get(&metrics, "/metrics").await?.1), "controller_runtime_max_concurrent_reconciles", &[("controller", "guest-good")]);
         assert_eq!(workers, Some(3.0));
         common::seen_by_good(&configmaps, "third").await?;

@@ -2,14 +2,15 @@
 //! reconnects with backoff) feeding a [`Store`] and the handlers subscribed to its changes.
 //!
 //! Invariants: the store lock is never held across an await or while handlers run; handlers see
-//! changes in the order the store applied them; objects missing from a relist are deleted (and
-//! reported) when the relist completes, within the relisted namespace; `synced` opens and stays
-//! open once every namespace's first list is stored; each watch's progress (the resourceVersion
-//! through which the store holds every change in its namespaces) only moves forward, and only
-//! after the store holds what it covers. An object the cache cannot hold (nested past the depth
-//! bound, or with mistyped metadata) is skipped, counted and logged with its kind, namespace and
-//! name; it leaves the store as if deleted, and every other object keeps being served. The watch tasks hold the informer weakly: dropping the
-//! last handle stops the watches.
+//! changes in the order the store applied them; every stored object carries its `apiVersion` and
+//! `kind`, also when the apiserver's list left them out; objects missing from a relist are deleted
+//! (and reported) when the relist completes, within the relisted namespace; `synced` opens and
+//! stays open once every namespace's first list is stored; each watch's progress (the
+//! resourceVersion through which the store holds every change in its namespaces) only moves
+//! forward, and only after the store holds what it covers. An object the cache cannot hold (nested
+//! past the depth bound, or with mistyped metadata) is skipped, counted and logged with its kind,
+//! namespace and name; it leaves the store as if deleted, and every other object keeps being
+//! served. The watch tasks hold the informer weakly: dropping the last handle stops the watches.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -254,7 +255,7 @@ impl Informer {
     /// Stores `object` and tells the handlers; `None` when the cache cannot hold it, which is
     /// then skipped: counted, logged, and removed from the store if an older version was there.
     fn applied(&self, object: WatchedObject, initial: bool) -> Option<Arc<CachedObject>> {
-        let object = match object.object {
+        let object = match object.typed(&self.resource) {
             Ok(object) => object,
             Err(unreadable) => {
                 self.skip(&unreadable);

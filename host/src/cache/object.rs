@@ -7,6 +7,10 @@
 //! fields kept parsed are read again from the span just written. The parsed fields never disagree
 //! with the text: each is the last occurrence of its member, as a JSON parser reads the text.
 //!
+//! The apiserver leaves `apiVersion` and `kind` out of the items of a built-in kind's list; the
+//! decoder notes which of them an object lacks ([`Untyped`]) and the informer writes them in from
+//! the kind it lists ([`WatchedObject::typed`]), so every cached object carries both.
+//!
 //! An object nested deeper than [`MAX_DEPTH`] (or whose labels, annotations, owners or generation
 //! are mistyped) is not held: its key and resourceVersion are read, the rest is skipped without
 //! recursion, and it decodes as [`Unreadable`], so one such object never fails the page or the
@@ -17,6 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::core::ApiResource;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -171,6 +176,16 @@ pub struct ControllerRef {
 pub(crate) struct WatchedObject {
     pub meta: ObjectMeta,
     pub object: Result<CachedObject, Unreadable>,
+    pub untyped: Untyped,
+}
+
+/// Which of `apiVersion` and `kind` an object's text lacks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Untyped {
+    /// It has no `apiVersion`.
+    pub api_version: bool,
+    /// It has no `kind`.
+    pub kind: bool,
 }
 
 /// An object the cache does not hold: nested deeper than [`MAX_DEPTH`], or with a kept metadata
@@ -201,6 +216,42 @@ impl WatchedObject {
             Err(unreadable) => &unreadable.resource_version,
         }
     }
+
+    /// The object to cache, with the `apiVersion` and `kind` of `resource` (the kind it was
+    /// listed or watched as) written first in its text when it lacks them; or why the cache
+    /// cannot hold it.
+    pub(crate) fn typed(self, resource: &ApiResource) -> Result<CachedObject, Unreadable> {
+        let mut object = self.object?;
+        let Untyped { api_version, kind } = self.untyped;
+        let missing: Vec<(&str, &str)> = [
+            (api_version, "apiVersion", &resource.api_version),
+            (kind, "kind", &resource.kind),
+        ]
+        .into_iter()
+        .filter_map(|(missing, name, value)| missing.then_some((name, value.as_str())))
+        .collect();
+        if !missing.is_empty() {
+            object.json = prepend(&object.json, &missing);
+        }
+        Ok(object)
+    }
+}
+
+/// `json`, an object's text as the decoder wrote it (`{` first), with the string `members`
+/// written before its own.
+fn prepend(json: &str, members: &[(&str, &str)]) -> Arc<str> {
+    use std::fmt::Write as _;
+    let own = json.strip_prefix('{').unwrap_or(json);
+    let mut out = String::with_capacity(json.len() + 64);
+    out.push('{');
+    for (name, value) in members {
+        let _ = write!(out, "\"{name}\":{},", Value::from(*value));
+    }
+    if own == "}" {
+        out.pop();
+    }
+    out.push_str(own);
+    out.into()
 }
 
 impl<'de> Deserialize<'de> for WatchedObject {
@@ -237,12 +288,21 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         let mut out = vec![b'{'];
         let mut metadata = None;
         let mut fits = true;
+        let mut untyped = Untyped {
+            api_version: true,
+            kind: true,
+        };
         // The object is one level; what it holds may nest the rest.
         let room = MAX_DEPTH - 1;
         while let Some(key) = map.next_key_seed(KeySeed {
             out: &mut out,
             skip: None,
         })? {
+            match key {
+                Member::ApiVersion => untyped.api_version = false,
+                Member::Kind => untyped.kind = false,
+                _ => {}
+            }
             if key == Member::Metadata {
                 metadata = Some(map.next_value_seed(MetadataSeed {
                     out: &mut out,
@@ -280,6 +340,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
             return Ok(WatchedObject {
                 meta,
                 object: Err(unreadable),
+                untyped,
             });
         }
         let json = String::from_utf8(out).map_err(de::Error::custom)?;
@@ -307,6 +368,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         Ok(WatchedObject {
             meta,
             object: Ok(object),
+            untyped,
         })
     }
 }
@@ -314,6 +376,8 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 /// The members the decoder treats apart.
 #[derive(Debug, PartialEq, Eq)]
 enum Member {
+    ApiVersion,
+    Kind,
     Metadata,
     ManagedFields,
     Name,
@@ -329,6 +393,8 @@ enum Member {
 impl Member {
     fn of(key: &str) -> Member {
         match key {
+            "apiVersion" => Member::ApiVersion,
+            "kind" => Member::Kind,
             "metadata" => Member::Metadata,
             "managedFields" => Member::ManagedFields,
             "name" => Member::Name,
@@ -448,7 +514,11 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
                 Member::OwnerReferences => {
                     keep(written, "ownerReferences", &mut metadata.owners, problem)
                 }
-                Member::Metadata | Member::ManagedFields | Member::Other => {}
+                Member::ApiVersion
+                | Member::Kind
+                | Member::Metadata
+                | Member::ManagedFields
+                | Member::Other => {}
             }
         }
         out.push(b'}');
@@ -714,6 +784,47 @@ mod tests {
             r#"{{"apiVersion":"v1","kind":"Blob","metadata":{{"namespace":"n","name":"{name}","resourceVersion":"5",
             "managedFields":[{{"fieldsV1":{spec}}}]}},"spec":{spec}}}"#
         )
+    }
+
+    #[test]
+    fn listed_objects_get_the_api_version_and_kind_they_lack_from_their_kind() {
+        let deployments = kube::api::GroupVersionKind::gvk("apps", "v1", "Deployment");
+        let resource = ApiResource::from_gvk(&deployments);
+        let items = [
+            r#"{"metadata":{"name":"listed","resourceVersion":"3"},"spec":{"replicas":2}}"#,
+            r#"{"kind":"Deployment","metadata":{"name":"half"}}"#,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"watched"}}"#,
+        ]
+        .map(str::to_owned);
+        let list: kube::core::ObjectList<WatchedObject> =
+            serde_json::from_str(&page(&items)).unwrap();
+        let typed: Vec<CachedObject> = list
+            .items
+            .into_iter()
+            .map(|item| item.typed(&resource).unwrap())
+            .collect();
+        assert_eq!(
+            &*typed[0].json,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"listed","resourceVersion":"3"},"spec":{"replicas":2}}"#
+        );
+        assert_eq!(
+            &*typed[1].json,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"half"}}"#
+        );
+        assert_eq!(&*typed[2].json, items[2], "a typed object is kept as sent");
+        for object in &typed {
+            let value = object.value();
+            assert_eq!(
+                (&value["apiVersion"], &value["kind"]),
+                (&"apps/v1".into(), &"Deployment".into())
+            );
+        }
+        let bare: WatchedObject =
+            serde_json::from_str(r#"{"metadata":{"name":"a","labels":{"a":1}}}"#).unwrap();
+        assert!(
+            bare.typed(&resource).is_err(),
+            "an object the cache cannot hold stays unheld"
+        );
     }
 
     #[test]

@@ -274,7 +274,8 @@ pub struct RunArgs {
     /// Unbounded when absent: set it below the host's own memory limit.
     #[arg(long, env = "WASMOP_GUEST_MEMORY_BUDGET", value_parser = bytes)]
     pub guest_memory_budget: Option<usize>,
-    /// Where `/metrics` is served; `0` turns it off.
+    /// Where `/metrics` is served; `0` turns metrics off: `/metrics` is then served nowhere, and
+    /// the probe listener keeps `/plugins`.
     #[arg(
         long,
         env = "WASMOP_METRICS_BIND_ADDRESS",

@@ -3,7 +3,8 @@
 //! `/plugins` (every plugin source's status as JSON, for `wasmop plugins`).
 //!
 //! Without `--metrics-secure` every listener serves every route, so the metrics and probe
-//! addresses may differ or coincide. With it ([`Access::Secure`]) the metrics listener speaks
+//! addresses may differ or coincide; with metrics off the probe listener serves every route but
+//! `/metrics` ([`Access::Unmetered`]), so `/metrics` is served nowhere. With it ([`Access::Secure`]) the metrics listener speaks
 //! HTTPS ([`tls`]) and answers `/metrics` and `/plugins` only to callers the apiserver
 //! authenticates and authorizes ([`auth`]), while `/healthz` and `/readyz` stay open there
 //! (kubelet probes carry no token); a separate probe listener then serves the probes alone

@@ -46,6 +46,8 @@ impl Default for ConnectionLimits {
 pub enum Access {
     /// Plain HTTP, every route open to whoever reaches it (without `--metrics-secure`).
     Open,
+    /// Plain HTTP, every route but `/metrics`: the probe listener when metrics are off.
+    Unmetered,
     /// Plain HTTP, `/healthz` and `/readyz` only: the probe listener beside a secure one.
     Probes,
     /// HTTPS: `/healthz` and `/readyz` open, `/metrics` and `/plugins` only to callers the
@@ -76,6 +78,7 @@ impl Access {
     pub fn describe(&self) -> &'static str {
         match self {
             Access::Open => "serving /metrics, /healthz, /readyz and /plugins",
+            Access::Unmetered => "serving /healthz, /readyz and /plugins (metrics are off)",
             Access::Probes => "serving /healthz and /readyz",
             Access::Secure { .. } => {
                 "serving /metrics and /plugins over HTTPS to authorized callers, /healthz and \
@@ -118,6 +121,8 @@ async fn route(
     let authorizer = match access {
         Access::Open => return endpoints.respond(path).await,
         _ if is_probe(path) => return endpoints.respond(path).await,
+        Access::Unmetered if path != "/metrics" => return endpoints.respond(path).await,
+        Access::Unmetered => return text(StatusCode::NOT_FOUND, "not found".into()),
         Access::Probes => return text(StatusCode::NOT_FOUND, "not found".into()),
         Access::Secure { authorizer, .. } => authorizer,
     };
@@ -419,6 +424,23 @@ mod tests {
                 let (status, _, _) = get(connect().await, hidden, Some("any")).await;
                 assert_eq!(status, StatusCode::NOT_FOUND, "{hidden}");
             }
+        };
+        tokio::time::timeout(LIMIT, test)
+            .await
+            .expect("requests to the probe listener hung");
+    }
+
+    #[tokio::test]
+    async fn with_metrics_off_the_probe_listener_serves_everything_but_metrics() {
+        let (address, _server) = listen(Access::Unmetered, ConnectionLimits::default()).await;
+        let test = async {
+            let connect = || async { TcpStream::connect(address).await.unwrap() };
+            for served in ["/healthz", "/readyz", "/plugins"] {
+                let (status, _, _) = get(connect().await, served, None).await;
+                assert_eq!(status, StatusCode::OK, "{served}");
+            }
+            let (status, _, _) = get(connect().await, "/metrics", None).await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
         };
         tokio::time::timeout(LIMIT, test)
             .await

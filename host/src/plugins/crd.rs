@@ -6,11 +6,11 @@
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
 //! latest generation loaded), `Degraded` (why the latest generation did not: spec, a source the
 //! operator's policy refuses, fetch, digest, compile memory, load or take-over failure, with the
-//! message), the running version, digest
-//! and plugin name, and `observedGeneration`. A failed generation is retried with a per-object exponential
-//! backoff (from [`RETRY_PERIOD`] up to [`RETRY_LIMIT`]) while the running version stays.
-//! `paused: true` unloads the plugin until unpaused. Deleting the object unloads the plugin, and
-//! so does a relist that no longer lists it.
+//! message, which `wasmop plugins` shows too as the source's last error beside the version still
+//! running), the running version, digest and plugin name, and `observedGeneration`. A failed
+//! generation is retried with a per-object exponential backoff (from [`RETRY_PERIOD`] up to
+//! [`RETRY_LIMIT`]) while the running version stays. `paused: true` unloads the plugin until
+//! unpaused. Deleting the object unloads the plugin, and so does a relist that no longer lists it.
 //!
 //! The objects are handled by kube-runtime's `Controller`: each object's reconcile runs on a task
 //! of its own (a slow download or compile never delays another object), one object has at most
@@ -45,7 +45,7 @@ use super::{PluginHandle, PluginStatus};
 use crate::config::{PluginLimits, bytes, duration};
 use crate::depth::{Bounded, MAX_DEPTH};
 use crate::object::dynamic_resource;
-use crate::runtime::{Ceiling, RuntimeError};
+use crate::runtime::{Ceiling, PluginOptions, RuntimeError};
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
 /// whether it now speaks for the plugins).
@@ -227,13 +227,7 @@ async fn reconcile(
         }),
     };
     if redo {
-        let outcome = match watched.too_deep {
-            true => failed(
-                "InvalidSpec",
-                format!("the object is nested deeper than {MAX_DEPTH} levels"),
-            ),
-            false => context.installer.install(&name, object).await,
-        };
+        let outcome = context.installer.install(&name, &watched).await;
         context.record(&name, object, outcome);
     }
     context.report(&name, object).await?;
@@ -359,38 +353,22 @@ impl Reconciler {
 }
 
 impl Installer {
-    async fn install(&self, name: &str, object: &DynamicObject) -> Outcome {
-        let spec: Spec = match serde_json::from_value(object.data["spec"].clone()) {
-            Ok(spec) => spec,
-            Err(error) => return failed("InvalidSpec", format!("spec: {error}")),
-        };
+    /// Installs (or pauses) `watched`'s generation. A failure is also recorded as its source's
+    /// last error, which `wasmop plugins` shows beside the version still running.
+    async fn install(&self, name: &str, watched: &Watched) -> Outcome {
         let source = source(name);
-        if spec.paused {
-            let _ = self.plugins.remove(&source).await;
-            return Outcome::Paused;
-        }
-        let limits = match self.limits_for(&spec) {
-            Ok(limits) => limits,
-            Err(message) => return failed("InvalidSpec", message),
+        let (bytes, options) = match self.module(&source, watched).await {
+            Ok(Some(module)) => module,
+            Ok(None) => return Outcome::Paused,
+            Err((reason, message)) => {
+                let _ = self
+                    .plugins
+                    .failed(&source, format!("{reason}: {message}"))
+                    .await;
+                return failed(reason, message);
+            }
         };
-        let bytes = match spec.module.fetch(&self.client, &self.ceiling).await {
-            Ok(bytes) => bytes,
-            Err(error @ ModuleError::Digest) => return failed("DigestMismatch", error.to_string()),
-            Err(error @ (ModuleError::Namespace { .. } | ModuleError::Address { .. })) => {
-                return failed("SourceRefused", error.to_string());
-            }
-            Err(error @ ModuleError::Invalid(_)) => {
-                return failed("InvalidSpec", error.to_string());
-            }
-            Err(error) => return failed("FetchFailed", error.to_string()),
-        };
-        let mut options = limits.options();
-        if let Some(policy) = &spec.policy {
-            match crate::config::narrowing(policy) {
-                Ok(ceiling) => options.ceiling = Some(ceiling),
-                Err(message) => return failed("InvalidSpec", format!("spec.policy: {message}")),
-            }
-        }
+        // The manager records what goes wrong from here as the source's last error.
         let file = PathBuf::from(format!("{source}.wasm"));
         match self.plugins.install(&source, &file, bytes, options).await {
             Ok(_) => Outcome::Installed,
@@ -400,6 +378,47 @@ impl Installer {
             }
             Err(error) => failed("LoadFailed", error.to_string()),
         }
+    }
+
+    /// The module `watched`'s spec names, fetched and checked against its pin, with the options
+    /// to load it with; `None` when paused (its plugin is then unloaded); the reason and message
+    /// of the failure when there is none to load.
+    async fn module(
+        &self,
+        source: &str,
+        watched: &Watched,
+    ) -> Result<Option<(Vec<u8>, PluginOptions)>, (&'static str, String)> {
+        if watched.too_deep {
+            let message = format!("the object is nested deeper than {MAX_DEPTH} levels");
+            return Err(("InvalidSpec", message));
+        }
+        let spec: Spec = serde_json::from_value(watched.object.data["spec"].clone())
+            .map_err(|error| ("InvalidSpec", format!("spec: {error}")))?;
+        if spec.paused {
+            let _ = self.plugins.remove(source).await;
+            return Ok(None);
+        }
+        let limits = self
+            .limits_for(&spec)
+            .map_err(|message| ("InvalidSpec", message))?;
+        let bytes = match spec.module.fetch(&self.client, &self.ceiling).await {
+            Ok(bytes) => bytes,
+            Err(error @ ModuleError::Digest) => return Err(("DigestMismatch", error.to_string())),
+            Err(error @ (ModuleError::Namespace { .. } | ModuleError::Address { .. })) => {
+                return Err(("SourceRefused", error.to_string()));
+            }
+            Err(error @ ModuleError::Invalid(_)) => {
+                return Err(("InvalidSpec", error.to_string()));
+            }
+            Err(error) => return Err(("FetchFailed", error.to_string())),
+        };
+        let mut options = limits.options();
+        if let Some(policy) = &spec.policy {
+            let ceiling = crate::config::narrowing(policy)
+                .map_err(|message| ("InvalidSpec", format!("spec.policy: {message}")))?;
+            options.ceiling = Some(ceiling);
+        }
+        Ok(Some((bytes, options)))
     }
 
     fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, String> {

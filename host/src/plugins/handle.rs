@@ -96,13 +96,7 @@ impl PluginHandle {
         let plugin = match self.loader.load(file, bytes, options).await {
             Ok(plugin) => plugin,
             Err(error) => {
-                let (reply, recorded) = oneshot::channel();
-                let failed = Command::Failed {
-                    source: source.to_owned(),
-                    error: error.to_string(),
-                    reply,
-                };
-                self.ask(failed, recorded).await?;
+                self.failed(source, error.to_string()).await?;
                 return Err(error);
             }
         };
@@ -119,6 +113,18 @@ impl PluginHandle {
             loaded_in,
             swapped_in: started.elapsed() - loaded_in,
         })
+    }
+
+    /// Records that a new module for `source` did not load, for `error` (shown as the source's
+    /// last error beside the version still running); returns once it is recorded.
+    pub async fn failed(&self, source: &str, error: String) -> Result<(), PluginError> {
+        let (reply, recorded) = oneshot::channel();
+        let failed = Command::Failed {
+            source: source.to_owned(),
+            error,
+            reply,
+        };
+        self.ask(failed, recorded).await
     }
 
     /// Unloads `source`'s plugin; false if there was none.

@@ -187,6 +187,15 @@ impl Registry {
         Ok(replaced)
     }
 
+    /// Whether `plugin` is already `source`'s version.
+    pub(crate) fn holds(&self, source: &str, plugin: &Arc<Plugin>) -> bool {
+        self.entries
+            .iter()
+            .filter(|e| e.source == source)
+            .filter_map(|e| e.loaded.as_ref())
+            .any(|l| Arc::ptr_eq(&l.plugin, plugin))
+    }
+
     /// Records that change `ticket` of `source` failed with `error`; its running version stays.
     pub(crate) fn failed(&mut self, source: &str, ticket: u64, error: String) {
         if self.current(source, ticket).is_err() {

@@ -178,11 +178,12 @@ impl StoreState {
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
         let recorded = record::copy(&write);
+        let name = write.name();
         Ok(async move {
             wait(delay).await;
             let answer = writer.write(&target, write).await;
             record::wrote(&target, recorded, answer.as_ref().err());
-            let stored = answer?;
+            let stored = answer.map_err(|error| error.of_write(name, &target))?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
     }

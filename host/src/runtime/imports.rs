@@ -89,6 +89,20 @@ impl ApiError {
     pub fn not_found(object: &ObjectRef) -> Self {
         Self::new(ApiErrorKind::NotFound, format!("{object} not found"))
     }
+
+    /// This error as the answer to `write` of `target`: its message names the write, and for a
+    /// 404 on the status subresource says the kind may have none.
+    pub fn of_write(mut self, write: WriteName, target: &ObjectRef) -> Self {
+        let hint = match (self.kind, write.status) {
+            (ApiErrorKind::NotFound, true) => {
+                "; if the object exists, its kind has no status subresource (a CRD declares one \
+                 in spec.versions[].subresources.status)"
+            }
+            _ => "",
+        };
+        self.message = format!("{write} {target} failed: {}{hint}", self.message);
+        self
+    }
 }
 
 /// Filters of a cache list, combined with AND, parsed and bounded at the guest boundary.
@@ -133,7 +147,45 @@ pub enum Patch {
     },
 }
 
+/// What a write does, to name it in an error: its verb as fixtures spell it, and whether it
+/// targets the status subresource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteName {
+    /// `create`, `update`, `update-status`, `merge-patch`, `json-patch`, `apply` or `delete`.
+    pub verb: &'static str,
+    /// Whether it targets the status subresource.
+    pub status: bool,
+}
+
+impl std::fmt::Display for WriteName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.verb, self.status) {
+            ("update-status", _) | (_, false) => f.write_str(self.verb),
+            (verb, true) => write!(f, "{verb} (status)"),
+        }
+    }
+}
+
 impl Write {
+    /// What it does, to name it in an error.
+    pub fn name(&self) -> WriteName {
+        let verb = match self {
+            Write::Create(_) => "create",
+            Write::Update(_) => "update",
+            Write::UpdateStatus(_) => "update-status",
+            Write::Patch { patch, .. } => match patch {
+                Patch::Merge(_) => "merge-patch",
+                Patch::Json(_) => "json-patch",
+                Patch::Apply { .. } => "apply",
+            },
+            Write::Delete(_) => "delete",
+        };
+        WriteName {
+            verb,
+            status: self.verb() == Verb::Status,
+        }
+    }
+
     /// The verb a permission must grant for this write: the status subresource's writes are
     /// [`Verb::Status`], whatever their HTTP method.
     pub fn verb(&self) -> Verb {
@@ -258,4 +310,54 @@ pub struct Services {
     /// What the apiserver lets the plugin's own identity read now, in identity mode; reads it
     /// refuses are refused by the capability check.
     pub rights: Option<Arc<Rights>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_error_names_the_write_and_a_status_404_the_missing_subresource() {
+        let foo = GroupVersionKind::gvk("example.com", "v1", "Foo");
+        let target = ObjectRef::new(&foo, "default", "example-foo");
+        let not_found = || ApiError::new(ApiErrorKind::NotFound, "foos \"example-foo\" not found");
+        let merge = |status| Write::Patch {
+            patch: Patch::Merge(Value::Null),
+            status,
+        };
+        let answered = |write: Write, error: ApiError| error.of_write(write.name(), &target);
+
+        let status = answered(Write::UpdateStatus(Value::Null), not_found());
+        assert!(
+            status.message.starts_with(
+                "update-status Foo.example.com/v1 default/example-foo failed: foos \"example-foo\" not found; "
+            ),
+            "{}",
+            status.message
+        );
+        assert!(
+            status
+                .message
+                .contains("spec.versions[].subresources.status")
+        );
+        assert_eq!((status.kind, status.code), (ApiErrorKind::NotFound, 404));
+        let patched = answered(merge(true), not_found());
+        assert!(patched.message.starts_with("merge-patch (status) Foo"));
+        assert!(patched.message.contains("subresources.status"));
+
+        let plain = answered(merge(false), not_found());
+        assert!(
+            plain
+                .message
+                .starts_with("merge-patch Foo.example.com/v1 default/example-foo")
+        );
+        assert!(!plain.message.contains("subresource"), "{}", plain.message);
+        let conflict = ApiError::new(ApiErrorKind::Conflict, "modified");
+        let conflict = answered(merge(true), conflict);
+        assert!(
+            !conflict.message.contains("subresource"),
+            "{}",
+            conflict.message
+        );
+    }
 }

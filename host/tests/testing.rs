@@ -151,7 +151,7 @@ async fn a_recording_over_objects_older_than_the_host_replays_alike() -> anyhow:
             }
             common::terminate(host.child).await?;
 
-            let files = wasmop::testing::fixture_files(&[folder.clone()])?;
+            let files = wasmop::testing::fixture_files(std::slice::from_ref(&folder))?;
             let mut read = Vec::new();
             for file in &files {
                 read.extend(wasmop::testing::Fixture::load(file)?.objects);

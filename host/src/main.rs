@@ -181,7 +181,11 @@ async fn test_fixture(tester: &Tester, file: &Path, accept: bool) -> anyhow::Res
     let fixture = match Fixture::load(file) {
         Ok(fixture) => fixture,
         Err(error) => {
-            println!("FAIL  {}\n        {error}", file.display());
+            println!("FAIL  {}", file.display());
+            error
+                .to_string()
+                .lines()
+                .for_each(|line| println!("        {line}"));
             return Ok(false);
         }
     };

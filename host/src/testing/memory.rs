@@ -179,13 +179,21 @@ fn spec_of(object: &Value) -> Value {
     spec
 }
 
+/// Whether the apiserver gives `object` a `metadata.generation`: kinds with a spec have one,
+/// kinds of bare data (ConfigMap, Secret) have none, so a recording of them replays alike.
+fn has_generation(object: &Value) -> bool {
+    object.get("spec").is_some()
+}
+
 impl State {
-    /// Stores `object` as given, filling in the uid, resourceVersion and generation it lacks.
+    /// Stores `object` as given, filling in the uid, resourceVersion and (for a kind with a spec)
+    /// generation it lacks.
     fn seed(&mut self, target: &ObjectRef, mut object: Value) {
         self.revision += 1;
         if !object["metadata"].is_object() {
             object["metadata"] = json!({});
         }
+        let generated = has_generation(&object);
         let meta = &mut object["metadata"];
         let missing = |meta: &Value, field: &str| meta.get(field).is_none_or(Value::is_null);
         if missing(meta, "uid") {
@@ -194,7 +202,7 @@ impl State {
         if missing(meta, "resourceVersion") {
             meta["resourceVersion"] = json!(self.revision.to_string());
         }
-        if missing(meta, "generation") {
+        if generated && missing(meta, "generation") {
             meta["generation"] = json!(1);
         }
         let json: Json = object.to_string().into();
@@ -220,12 +228,15 @@ impl State {
             .unwrap_or_default();
         let mut meta = Value::Object(meta);
         meta["resourceVersion"] = json!(self.revision.to_string());
+        let generated = has_generation(&object);
         match &old {
             Some(old) if !created => {
                 meta["uid"] = old["metadata"]["uid"].clone();
                 let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
                 let bumped = spec_of(old) != spec_of(&object);
-                meta["generation"] = json!(if bumped { generation + 1 } else { generation });
+                if generated || old["metadata"].get("generation").is_some() {
+                    meta["generation"] = json!(if bumped { generation + 1 } else { generation });
+                }
                 if meta.get("deletionTimestamp").is_none()
                     && old["metadata"].get("deletionTimestamp").is_some()
                 {
@@ -234,7 +245,9 @@ impl State {
             }
             _ => {
                 meta["uid"] = json!(format!("uid-{}", self.revision));
-                meta["generation"] = json!(1);
+                if generated {
+                    meta["generation"] = json!(1);
+                }
             }
         }
         object["metadata"] = meta;
@@ -450,9 +463,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn stale_updates_conflict_and_fresh_ones_bump_generation() {
+    async fn only_kinds_with_a_spec_are_given_a_generation() {
         let host = MemoryHost::new();
         host.insert(configmap("a", "1"));
+        let seeded = host.get(&target("a").kind, &target("a").key).unwrap();
+        assert!(seeded["metadata"].get("generation").is_none(), "{seeded}");
+        let mut fresh = seeded.clone();
+        fresh["data"]["k"] = json!("2");
+        host.write(&target("a"), Write::Update(fresh))
+            .await
+            .unwrap();
+        let after = host.get(&target("a").kind, &target("a").key).unwrap();
+        assert!(after["metadata"].get("generation").is_none(), "{after}");
+        let mut specced = configmap("b", "1");
+        specced["spec"] = json!({"replicas": 1});
+        host.insert(specced);
+        let seeded = host.get(&target("b").kind, &target("b").key).unwrap();
+        assert_eq!(seeded["metadata"]["generation"], 1);
+    }
+
+    #[tokio::test]
+    async fn stale_updates_conflict_and_fresh_ones_bump_generation() {
+        let host = MemoryHost::new();
+        let mut stated = configmap("a", "1");
+        stated["metadata"]["generation"] = json!(1);
+        host.insert(stated);
         let current = host.get(&target("a").kind, &target("a").key).unwrap();
         let mut fresh = current.clone();
         fresh["data"]["k"] = json!("2");

@@ -42,6 +42,7 @@ test: control-plane guests
 	deploy/helm/render --check
 	guest-sdk/build-cli-test
 	tests/k8s/progress-test
+	deploy/demo-test
 	guest-sdk/docs go python ts
 	guest-sdk/python/test
 	guest-sdk/js/test

@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
@@ -66,12 +67,7 @@ fn main() -> anyhow::Result<()> {
 /// Prints the RBAC of the plugin in `args.plugin`'s own identity, as YAML documents.
 async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
     let runtime = wasmop::runtime::Runtime::new(RuntimeConfig::default())?;
-    let host = wasmop::testing::MemoryHost::new();
-    let options = wasmop::runtime::PluginOptions::default();
-    let plugin = runtime
-        .load(&args.plugin, options, |_| host.services())
-        .await?;
-    let registration = plugin.registration();
+    let registration = &runtime.describe(&args.plugin).await?;
     let kinds = registration
         .cached_kinds()
         .chain(registration.permissions.iter().map(|p| &p.kind));
@@ -297,6 +293,9 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
             ceiling: args.ceiling.clone(),
             compile: compile_in(args),
             guest_memory: args.guest_memory_budget,
+            wrap: args.limits.record.as_ref().map(|dir| {
+                Arc::new(Recorder::new(dir)) as Arc<dyn wasmop::runtime::Wrap>
+            }),
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),

@@ -752,7 +752,7 @@ async fn changed(campaign: &mut Option<Campaign>) -> Leadership {
 }
 
 /// Runs `sharder` over the primary and owned kinds of the plugins `live` holds, as they change.
-async fn shard_plugins(sharder: Sharder, mut live: plugins::Live) {
+async fn shard_plugins(sharder: Sharder, mut live: crate::runtime::Live) {
     let kinds = |plugins: &BTreeMap<String, Arc<Plugin>>| -> Vec<ShardedKinds> {
         plugins
             .values()

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::cache::{Cache, Informer, View};
 use crate::controller::sources::{informed_kinds, view_of};
 use crate::object::GroupVersionKind;
-use crate::plugins::Live;
+use crate::runtime::Live;
 
 /// Keeps the informers of every plugin in `live` running in `cache` until dropped.
 pub async fn warm(cache: Arc<Cache>, mut live: Live) {

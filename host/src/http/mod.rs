@@ -27,7 +27,6 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 use crate::metrics::Metrics;
-use crate::plugins::Statuses;
 
 pub use auth::{AuthError, Authorizer, Decision};
 pub use serve::{Access, ConnectionLimits, Handler, Responding, listen, serve};
@@ -36,19 +35,25 @@ pub use tls::{SecureServing, Tls, TlsError};
 /// The Prometheus text exposition format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// What `/plugins` reports: every plugin source's status now, as a JSON document.
+pub trait PluginReport: Send + Sync + 'static {
+    /// The statuses, serialized.
+    fn json(&self) -> String;
+}
+
 /// What the endpoints report: read-only views of the metrics and the plugins' statuses.
 pub struct Endpoints {
     metrics: Arc<Metrics>,
-    plugins: Statuses,
+    plugins: Box<dyn PluginReport>,
     ready: AtomicBool,
 }
 
 impl Endpoints {
     /// Endpoints over `metrics` and `plugins`, not ready until [`Endpoints::set_ready`].
-    pub fn new(metrics: Arc<Metrics>, plugins: Statuses) -> Arc<Self> {
+    pub fn new(metrics: Arc<Metrics>, plugins: impl PluginReport) -> Arc<Self> {
         Arc::new(Endpoints {
             metrics,
-            plugins,
+            plugins: Box::new(plugins),
             ready: AtomicBool::new(false),
         })
     }
@@ -63,7 +68,7 @@ impl Endpoints {
             "/plugins" => (
                 StatusCode::OK,
                 "application/json",
-                serde_json::to_string(&self.plugins.current()).expect("statuses serialize"),
+                self.plugins.json(),
             ),
             "/metrics" => (StatusCode::OK, TEXT_FORMAT, self.metrics.gather()),
             "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),

@@ -23,7 +23,7 @@ mod registry;
 
 pub use handle::{Installed, PluginHandle};
 pub use loader::{Loader, digest};
-pub use registry::{Live, Registry, Statuses};
+pub use registry::{Registry, Statuses};
 
 pub(crate) use handle::{Command, channel};
 

@@ -19,12 +19,9 @@ use tokio::sync::watch;
 
 use super::{PluginError, PluginState, PluginStatus};
 use crate::controller::{Controller, Prepared, Progress};
+use crate::http::PluginReport;
 use crate::metrics::Metrics;
-use crate::runtime::Plugin;
-
-/// The plugins loaded now, by name, as the registry publishes them: what the webhook server
-/// answers with, so a swap changes its answers at once.
-pub type Live = watch::Receiver<Arc<BTreeMap<String, Arc<Plugin>>>>;
+use crate::runtime::{Live, Plugin};
 
 /// Every source's plugin.
 pub struct Registry {
@@ -86,6 +83,12 @@ impl Statuses {
                 status
             })
             .collect()
+    }
+}
+
+impl PluginReport for Statuses {
+    fn json(&self) -> String {
+        serde_json::to_string(&self.current()).expect("statuses serialize")
     }
 }
 

@@ -33,6 +33,7 @@ use crate::runtime::compiler::{CompileIn, Compiler};
 use crate::runtime::host::StoreState;
 use crate::runtime::memory::GuestMemory;
 use crate::runtime::policy::Ceiling;
+use crate::runtime::wrap::Wrap;
 
 /// How often the epoch advances while a guest call is in flight: the granularity of timeouts and
 /// of yields of busy guests.
@@ -54,6 +55,8 @@ pub struct RuntimeConfig {
     /// The most linear memory all guest instances may hold together, in bytes; unbounded when
     /// absent.
     pub guest_memory: Option<usize>,
+    /// Installed around every plugin it loads (the fixture recorder of `--record`), if anything.
+    pub wrap: Option<Arc<dyn Wrap>>,
 }
 
 impl Default for RuntimeConfig {
@@ -65,6 +68,7 @@ impl Default for RuntimeConfig {
             ceiling: Ceiling::default(),
             compile: CompileIn::Process,
             guest_memory: None,
+            wrap: None,
         }
     }
 }

@@ -27,7 +27,6 @@ use crate::runtime::owners;
 use crate::runtime::policy::Ceiling;
 use crate::runtime::registration::{Registration, Verb};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::testing::record;
 
 /// WASI resources (streams, pollables) one instance may hold at once.
 const MAX_WASI_RESOURCES: usize = 1024;
@@ -177,13 +176,13 @@ impl StoreState {
         self.refused(self.owners(&target, &write))?;
         let writer = services.writer.clone();
         let delay = self.context.budget.write_delay();
-        let recorded = record::copy(&write);
         let name = write.name();
         Ok(async move {
             wait(delay).await;
-            let answer = writer.write(&target, write).await;
-            record::wrote(&target, recorded, answer.as_ref().err());
-            let stored = answer.map_err(|error| error.of_write(name, &target))?;
+            let stored = writer
+                .write(&target, write)
+                .await
+                .map_err(|error| error.of_write(name, &target))?;
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
     }
@@ -288,12 +287,6 @@ fn uid(json: &crate::runtime::imports::Json) -> Option<String> {
     object.metadata.uid
 }
 
-/// An object of `kind` a cache read returned, as the guest receives it (and as a recording
-/// keeps it).
-fn read_object(kind: &GroupVersionKind, json: &crate::runtime::imports::Json) -> String {
-    record::read(kind, json);
-    String::from(&**json)
-}
 
 fn denied(message: String) -> ApiError {
     ApiError::new(
@@ -348,7 +341,7 @@ impl cache::Host for StoreState {
         let (kind, key) = (&target.kind, &target.key);
         let services = self.refused(self.check(Verb::Get, kind, &key.namespace))?;
         let json = services.cache.get(kind, &key.namespace, &key.name)?;
-        Ok(read_object(kind, &json))
+        Ok(String::from(&*json))
     }
 
     fn list(
@@ -362,7 +355,7 @@ impl cache::Host for StoreState {
         let namespace = options.namespace.as_deref().unwrap_or_default();
         let services = self.refused(self.check(Verb::List, &kind, namespace))?;
         let objects = services.cache.list(&kind, &options)?;
-        Ok(objects.iter().map(|o| read_object(&kind, o)).collect())
+        Ok(objects.iter().map(|o| String::from(&**o)).collect())
     }
 
     fn list_by_index(
@@ -377,7 +370,7 @@ impl cache::Host for StoreState {
         self.refused(boundary::bounded("the index value", &value, MAX_SHORT_TEXT))?;
         let services = self.refused(self.check(Verb::List, &kind, ""))?;
         let objects = services.cache.list_by_index(&kind, &index, &value)?;
-        Ok(objects.iter().map(|o| read_object(&kind, o)).collect())
+        Ok(objects.iter().map(|o| String::from(&**o)).collect())
     }
 }
 
@@ -477,7 +470,6 @@ impl events::Host for StoreState {
                 return;
             }
         };
-        record::event(&event);
         if !grant.services.events.record(&context.name, event) {
             budget.refuse(Refusal::EventDropped);
         }

@@ -31,6 +31,7 @@ mod policy;
 pub(crate) mod registration;
 mod rights;
 mod webhooks;
+mod wrap;
 
 pub use artifacts::{CACHE_LIMIT, default_cache_dir};
 pub use budget::Refusal;
@@ -43,10 +44,11 @@ pub use imports::{Observer, Services};
 pub use instances::InstanceMode;
 pub use limits::GuestLimits;
 pub use memory::GuestMemoryExhausted;
-pub use plugin::{Outcome, Plugin, PluginOptions};
+pub use plugin::{Live, Outcome, Plugin, PluginOptions};
 pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSources};
 pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
 pub use rights::{REVIEW_TTL, Rights};
+pub use wrap::{Reconciled, Wrap};
 pub use webhooks::{
     AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, Operation, Rule, UserInfo,
     Verdict, WebhookRegistration,

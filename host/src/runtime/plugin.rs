@@ -25,7 +25,7 @@ use crate::runtime::memory::MemoryShare;
 use crate::runtime::policy::{Asked, Ceiling};
 use crate::runtime::registration::Registration;
 use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, FailurePolicy, WebhookRegistration};
-use crate::testing::record::{self, Recorder};
+use crate::runtime::wrap::Wrap;
 
 /// The exports every reconciler component must have.
 const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
@@ -60,8 +60,6 @@ pub struct PluginOptions {
     pub ceiling: Option<Ceiling>,
     /// The wall clock its guests read instead of the host's (offline tests set it).
     pub clock: Option<SetClock>,
-    /// Where each reconcile is recorded as a fixture, if anywhere.
-    pub record: Option<Recorder>,
     /// The source's own name, when the plugin will run as an identity of its own: it must
     /// declare that name (or the one the operator's policy maps the source to).
     pub identity: Option<String>,
@@ -81,7 +79,6 @@ impl Default for PluginOptions {
             max_instances: None,
             ceiling: None,
             clock: None,
-            record: None,
             identity: None,
         }
     }
@@ -101,6 +98,10 @@ pub enum Outcome {
     },
 }
 
+/// The plugins loaded now, by name, as whoever loads them publishes them: what the webhook server
+/// and the cache's warm-up follow, so a swap changes their answers at once.
+pub type Live = tokio::sync::watch::Receiver<Arc<std::collections::BTreeMap<String, Arc<Plugin>>>>;
+
 /// A loaded plugin version, ready to reconcile.
 pub struct Plugin {
     file: PathBuf,
@@ -112,8 +113,18 @@ pub struct Plugin {
     pub(crate) webhook_timeout: Duration,
     pub(crate) failure_policy: FailurePolicy,
     workers: u32,
-    record: Option<Recorder>,
+    wrap: Option<Arc<dyn Wrap>>,
     _share: Reservation,
+}
+
+/// The bytes of the component in `file`.
+async fn read(file: &Path) -> Result<Vec<u8>, RuntimeError> {
+    tokio::fs::read(file)
+        .await
+        .map_err(|source| RuntimeError::Read {
+            file: file.to_owned(),
+            source,
+        })
 }
 
 impl Runtime {
@@ -125,13 +136,7 @@ impl Runtime {
         options: PluginOptions,
         services: impl FnOnce(&Registration) -> Services,
     ) -> Result<Plugin, RuntimeError> {
-        let bytes = tokio::fs::read(file)
-            .await
-            .map_err(|source| RuntimeError::Read {
-                file: file.to_owned(),
-                source,
-            })?;
-        self.load_bytes(file, bytes, options, services).await
+        self.load_bytes(file, read(file).await?, options, services).await
     }
 
     /// Like [`Runtime::load`], for a component already in memory; `file` names it in errors.
@@ -150,6 +155,82 @@ impl Runtime {
                 max: self.config.max_memory,
             });
         }
+        let (linked, registration, webhooks) = self.described(&file, bytes, &options).await?;
+        let policies = self.policies(&options);
+        let (asked, share, memory) = self.admit(&file, &registration, &options)?;
+        let subject = Subject {
+            registration: Some(&registration),
+            policies: &policies,
+            // Its identity's reads were reviewed by whoever loads it; they are re-reviewed later.
+            rights: None,
+        };
+        let identity = options.identity.as_deref().map(|source| Power::Identity {
+            source,
+            declared: &registration.name,
+        });
+        let implied = capability::implied(&registration, webhooks.as_ref());
+        for power in identity.into_iter().chain(implied) {
+            capability::check(subject, power).map_err(|why| RuntimeError::Refused {
+                file: file.clone(),
+                plugin: registration.name.clone(),
+                reason: why.to_string(),
+            })?;
+        }
+
+        let registration = Arc::new(registration);
+        let services = services(&registration);
+        let services = match &self.config.wrap {
+            Some(wrap) => wrap.services(&registration.name, services),
+            None => services,
+        };
+        let observer = services.observer.clone();
+        let context = Arc::new(PluginContext {
+            name: registration.name.as_str().into(),
+            grant: Some(Grant {
+                services,
+                registration: registration.clone(),
+                policies,
+            }),
+            memory_limit: options.memory_limit,
+            budget: Budget::new(&options.limits, observer.clone()),
+            limits: options.limits,
+            observer,
+            clock: options.clock,
+        });
+        let mode = (options.mode, asked.instances);
+        let instances = Instances::new(self, linked, context.clone(), memory, mode);
+        Ok(Plugin {
+            file,
+            registration,
+            webhooks,
+            context,
+            instances,
+            timeout: asked.timeout,
+            webhook_timeout: options.webhook_timeout,
+            failure_policy: options.failure_policy,
+            workers: asked.concurrency,
+            wrap: self.config.wrap.clone(),
+            _share: share,
+        })
+    }
+
+    /// What the component in `file` declares in its `describe()`, read without granting it
+    /// anything: no services, no admission under a policy (`wasmop rbac`).
+    pub async fn describe(&self, file: &Path) -> Result<Registration, RuntimeError> {
+        let options = PluginOptions::default();
+        let bytes = read(file).await?;
+        Ok(self.described(file, bytes, &options).await?.1)
+    }
+
+    /// Compiles and links the component `bytes` of `file` and calls its `describe` (and
+    /// `describe-webhooks`) in an instance granted nothing.
+    async fn described(
+        &self,
+        file: &Path,
+        bytes: Vec<u8>,
+        options: &PluginOptions,
+    ) -> Result<(Linked, Registration, Option<WebhookRegistration>), RuntimeError> {
+        let file = file.to_owned();
         if !wasmparser::Parser::is_component(&bytes) {
             let found = if wasmparser::Parser::is_core_wasm(&bytes) {
                 "a core module"
@@ -211,58 +292,7 @@ impl Runtime {
             true => describe_webhooks(&file, &describing, options.describe_timeout).await?,
             false => None,
         };
-        let policies = self.policies(&options);
-        let (asked, share, memory) = self.admit(&file, &registration, &options)?;
-        let subject = Subject {
-            registration: Some(&registration),
-            policies: &policies,
-            // Its identity's reads were reviewed by whoever loads it; they are re-reviewed later.
-            rights: None,
-        };
-        let identity = options.identity.as_deref().map(|source| Power::Identity {
-            source,
-            declared: &registration.name,
-        });
-        let implied = capability::implied(&registration, webhooks.as_ref());
-        for power in identity.into_iter().chain(implied) {
-            capability::check(subject, power).map_err(|why| RuntimeError::Refused {
-                file: file.clone(),
-                plugin: registration.name.clone(),
-                reason: why.to_string(),
-            })?;
-        }
-
-        let registration = Arc::new(registration);
-        let services = services(&registration);
-        let observer = services.observer.clone();
-        let context = Arc::new(PluginContext {
-            name: registration.name.as_str().into(),
-            grant: Some(Grant {
-                services,
-                registration: registration.clone(),
-                policies,
-            }),
-            memory_limit: options.memory_limit,
-            budget: Budget::new(&options.limits, observer.clone()),
-            limits: options.limits,
-            observer,
-            clock: options.clock,
-        });
-        let mode = (options.mode, asked.instances);
-        let instances = Instances::new(self, linked, context.clone(), memory, mode);
-        Ok(Plugin {
-            file,
-            registration,
-            webhooks,
-            context,
-            instances,
-            timeout: asked.timeout,
-            webhook_timeout: options.webhook_timeout,
-            failure_policy: options.failure_policy,
-            workers: asked.concurrency,
-            record: options.record,
-            _share: share,
-        })
+        Ok((linked, registration, webhooks))
     }
 
     /// The policies over a plugin loaded with `options`: the operator's, then its own.
@@ -462,14 +492,15 @@ impl Plugin {
         self.instances.idle()
     }
 
-    /// Reconciles one primary object, recording the reconcile as a fixture when asked to.
+    /// Reconciles one primary object, through the runtime's [`Wrap`] if it has one.
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
-        let Some(recorder) = &self.record else {
-            return self.call_reconcile(key).await;
-        };
-        let (result, recording) = record::recording(self.call_reconcile(key)).await;
-        recorder.save(self.name(), key, recording, &result).await;
-        result
+        match &self.wrap {
+            Some(wrap) => {
+                let call = Box::pin(self.call_reconcile(key));
+                wrap.reconcile(self.name(), key, call).await
+            }
+            None => self.call_reconcile(key).await,
+        }
     }
 
     async fn call_reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {

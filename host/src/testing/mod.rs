@@ -17,6 +17,7 @@ mod fixture;
 mod memory;
 mod outcome;
 pub mod record;
+mod wrap;
 
 pub use accept::{AcceptError, accept};
 pub use check::{Checked, Tester, TestingError};

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::http::Tls;
 use crate::object::GroupVersionKind;
-use crate::plugins::Live;
+use crate::runtime::Live;
 use crate::runtime::{FailurePolicy, Plugin, Rule};
 
 /// The annotation on a CRD whose conversion the host set: `<configuration name>/<plugin>`, so a

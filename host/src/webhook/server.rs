@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::review::{self, Hook, MAX_BODY};
 use crate::http::{Handler, Responding};
 use crate::metrics::Metrics;
-use crate::plugins::Live;
+use crate::runtime::Live;
 use crate::runtime::Plugin;
 
 /// Answers the apiserver's webhook calls with the loaded plugins.

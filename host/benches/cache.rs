@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Bytes, Frame};
 use kube::client::Body;
 use wasmop::cache::{Cache, Informer};
-use wasmop::object::GroupVersionKind;
+use wasmop::contract::object::GroupVersionKind;
 
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wasmop::object::ObjectKey;
+use wasmop::contract::object::ObjectKey;
 use wasmop::runtime::{InstanceMode, Plugin, PluginOptions, Runtime, RuntimeConfig};
 use wasmop::testing::MemoryHost;
 use wasmtime::component::{Component, Linker, ResourceTable};

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wasmop::object::ObjectKey;
+use wasmop::contract::object::ObjectKey;
 use wasmop::runtime::{InstanceMode, Plugin, PluginOptions, Runtime, RuntimeConfig};
 use wasmop::testing::MemoryHost;
 

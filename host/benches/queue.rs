@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmop::object::ObjectKey;
+use wasmop::contract::object::ObjectKey;
 use wasmop::queue::{NoMetrics, Queue, RateLimits};
 
 use support::median;

@@ -24,12 +24,12 @@ use kube::discovery::{self, Scope};
 use serde_json::Value;
 
 use crate::cache::{Cache, Informer, View};
-use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
-use crate::runtime::imports::{
+use crate::shard;
+use wasmop_contract::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
     Propagation, Write,
 };
-use crate::shard;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
 /// What the plugin last wrote to one object.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
 use tokio::sync::mpsc;
 
-use crate::runtime::imports::{Event, EventRecorder, EventType};
+use wasmop_contract::imports::{Event, EventRecorder, EventType};
 
 /// Events that may wait to be published, per plugin.
 const BACKLOG: usize = 64;

@@ -2,8 +2,8 @@
 //! and access reviews are sent impersonating its own ServiceAccount, `wasmop-plugin-<name>`, so
 //! Kubernetes RBAC checks every plugin on its own and the audit log names it. The shared informer
 //! cache still lists and watches as the operator, so each identity's reads are reviewed again
-//! while its plugin lives ([`crate::runtime::Rights`]). `wasmop rbac` prints what each identity
-//! needs ([`crate::rbac`]).
+//! while its plugin lives ([`wasmop_contract::Rights`]). `wasmop rbac` prints what each identity
+//! needs.
 
 /// Where plugin identities live, and the connection settings to speak as them.
 #[derive(Clone)]

@@ -4,11 +4,12 @@
 //! workqueues, leader election, metrics and health. Each module is named after the concept it
 //! implements.
 
+pub use wasmop_contract as contract;
+
 pub mod cache;
 pub mod client;
 pub mod config;
 pub mod controller;
-pub mod depth;
 pub mod events;
 #[cfg(test)]
 mod fuzz;
@@ -17,14 +18,12 @@ pub mod identity;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
-pub mod object;
 pub mod plugins;
 pub mod queue;
 pub mod rate;
 pub mod rbac;
 pub mod runtime;
 pub mod scaffold;
-pub mod selector;
 pub mod shard;
 pub mod testing;
 pub mod webhook;

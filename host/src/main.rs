@@ -293,9 +293,11 @@ fn manager_options(args: &RunArgs) -> ManagerOptions {
             ceiling: args.ceiling.clone(),
             compile: compile_in(args),
             guest_memory: args.guest_memory_budget,
-            wrap: args.limits.record.as_ref().map(|dir| {
-                Arc::new(Recorder::new(dir)) as Arc<dyn wasmop::runtime::Wrap>
-            }),
+            wrap: args
+                .limits
+                .record
+                .as_ref()
+                .map(|dir| Arc::new(Recorder::new(dir)) as Arc<dyn wasmop::runtime::Wrap>),
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),

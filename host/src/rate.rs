@@ -8,22 +8,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-
-/// A rate: tokens per second and the burst allowed at once.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    /// Tokens added per second.
-    pub per_second: f64,
-    /// The most tokens the bucket holds.
-    pub burst: u32,
-}
-
-impl Rate {
-    /// `per_second` tokens a second with a burst of `burst`.
-    pub const fn new(per_second: f64, burst: u32) -> Self {
-        Rate { per_second, burst }
-    }
-}
+use wasmop_contract::limits::Rate;
 
 /// One token bucket.
 #[derive(Debug)]

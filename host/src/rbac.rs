@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use crate::identity;
-use crate::object::GroupVersionKind;
-use crate::runtime::Registration;
+use wasmop_contract::Registration;
+use wasmop_contract::object::GroupVersionKind;
 
 /// Where the identities live and who may impersonate them.
 #[derive(Debug, Clone)]
@@ -166,8 +166,12 @@ fn metadata(name: &str, namespace: Option<&str>, labels: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::registration::tests::minimal;
-    use crate::runtime::{Permission, Verb};
+    use wasmop_contract::Registration;
+
+    fn minimal(name: &str) -> Registration {
+        Registration::minimal(name)
+    }
+    use wasmop_contract::{Permission, Verb};
 
     fn placement() -> Placement {
         Placement {

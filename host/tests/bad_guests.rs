@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{LIMIT, configmap, load, runtime};
-use wasmop::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{
     DispatchError, InstanceMode, Outcome, PluginOptions, Runtime, RuntimeConfig, TrapKind,
 };

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use wasmop::cache::{Cache, Change};
-use wasmop::object::{GroupVersionKind, ObjectKey};
-use wasmop::selector::LabelSelector;
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::selector::LabelSelector;
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(120);

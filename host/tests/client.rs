@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 use wasmop::cache::{Cache, Namespaces};
 use wasmop::client::PluginClient;
-use wasmop::object::{GroupVersionKind, ObjectRef};
-use wasmop::runtime::imports::{ApiErrorKind, ApiWriter, CacheReader, ListOptions, Write};
+use wasmop::contract::imports::{ApiErrorKind, ApiWriter, CacheReader, ListOptions, Write};
+use wasmop::contract::object::{GroupVersionKind, ObjectRef};
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -41,7 +41,7 @@ async fn a_plugin_reads_its_own_writes_immediately() -> anyhow::Result<()> {
                 Write::Create(object)
             } else {
                 Write::Patch {
-                    patch: wasmop::runtime::imports::Patch::Merge(object),
+                    patch: wasmop::contract::imports::Patch::Merge(object),
                     status: false,
                 }
             };
@@ -98,7 +98,7 @@ async fn cache_seen_up_to_now(
     kube::Api::<ConfigMap>::namespaced(kube.clone(), namespace)
         .create(&Default::default(), &object)
         .await?;
-    let key = wasmop::object::ObjectKey::new(namespace, marker);
+    let key = wasmop::contract::object::ObjectKey::new(namespace, marker);
     while informer.get(&key).is_none() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, GroupVersionKind, Patch, PatchParams};
 use serde_json::json;
 use tokio::time::Instant;
+use wasmop::contract::object::ObjectKey;
 use wasmop::controller::Controller;
 use wasmop::manager::{Manager, ManagerOptions};
-use wasmop::object::ObjectKey;
 use wasmop::runtime::PluginOptions;
 use wasmop_envtest::{ControlPlane, shared, within};
 

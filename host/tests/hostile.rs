@@ -18,11 +18,10 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 use wasmop::cache::Cache;
-use wasmop::object::{GroupVersionKind, ObjectKey};
-use wasmop::rate::Rate;
-use wasmop::runtime::{
-    DispatchError, GuestLimits, Plugin, PluginOptions, Refusal, Runtime, RuntimeError, TrapKind,
-};
+use wasmop::contract::Rate;
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::{GuestLimits, Refusal};
+use wasmop::runtime::{DispatchError, Plugin, PluginOptions, Runtime, RuntimeError, TrapKind};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);

@@ -21,8 +21,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use tokio::time::Instant;
+use wasmop::contract::REVIEW_TTL;
 use wasmop::http::auth::{DECISION_TTL, REVIEW_RATE};
-use wasmop::runtime::REVIEW_TTL;
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(300);

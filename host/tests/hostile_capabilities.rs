@@ -19,11 +19,9 @@ use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 use wasmop::cache::{Cache, Informer};
-use wasmop::object::{GroupVersionKind, ObjectKey};
-use wasmop::runtime::{
-    AdmissionRequest, DispatchError, Plugin, PluginOptions, Refusal, Runtime, RuntimeConfig,
-    RuntimeError,
-};
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::{AdmissionRequest, Refusal};
+use wasmop::runtime::{DispatchError, Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 use common::scrape::{free_address, get};

@@ -1,5 +1,5 @@
 //! What the host parses, attacked on the real control plane: objects nested past the depth bound
-//! (`wasmop::depth::MAX_DEPTH`) — built by a plugin one JSON patch path at a time, or stored by
+//! (`wasmop::contract::depth::MAX_DEPTH`) — built by a plugin one JSON patch path at a time, or stored by
 //! someone else in a free-form kind, a `WasmReconciler` or an object under review — and reconcile
 //! errors of many MiB. Each test checks what a user would: nothing deeper than the bound reached
 //! the apiserver from a plugin, one deep object never stops the others of its kind from syncing
@@ -18,8 +18,8 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde::de::{MapAccess, Visitor};
 use serde_json::{Value, json};
 use wasmop::cache::Cache;
-use wasmop::depth::{self, Bounded, MAX_DEPTH};
-use wasmop::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::depth::{self, Bounded, MAX_DEPTH};
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{DispatchError, Plugin, PluginOptions};
 use wasmop_envtest::{ControlPlane, shared, within};
 
@@ -379,7 +379,7 @@ async fn huge_reconcile_errors_leave_bounded_log_lines() -> anyhow::Result<()> {
             failed.len(),
             total / failed.len()
         );
-        let bound = wasmop::runtime::GuestLimits::default().log_bytes + 1024;
+        let bound = wasmop::contract::GuestLimits::default().log_bytes + 1024;
         assert!(longest <= bound, "a log line of {longest} bytes");
         assert!(
             total <= failed.len() * bound + (256 << 10),

@@ -18,9 +18,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wasmop::contract::{Ceiling, ModuleSources};
 use wasmop::plugins::digest;
 use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
-use wasmop::runtime::{Ceiling, ModuleSources};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);

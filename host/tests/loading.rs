@@ -6,10 +6,10 @@ mod common;
 use std::path::Path;
 
 use common::{LIMIT, component, runtime};
-use wasmop::object::GroupVersionKind;
+use wasmop::contract::object::GroupVersionKind;
+use wasmop::contract::{Mapping, Verb};
 use wasmop::runtime::{
-    CompileIn, CompileWorker, Mapping, PluginOptions, Runtime, RuntimeConfig, RuntimeError, Verb,
-    WorkerError,
+    CompileIn, CompileWorker, PluginOptions, Runtime, RuntimeConfig, RuntimeError, WorkerError,
 };
 use wasmop::testing::MemoryHost;
 use wasmop_envtest::within;

@@ -12,9 +12,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wasmop::contract::{Ceiling, ModuleSources};
 use wasmop::plugins::digest;
 use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
-use wasmop::runtime::{Ceiling, ModuleSources};
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -5,8 +5,8 @@ mod common;
 
 use common::{LIMIT, configmap, load, runtime};
 use serde_json::json;
-use wasmop::object::{GroupVersionKind, ObjectKey};
-use wasmop::runtime::imports::{Patch, Write};
+use wasmop::contract::imports::{Patch, Write};
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{Outcome, PluginOptions};
 use wasmop::testing::RecordedWrite;
 use wasmop_envtest::within;

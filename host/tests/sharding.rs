@@ -17,9 +17,9 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::watch;
 use wasmop::cache::Namespaces;
+use wasmop::contract::object::GroupVersionKind;
 use wasmop::leader::{Campaign, Elector, LeaderConfig, Leadership, identity};
 use wasmop::metrics::Metrics;
-use wasmop::object::GroupVersionKind;
 use wasmop::shard::{
     GROUP_LABEL, Members, Ring, ShardLabels, ShardedKinds, Sharder, member_id, member_lease,
 };

@@ -11,10 +11,9 @@ use common::{LIMIT, configmap, load, runtime};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wasmop::object::{GroupVersionKind, ObjectKey};
-use wasmop::runtime::{
-    AdmissionRequest, DispatchError, Operation, Outcome, PluginOptions, TrapKind, Verdict,
-};
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::{AdmissionRequest, Operation, Verdict};
+use wasmop::runtime::{DispatchError, Outcome, PluginOptions, TrapKind};
 
 use tokio::sync::watch;
 use wasmop::http::{ConnectionLimits, SecureServing, Tls, listen};

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use wasmop::object::{GroupVersionKind, ObjectRef};
-use wasmop::runtime::imports::{
+use wasmop::contract::imports::{
     ApiError, ApiWriter, CacheReader, Json, ListOptions, Services, Write,
 };
+use wasmop::contract::object::{GroupVersionKind, ObjectRef};
 
 /// JSON bytes handed to guests so far.
 #[derive(Default)]

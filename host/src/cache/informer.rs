@@ -26,8 +26,8 @@ use tokio::task::JoinHandle;
 
 use crate::cache::object::{CachedObject, Unreadable, WatchedObject};
 use crate::cache::store::{IndexSpec, Store};
-use crate::object::{GroupVersionKind, ObjectKey};
-use crate::selector::LabelSelector;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+use wasmop_contract::selector::LabelSelector;
 
 /// A change to one object, as handlers receive it.
 #[derive(Debug, Clone)]

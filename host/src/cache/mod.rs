@@ -26,6 +26,7 @@
 mod gauges;
 mod informer;
 mod object;
+mod resource;
 mod store;
 
 use std::collections::HashMap;
@@ -39,9 +40,10 @@ pub use informer::{Change, Handler, Informer, Subscription};
 #[cfg(test)]
 pub(crate) use object::WatchedObject;
 pub use object::{CachedObject, ControllerRef, ResourceVersion, StringMap};
+pub(crate) use resource::dynamic_resource;
 pub use store::IndexSpec;
 
-use crate::object::GroupVersionKind;
+use wasmop_contract::object::GroupVersionKind;
 
 /// The cache could not serve a kind.
 #[derive(Debug, thiserror::Error)]

@@ -26,8 +26,10 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::depth::MAX_DEPTH;
-use crate::object::{ObjectKey, dynamic_resource};
+use wasmop_contract::depth::MAX_DEPTH;
+use wasmop_contract::object::ObjectKey;
+
+use crate::cache::dynamic_resource;
 
 /// An object as the cache holds it: the JSON text and the few fields parsed from it, with labels
 /// and annotations shared between the objects of a store that carry equal ones.
@@ -829,7 +831,7 @@ mod tests {
 
     #[test]
     fn a_deep_object_is_skipped_and_never_fails_its_page() {
-        use crate::depth::nested;
+        use wasmop_contract::depth::nested;
         // The object is one level around its spec: a spec one level shallower than the bound fits.
         let fits = nested(MAX_DEPTH - 1);
         for deep in [MAX_DEPTH, 126, 302, 100_000] {
@@ -852,7 +854,10 @@ mod tests {
             assert_eq!(skipped.reason, "it is nested deeper than 64 levels");
             assert_eq!(too_deep.meta.resource_version.as_deref(), Some("5"));
             let after = after.object.as_ref().unwrap();
-            assert_eq!(crate::depth::of_text(after.json.as_bytes()), MAX_DEPTH);
+            assert_eq!(
+                wasmop_contract::depth::of_text(after.json.as_bytes()),
+                MAX_DEPTH
+            );
         }
         let event = format!(
             r#"{{"type":"MODIFIED","object":{}}}"#,

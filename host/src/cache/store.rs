@@ -13,8 +13,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::cache::object::{CachedObject, Interner};
-use crate::object::ObjectKey;
-use crate::selector::LabelSelector;
+use wasmop_contract::object::ObjectKey;
+use wasmop_contract::selector::LabelSelector;
 
 /// A stored object, compared, ordered and hashed by its key.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use clap::parser::ValueSource;
 use serde_json::{Map, Value};
 
 use super::{ConfigError, PluginLimits, bytes, duration, positive, webhook_timeout};
-use crate::runtime::FailurePolicy;
+use wasmop_contract::FailurePolicy;
 
 /// The keys a `plugins` entry may have besides `file`.
 const OVERRIDES: [&str; 6] = [

@@ -21,9 +21,10 @@ use clap::{FromArgMatches, Parser, Subcommand};
 
 use crate::cache::Namespaces;
 use crate::http::SecureServing;
-use crate::rate::Rate;
-use crate::runtime::boundary::cut;
-use crate::runtime::{Ceiling, FailurePolicy, GuestLimits, InstanceMode, PluginOptions};
+use crate::runtime::{InstanceMode, PluginOptions};
+use wasmop_contract::Rate;
+use wasmop_contract::boundary::cut;
+use wasmop_contract::{Ceiling, FailurePolicy, GuestLimits};
 
 pub use file::PluginOverrides;
 pub use policy::parse as parse_policy;
@@ -697,7 +698,7 @@ pub(crate) fn positive(value: &str) -> Result<u32, String> {
 
 /// A namespace name: a DNS-1123 label.
 fn namespace(value: &str) -> Result<String, String> {
-    match crate::runtime::boundary::dns_label(value) {
+    match wasmop_contract::boundary::dns_label(value) {
         true => Ok(value.to_owned()),
         false => Err(format!(
             "`{value}` is not a namespace name (lowercase letters, digits and '-', at most 63)"

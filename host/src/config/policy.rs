@@ -33,8 +33,8 @@ use serde_json::Value;
 
 use super::file::scalar;
 use super::{ConfigError, bytes, duration, positive};
-use crate::runtime::boundary::{cut, dns_label};
-use crate::runtime::{Allowance, Ceiling, Conversion, KindPattern, ModuleSources, Verb};
+use wasmop_contract::boundary::{cut, dns_label};
+use wasmop_contract::{Allowance, Ceiling, Conversion, KindPattern, ModuleSources, Verb};
 
 /// The settings only the operator's policy may hold: a `WasmReconciler`'s own narrows grants
 /// and limits, it never grants.
@@ -341,7 +341,8 @@ mod tests {
         let text = "conversions:\n  example.wasmop.dev/WebApp: webapp\nidentities:\n  \
                     canary: webapp\nmodules:\n  namespaces: [plugins]\n  private-addresses: true\n";
         let ceiling = parse(text).unwrap();
-        let webapp = crate::object::GroupVersionKind::gvk("example.wasmop.dev", "v1", "WebApp");
+        let webapp =
+            wasmop_contract::object::GroupVersionKind::gvk("example.wasmop.dev", "v1", "WebApp");
         assert!(ceiling.may_convert("webapp", &webapp));
         assert_eq!(ceiling.identity("canary"), "webapp");
         assert!(ceiling.modules.allows_namespace("plugins") && ceiling.modules.private_addresses);

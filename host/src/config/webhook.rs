@@ -132,7 +132,7 @@ fn service(value: &str) -> Result<(String, String, u16), String> {
         Some((name, port)) => (name, port.parse().map_err(|_| wrong())?),
         None => (rest, 443),
     };
-    let label = crate::runtime::boundary::dns_label;
+    let label = wasmop_contract::boundary::dns_label;
     if !label(namespace) || !label(name) || port == 0 {
         return Err(wrong());
     }

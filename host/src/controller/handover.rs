@@ -12,9 +12,9 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
 use crate::cache::{Cache, View};
-use crate::object::ObjectKey;
 use crate::runtime::Plugin;
 use crate::shard::ShardLabels;
+use wasmop_contract::object::ObjectKey;
 
 /// The field manager of the labels a replica removes when it lets an object go.
 const FIELD_MANAGER: &str = "wasmop-shard";

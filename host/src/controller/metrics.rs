@@ -10,8 +10,8 @@ use prometheus::proto::MetricFamily;
 use prometheus::{Gauge, IntGauge, Opts};
 
 use crate::metrics::ControllerMetrics;
-use crate::object::ObjectKey;
 use crate::queue::{Queue, QueueMetrics};
+use wasmop_contract::object::ObjectKey;
 
 impl QueueMetrics for ControllerMetrics {
     fn added(&self) {

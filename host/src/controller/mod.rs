@@ -30,13 +30,13 @@ use std::time::Duration;
 
 use crate::cache::{Cache, CacheError, Informer};
 use crate::metrics::{Collecting, ControllerMetrics};
-use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{Queue, RateLimits};
 use crate::runtime::Plugin;
 pub use handover::Handover;
 use metrics::QueueGauges;
 use sources::{Informed, Sources};
 pub use warmup::warm;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
 use workers::Workers;
 
 /// Reconcile results so far, by kind of result.

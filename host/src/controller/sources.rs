@@ -16,10 +16,11 @@ use tokio::task::JoinHandle;
 use crate::cache::{
     Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription, View,
 };
-use crate::object::{GroupVersionKind, ObjectKey};
 use crate::queue::{LOW_PRIORITY, Queue};
-use crate::runtime::{Mapping, Plugin, Predicate, Registration, Verb};
-use crate::selector::LabelSelector;
+use crate::runtime::Plugin;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+use wasmop_contract::selector::LabelSelector;
+use wasmop_contract::{Mapping, Predicate, Registration, Verb};
 
 type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use crate::cache::{Cache, Informer, View};
 use crate::controller::sources::{informed_kinds, view_of};
-use crate::object::GroupVersionKind;
 use crate::runtime::Live;
+use wasmop_contract::object::GroupVersionKind;
 
 /// Keeps the informers of every plugin in `live` running in `cache` until dropped.
 pub async fn warm(cache: Arc<Cache>, mut live: Live) {

@@ -23,9 +23,9 @@ use tokio::task::JoinHandle;
 use super::Stats;
 use super::handover::{Handover, Turn};
 use crate::metrics::{ControllerMetrics, ReconcileResult};
-use crate::object::ObjectKey;
 use crate::queue::Queue;
 use crate::runtime::{DispatchError, Outcome, Plugin};
+use wasmop_contract::object::ObjectKey;
 
 /// The running workers of one controller.
 pub(super) struct Workers {

@@ -10,10 +10,10 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{MAX_ERROR, fuzz, hostile_text, mangled, parse, short_error};
-use crate::depth::{self, MAX_DEPTH};
-use crate::object::{GroupVersionKind, ObjectRef};
-use crate::runtime::boundary::{self, PatchText};
-use crate::runtime::imports::Patch;
+use wasmop_contract::boundary::{self, PatchText};
+use wasmop_contract::depth::{self, MAX_DEPTH};
+use wasmop_contract::imports::Patch;
+use wasmop_contract::object::{GroupVersionKind, ObjectRef};
 
 /// The object and patch limit the targets pass the boundary.
 const MAX_BYTES: usize = 64 << 10;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::boundary::json_value;
 use super::{MAX_ERROR, fuzz, hostile_text, mangled, parse};
 use crate::cache::WatchedObject;
-use crate::depth::{self, MAX_DEPTH};
+use wasmop_contract::depth::{self, MAX_DEPTH};
 
 #[test]
 fn fuzz_cached_objects() {

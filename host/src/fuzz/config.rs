@@ -16,12 +16,12 @@ use serde_json::{Value, json};
 use super::boundary::json_value;
 use super::{error_within, fuzz, hostile_text, mangled, parse, short_error};
 use crate::config::{MAX_DURATION, bytes, duration, narrowing, parse_policy, positive, rate};
-use crate::object::GroupVersionKind;
 use crate::plugins::module::ModuleRef;
 use crate::rate::TokenBucket;
-use crate::runtime::Ceiling;
-use crate::runtime::boundary;
-use crate::runtime::capability;
+use wasmop_contract::Ceiling;
+use wasmop_contract::boundary;
+use wasmop_contract::capability;
+use wasmop_contract::object::GroupVersionKind;
 
 /// The longest YAML error: the message and a few cropped lines of the file around it.
 const MAX_YAML_ERROR: usize = 4096;
@@ -187,8 +187,8 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
             prop_assert!(boundary::dns_label(namespace), "namespace {namespace:?}");
         }
     }
-    let registration = crate::runtime::registration::tests::minimal("fuzzed");
-    let asked = crate::runtime::Asked {
+    let registration = wasmop_contract::Registration::minimal("fuzzed");
+    let asked = wasmop_contract::Asked {
         concurrency: 1,
         timeout: Duration::from_secs(1),
         memory: 1 << 20,

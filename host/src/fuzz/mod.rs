@@ -114,7 +114,7 @@ fn error_within(message: &str, max: usize) -> Result<(), TestCaseError> {
         message.len() <= max,
         "a {}-byte error message: {:?}…",
         message.len(),
-        crate::runtime::boundary::cut(message)
+        wasmop_contract::boundary::cut(message)
     );
     Ok(())
 }

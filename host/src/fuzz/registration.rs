@@ -10,9 +10,9 @@ use proptest::prelude::*;
 
 use super::boundary::{Verb as Request, kind, request_has_the_segments};
 use super::{fuzz, hostile_text, parse, short_error};
-use crate::object::{GroupVersionKind, ObjectRef};
-use crate::runtime::boundary::{self, MAX_SHORT_TEXT};
-use crate::runtime::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
+use wasmop_contract::boundary::{self, MAX_SHORT_TEXT};
+use wasmop_contract::object::{GroupVersionKind, ObjectRef};
+use wasmop_contract::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
 
 #[test]
 fn fuzz_registrations() {

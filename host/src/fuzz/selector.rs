@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::{fuzz, hostile_text, mangled, parse, short_error};
-use crate::selector::{FieldSelector, LabelSelector};
+use wasmop_contract::selector::{FieldSelector, LabelSelector};
 
 #[test]
 fn fuzz_label_selectors() {

@@ -33,7 +33,8 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;
-use crate::rate::{Rate, TokenBucket};
+use crate::rate::TokenBucket;
+use wasmop_contract::Rate;
 
 /// How long a decision is reused.
 pub const DECISION_TTL: Duration = Duration::from_secs(10);

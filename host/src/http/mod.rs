@@ -65,11 +65,7 @@ impl Endpoints {
 
     async fn respond(&self, path: &str) -> Response<Full<Bytes>> {
         let (status, content_type, body) = match path {
-            "/plugins" => (
-                StatusCode::OK,
-                "application/json",
-                self.plugins.json(),
-            ),
+            "/plugins" => (StatusCode::OK, "application/json", self.plugins.json()),
             "/metrics" => (StatusCode::OK, TEXT_FORMAT, self.metrics.gather()),
             "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),
             "/readyz" if self.ready.load(Ordering::Relaxed) => {

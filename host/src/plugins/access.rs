@@ -26,8 +26,8 @@ use kube::discovery::{self, Scope};
 
 use super::PluginError;
 use crate::cache::Namespaces;
-use crate::object::GroupVersionKind;
-use crate::runtime::{REVIEW_TTL, Registration, Rights, Verb};
+use wasmop_contract::object::GroupVersionKind;
+use wasmop_contract::{REVIEW_TTL, Registration, Rights, Verb};
 
 /// Reviews asked at once.
 const PARALLEL_REVIEWS: usize = 8;
@@ -267,8 +267,14 @@ async fn allowed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Permission;
-    use crate::runtime::registration::tests::{configmap, minimal};
+    use wasmop_contract::Permission;
+    fn configmap() -> GroupVersionKind {
+        GroupVersionKind::gvk("", "v1", "ConfigMap")
+    }
+
+    fn minimal(name: &str) -> wasmop_contract::Registration {
+        wasmop_contract::Registration::minimal(name)
+    }
 
     fn described(needs: &[Need]) -> Vec<String> {
         needs.iter().map(ToString::to_string).collect()

@@ -13,8 +13,8 @@ use std::task::{Context, Poll};
 
 use hyper_util::client::legacy::connect::dns::Name;
 
-use crate::runtime::Ceiling;
-use crate::runtime::capability::{self, Power, Subject};
+use wasmop_contract::Ceiling;
+use wasmop_contract::capability::{self, Power, Subject};
 
 /// A URL's host could not be resolved to addresses the policy allows.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +106,7 @@ mod tests {
     use tower_service::Service;
 
     use super::*;
-    use crate::runtime::ModuleSources;
+    use wasmop_contract::ModuleSources;
 
     fn policy(private_addresses: bool) -> Ceiling {
         Ceiling {

@@ -42,10 +42,11 @@ use tokio::time::Instant;
 use super::PluginError;
 use super::module::{ModuleError, ModuleRef};
 use super::{PluginHandle, PluginStatus};
+use crate::cache::dynamic_resource;
 use crate::config::{PluginLimits, bytes, duration};
-use crate::depth::{Bounded, MAX_DEPTH};
-use crate::object::dynamic_resource;
-use crate::runtime::{Ceiling, PluginOptions, RuntimeError};
+use crate::runtime::{PluginOptions, RuntimeError};
+use wasmop_contract::Ceiling;
+use wasmop_contract::depth::{Bounded, MAX_DEPTH};
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
 /// whether it now speaks for the plugins).
@@ -593,7 +594,7 @@ mod tests {
     use kube::core::Resource;
 
     use super::*;
-    use crate::depth::nested;
+    use wasmop_contract::depth::nested;
 
     fn object(name: &str, policy: &str) -> String {
         format!(

@@ -15,9 +15,8 @@ use crate::client::PluginClient;
 use crate::events::Events;
 use crate::identity::Identities;
 use crate::metrics::{Metrics, PluginMetrics};
-use crate::runtime::{
-    Observer, Plugin, PluginOptions, Refusal, Registration, Rights, Runtime, RuntimeError, Services,
-};
+use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError};
+use wasmop_contract::{Observer, Refusal, Registration, Reviewer, Rights, Services};
 
 /// Turns modules into plugins wired to the manager's cache and client.
 #[derive(Clone)]
@@ -120,7 +119,7 @@ impl Loader {
                 registration,
                 Arc::downgrade(&rights),
             );
-            rights.reviewed_by(tokio::spawn(reviewing).abort_handle());
+            rights.reviewed_by(Box::new(Review(tokio::spawn(reviewing).abort_handle())));
         }
         Ok(Arc::new(plugin))
     }
@@ -168,6 +167,16 @@ pub fn digest(bytes: &[u8]) -> String {
     let hash = Sha256::digest(bytes);
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
+}
+
+/// The task reviewing a plugin identity's rights, stopped when the rights are dropped.
+#[derive(Debug)]
+struct Review(tokio::task::AbortHandle);
+
+impl Reviewer for Review {
+    fn stop(&self) {
+        self.0.abort();
+    }
 }
 
 #[cfg(test)]

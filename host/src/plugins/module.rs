@@ -28,8 +28,8 @@ use kube::Api;
 
 use super::address::{AddressError, CheckedAddresses};
 use super::digest;
-use crate::runtime::capability::{self, Power, Subject};
-use crate::runtime::{Ceiling, boundary};
+use wasmop_contract::capability::{self, Power, Subject};
+use wasmop_contract::{Ceiling, boundary};
 
 /// The largest module a URL may serve.
 pub const MAX_MODULE_BYTES: usize = 64 << 20;
@@ -356,7 +356,7 @@ mod tests {
             "{refused}"
         );
         let allowed = Ceiling {
-            modules: crate::runtime::ModuleSources {
+            modules: wasmop_contract::ModuleSources {
                 namespaces: Some(vec!["kube-system".into()]),
                 private_addresses: false,
             },

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 
-use crate::rate::{Rate, TokenBucket};
+use wasmop_contract::Rate;
+
+use crate::rate::TokenBucket;
 
 /// Settings of the rate limiter.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use crate::object::{GroupVersionKind, ObjectKey};
-use crate::runtime::imports::{ApiError, ApiErrorKind, DeniedBy};
-use crate::runtime::registration as reg;
+use wasmop_contract::imports::{ApiError, ApiErrorKind, DeniedBy};
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+use wasmop_contract::registration as reg;
 
 mod generated {
     wasmtime::component::bindgen!({

@@ -11,57 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::rate::TokenBucket;
-use crate::runtime::imports::Observer;
-use crate::runtime::limits::GuestLimits;
-
-/// Why the host refused or dropped something a guest handed it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// A malformed or oversized request: a bad name, kind, body, selector.
-    Invalid,
-    /// A call the plugin did not declare.
-    Undeclared,
-    /// A read its identity's RBAC no longer grants (identity mode).
-    Revoked,
-    /// A write that had to wait for the plugin's write rate.
-    WriteThrottled,
-    /// An event that had to wait for the plugin's event rate.
-    EventThrottled,
-    /// An event dropped: malformed, about an object the plugin may not read, or its queue full.
-    EventDropped,
-    /// A log line that had to wait for the plugin's log rate.
-    LogThrottled,
-    /// A requeue delayed by the plugin's requeue rate.
-    RequeueThrottled,
-}
-
-impl Refusal {
-    /// Every refusal, in the order [`Budget::refusals`] reports them.
-    pub const ALL: [Refusal; 8] = [
-        Refusal::Invalid,
-        Refusal::Undeclared,
-        Refusal::Revoked,
-        Refusal::WriteThrottled,
-        Refusal::EventThrottled,
-        Refusal::EventDropped,
-        Refusal::LogThrottled,
-        Refusal::RequeueThrottled,
-    ];
-
-    /// The metric label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Refusal::Invalid => "invalid",
-            Refusal::Undeclared => "undeclared",
-            Refusal::Revoked => "revoked",
-            Refusal::WriteThrottled => "write_throttled",
-            Refusal::EventThrottled => "event_throttled",
-            Refusal::EventDropped => "event_dropped",
-            Refusal::LogThrottled => "log_throttled",
-            Refusal::RequeueThrottled => "requeue_throttled",
-        }
-    }
-}
+use wasmop_contract::Refusal;
+use wasmop_contract::imports::Observer;
+use wasmop_contract::limits::GuestLimits;
 
 /// Rates and refusal counts of one plugin version.
 pub(crate) struct Budget {
@@ -137,7 +89,7 @@ fn lock(bucket: &Mutex<TokenBucket>) -> std::sync::MutexGuard<'_, TokenBucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rate::Rate;
+    use wasmop_contract::Rate;
 
     #[tokio::test(start_paused = true)]
     async fn rates_hold_per_kind_of_spending_and_waits_are_counted() {

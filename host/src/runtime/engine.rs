@@ -32,8 +32,8 @@ use crate::runtime::bindings::Reconciler;
 use crate::runtime::compiler::{CompileIn, Compiler};
 use crate::runtime::host::StoreState;
 use crate::runtime::memory::GuestMemory;
-use crate::runtime::policy::Ceiling;
 use crate::runtime::wrap::Wrap;
+use wasmop_contract::policy::Ceiling;
 
 /// How often the epoch advances while a guest call is in flight: the granularity of timeouts and
 /// of yields of busy guests.

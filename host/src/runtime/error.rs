@@ -4,8 +4,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::object::ObjectKey;
 use crate::runtime::compiler::WorkerError;
+use wasmop_contract::object::ObjectKey;
 
 /// The engine could not be built or a plugin could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -10,23 +10,24 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use crate::runtime::SetClock;
 use crate::runtime::bindings::{cache, client, events, log, plugin, types};
-use crate::runtime::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
-use crate::runtime::budget::{Budget, Refusal};
-use crate::runtime::capability::{self, Power, Subject};
-use crate::runtime::imports::{
+use crate::runtime::budget::Budget;
+use crate::runtime::memory::MemoryShare;
+use crate::runtime::output::{GuestOutput, Stream};
+use wasmop_contract::Refusal;
+use wasmop_contract::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
+use wasmop_contract::capability::{self, Power, Subject};
+use wasmop_contract::imports::{
     ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Observer,
     Propagation, Services, Write,
 };
-use crate::runtime::limits::GuestLimits;
-use crate::runtime::memory::MemoryShare;
-use crate::runtime::output::{GuestOutput, Stream};
-use crate::runtime::owners;
-use crate::runtime::policy::Ceiling;
-use crate::runtime::registration::{Registration, Verb};
-use crate::selector::{FieldSelector, LabelSelector};
+use wasmop_contract::limits::GuestLimits;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
+use wasmop_contract::owners;
+use wasmop_contract::policy::Ceiling;
+use wasmop_contract::registration::{Registration, Verb};
+use wasmop_contract::selector::{FieldSelector, LabelSelector};
 
 /// WASI resources (streams, pollables) one instance may hold at once.
 const MAX_WASI_RESOURCES: usize = 1024;
@@ -274,7 +275,7 @@ impl StoreState {
 }
 
 /// The uid of a cached object.
-fn uid(json: &crate::runtime::imports::Json) -> Option<String> {
+fn uid(json: &wasmop_contract::imports::Json) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Object {
         metadata: Metadata,
@@ -286,7 +287,6 @@ fn uid(json: &crate::runtime::imports::Json) -> Option<String> {
     let object: Object = serde_json::from_str(json).ok()?;
     object.metadata.uid
 }
-
 
 fn denied(message: String) -> ApiError {
     ApiError::new(

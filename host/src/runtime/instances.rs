@@ -18,13 +18,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
-use crate::object::ObjectKey;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::{Reconciler, ReconcilerIndices, webhooks};
 use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
 use crate::runtime::memory::{GuestMemoryExhausted, MemoryShare};
+use wasmop_contract::object::ObjectKey;
 
 /// How a plugin's instances are used across reconciles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,44 +12,26 @@
 
 mod artifacts;
 mod bindings;
-pub(crate) mod boundary;
 mod budget;
-pub mod capability;
 mod clock;
 mod compiler;
 mod engine;
 mod error;
 mod host;
-pub mod imports;
 mod instances;
-mod limits;
 mod memory;
 mod output;
-mod owners;
 mod plugin;
-mod policy;
-pub(crate) mod registration;
-mod rights;
 mod webhooks;
 mod wrap;
 
 pub use artifacts::{CACHE_LIMIT, default_cache_dir};
-pub use budget::Refusal;
 pub use clock::SetClock;
 pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;
-pub use imports::{Observer, Services};
 pub use instances::InstanceMode;
-pub use limits::GuestLimits;
 pub use memory::GuestMemoryExhausted;
 pub use plugin::{Live, Outcome, Plugin, PluginOptions};
-pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSources};
-pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
-pub use rights::{REVIEW_TTL, Rights};
 pub use wrap::{Reconciled, Wrap};
-pub use webhooks::{
-    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, Operation, Rule, UserInfo,
-    Verdict, WebhookRegistration,
-};

@@ -7,25 +7,26 @@ use std::time::Duration;
 
 use wasmtime::component::Component;
 
-use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::Runtime;
 use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
-use crate::runtime::boundary;
-use crate::runtime::budget::{Budget, Refusal};
-use crate::runtime::capability::{self, Power, Subject};
+use crate::runtime::budget::Budget;
 use crate::runtime::compiler::WorkerError;
 use crate::runtime::engine::Reservation;
 use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
 use crate::runtime::host::{Grant, PluginContext};
-use crate::runtime::imports::Services;
 use crate::runtime::instances::{InstanceMode, Instances, Linked};
-use crate::runtime::limits::GuestLimits;
 use crate::runtime::memory::MemoryShare;
-use crate::runtime::policy::{Asked, Ceiling};
-use crate::runtime::registration::Registration;
-use crate::runtime::webhooks::{DEFAULT_WEBHOOK_TIMEOUT, FailurePolicy, WebhookRegistration};
 use crate::runtime::wrap::Wrap;
+use wasmop_contract::Refusal;
+use wasmop_contract::boundary;
+use wasmop_contract::capability::{self, Power, Subject};
+use wasmop_contract::imports::Services;
+use wasmop_contract::limits::GuestLimits;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+use wasmop_contract::policy::{Asked, Ceiling};
+use wasmop_contract::registration::Registration;
+use wasmop_contract::{DEFAULT_WEBHOOK_TIMEOUT, FailurePolicy, WebhookRegistration};
 
 /// The exports every reconciler component must have.
 const EXPORTS: [&str; 3] = ["describe", "reconcile", "map"];
@@ -136,7 +137,8 @@ impl Runtime {
         options: PluginOptions,
         services: impl FnOnce(&Registration) -> Services,
     ) -> Result<Plugin, RuntimeError> {
-        self.load_bytes(file, read(file).await?, options, services).await
+        self.load_bytes(file, read(file).await?, options, services)
+            .await
     }
 
     /// Like [`Runtime::load`], for a component already in memory; `file` names it in errors.

@@ -4,179 +4,23 @@
 //! reconciles and a deadline of their own, short enough to answer inside the apiserver's timeout.
 //!
 //! Whatever the guest answers is checked before the host uses it: an object must be a JSON object
-//! of at most the plugin's object bound, nested at most [`crate::depth::MAX_DEPTH`] levels; messages and warnings are cut to a bounded length and
+//! of at most the plugin's object bound, nested at most [`wasmop_contract::depth::MAX_DEPTH`] levels; messages and warnings are cut to a bounded length and
 //! count. A guest that traps, loops or answers garbage yields a [`DispatchError`]; what the
 //! apiserver is told then is the webhook server's business (its failure policy).
 
 use std::time::Duration;
 
-use crate::object::{GroupVersionKind, ObjectKey};
 use crate::runtime::bindings::{types, webhooks as wit};
-use crate::runtime::boundary::{self, MAX_SHORT_TEXT};
-use crate::runtime::budget::Refusal;
-use crate::runtime::capability::{self, Power};
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::plugin::Plugin;
-
-/// The most warnings one answer may carry; further ones are dropped.
-pub const MAX_WARNINGS: usize = 16;
-/// The longest message or warning, in bytes; longer ones are cut.
-pub const MAX_MESSAGE: usize = 1024;
-/// The most rules a plugin may declare for each of validate, default and convert.
-const MAX_RULES: usize = 64;
-
-/// What an admission request is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
-    /// A create.
-    Create,
-    /// An update.
-    Update,
-    /// A delete.
-    Delete,
-    /// A connect (exec, attach, port-forward, proxy).
-    Connect,
-}
-
-impl Operation {
-    /// Every operation, in the apiserver's order.
-    pub const ALL: [Operation; 4] = [
-        Operation::Create,
-        Operation::Update,
-        Operation::Delete,
-        Operation::Connect,
-    ];
-
-    /// Its name in admission.k8s.io/v1 (`CREATE`, `UPDATE`, `DELETE`, `CONNECT`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        }
-    }
-
-    /// The operation named `name` in admission.k8s.io/v1.
-    pub fn parse(name: &str) -> Option<Operation> {
-        Operation::ALL.into_iter().find(|op| op.as_str() == name)
-    }
-}
-
-/// The operations a validating or defaulting webhook is called for, on one kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    /// The kind.
-    pub kind: GroupVersionKind,
-    /// Its operations (at least one).
-    pub operations: Vec<Operation>,
-}
-
-/// The webhooks a plugin serves.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WebhookRegistration {
-    /// What `validate` is called for.
-    pub validate: Vec<Rule>,
-    /// What `default` is called for.
-    pub default: Vec<Rule>,
-    /// Custom resources (group and kind) whose versions `convert` converts between.
-    pub convert: Vec<GroupVersionKind>,
-}
-
-impl WebhookRegistration {
-    /// Whether it declares no webhook at all.
-    pub fn is_empty(&self) -> bool {
-        self.validate.is_empty() && self.default.is_empty() && self.convert.is_empty()
-    }
-
-    /// Checks every kind and rule, naming the first that is not valid.
-    pub fn validate(&self) -> Result<(), String> {
-        for (what, rules) in [("validate", &self.validate), ("default", &self.default)] {
-            if rules.len() > MAX_RULES {
-                return Err(format!(
-                    "{} {what} rules, over the limit of {MAX_RULES}",
-                    rules.len()
-                ));
-            }
-            for rule in rules {
-                boundary::kind(&rule.kind).map_err(|e| format!("{what} rule: {e}"))?;
-                if rule.operations.is_empty() {
-                    return Err(format!(
-                        "{what} rule for {} {} names no operation",
-                        rule.kind.api_version(),
-                        rule.kind.kind
-                    ));
-                }
-            }
-        }
-        if self.convert.len() > MAX_RULES {
-            return Err(format!(
-                "{} convert kinds, over the limit of {MAX_RULES}",
-                self.convert.len()
-            ));
-        }
-        for kind in &self.convert {
-            boundary::kind(kind).map_err(|e| format!("convert kind: {e}"))?;
-            if kind.group.is_empty() {
-                return Err(format!(
-                    "convert kind {} is in the core group; only custom resources convert",
-                    kind.kind
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Who sent an admission request, as the apiserver authenticated them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    /// The user name.
-    pub username: String,
-    /// The user's uid.
-    pub uid: String,
-    /// The user's groups.
-    pub groups: Vec<String>,
-}
-
-/// One admission request, as the guest sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AdmissionRequest {
-    /// The request's uid.
-    pub uid: String,
-    /// The object's kind, in the version the webhook is registered for.
-    pub kind: GroupVersionKind,
-    /// The object's namespace and name (either may be empty).
-    pub key: ObjectKey,
-    /// What the request is for.
-    pub operation: Operation,
-    /// The object as it would be stored; absent on delete.
-    pub object: Option<String>,
-    /// The object as stored; absent on create.
-    pub old_object: Option<String>,
-    /// Who sent it.
-    pub user: UserInfo,
-    /// Whether the request persists nothing.
-    pub dry_run: bool,
-}
-
-/// A refusal, for the client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
-    /// Why.
-    pub message: String,
-    /// Warnings besides.
-    pub warnings: Vec<String>,
-}
-
-/// The answer of `validate`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Admitted, with these warnings.
-    Allowed(Vec<String>),
-    /// Refused.
-    Denied(Denial),
-}
+use wasmop_contract::Refusal;
+use wasmop_contract::boundary::{self, MAX_SHORT_TEXT};
+use wasmop_contract::capability::{self, Power};
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+use wasmop_contract::webhook::{
+    AdmissionRequest, Denial, FailurePolicy, MAX_MESSAGE, MAX_WARNINGS, Operation, Rule, Verdict,
+    WebhookRegistration,
+};
 
 impl From<wit::Registration> for WebhookRegistration {
     fn from(r: wit::Registration) -> Self {
@@ -443,7 +287,9 @@ impl Plugin {
                 ),
             ));
         }
-        if let Err(too_deep) = crate::depth::check("the object returned", object.as_bytes(), 0) {
+        if let Err(too_deep) =
+            wasmop_contract::depth::check("the object returned", object.as_bytes(), 0)
+        {
             return Err(self.garbage(key, too_deep.to_string()));
         }
         match serde_json::from_str::<serde_json::Value>(&object) {
@@ -465,43 +311,10 @@ impl Plugin {
     }
 }
 
-/// How long one webhook call may take when the operator sets nothing: well inside the
-/// apiserver's default webhook timeout of 10 s.
-pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What the apiserver is told when the plugin fails to answer, and what it does when it cannot
-/// reach the host at all: the webhook configuration's `failurePolicy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FailurePolicy {
-    /// Refuse the request (the apiserver's default).
-    #[default]
-    Fail,
-    /// Admit it unchanged, with a warning.
-    Ignore,
-}
-
-impl FailurePolicy {
-    /// The policy's name in a webhook configuration.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailurePolicy::Fail => "Fail",
-            FailurePolicy::Ignore => "Ignore",
-        }
-    }
-
-    /// The policy named `name` (`Fail` or `Ignore`, as Kubernetes spells them).
-    pub fn parse(name: &str) -> Result<FailurePolicy, String> {
-        match name {
-            "Fail" => Ok(FailurePolicy::Fail),
-            "Ignore" => Ok(FailurePolicy::Ignore),
-            other => Err(format!("`{other}` is not a failure policy: Fail or Ignore")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmop_contract::MAX_RULES;
 
     fn rule(group: &str, kind: &str, operations: Vec<Operation>) -> Rule {
         Rule {

@@ -7,10 +7,10 @@ use std::fmt;
 
 use futures::future::BoxFuture;
 
-use crate::object::ObjectKey;
 use crate::runtime::error::DispatchError;
-use crate::runtime::imports::Services;
 use crate::runtime::plugin::Outcome;
+use wasmop_contract::imports::Services;
+use wasmop_contract::object::ObjectKey;
 
 /// One reconcile's result, as a [`Wrap`] sees it.
 pub type Reconciled = Result<Outcome, DispatchError>;

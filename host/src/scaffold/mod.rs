@@ -11,8 +11,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::object::GroupVersionKind;
-use crate::runtime::boundary;
+use wasmop_contract::boundary;
+use wasmop_contract::object::GroupVersionKind;
 
 /// A guest language `wasmop new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

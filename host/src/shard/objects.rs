@@ -24,7 +24,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cache::Namespaces;
-use crate::object::{GroupVersionKind, ObjectKey, dynamic_resource};
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+
+use crate::cache::dynamic_resource;
 use crate::shard::assign::ShardLabels;
 
 /// The longest wait between two discoveries of a kind the apiserver does not serve (yet).
@@ -394,7 +396,7 @@ mod tests {
 
     #[test]
     fn an_object_of_any_depth_is_read_as_its_metadata() {
-        let deep = crate::depth::nested(100_000);
+        let deep = wasmop_contract::depth::nested(100_000);
         let page = format!(
             r#"{{"kind":"List","apiVersion":"v1","metadata":{{}},"items":[{{"metadata":{{"name":"deep",
             "namespace":"a","resourceVersion":"3","labels":{{"app":"x"}},"managedFields":[{{"fieldsV1":{deep}}}]}},

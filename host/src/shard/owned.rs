@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::cache::Shard;
-use crate::object::GroupVersionKind;
+use wasmop_contract::object::GroupVersionKind;
 
 /// Labels `object` with `shard` if it names a controller of kind `primary`.
 pub fn label_controlled(object: &mut Value, primary: &GroupVersionKind, shard: &Shard) {

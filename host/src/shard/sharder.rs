@@ -26,11 +26,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::cache::Namespaces;
 use crate::leader::LeaderConfig;
 use crate::metrics::Metrics;
-use crate::object::{GroupVersionKind, ObjectKey};
 use crate::shard::assign::{Move, ShardLabels, decide};
 use crate::shard::members::Shown;
 use crate::shard::objects::{Objects, Shard, SharedObjects, Watches, lock};
 use crate::shard::ring::Ring;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
 
 /// The shortest time between two passes.
 const DEBOUNCE: Duration = Duration::from_millis(250);

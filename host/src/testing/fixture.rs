@@ -29,12 +29,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::object::{GroupVersionKind, ObjectRef};
-use crate::runtime::imports::{
-    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, Patch, Propagation, Write,
-};
 use crate::testing::memory::RecordedWrite;
 use crate::testing::outcome::check_outcome;
+use wasmop_contract::imports::{
+    ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, Patch, Propagation, Write,
+};
+use wasmop_contract::object::{GroupVersionKind, ObjectRef};
 
 /// The time a fixture's guest reads when the fixture names none: fixed, so that every run of a
 /// reconcile that stamps a time writes the same.
@@ -443,7 +443,7 @@ pub(crate) fn object_ref(object: &Value) -> Option<ObjectRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::ObjectKey;
+    use wasmop_contract::object::ObjectKey;
 
     const FIXTURE: &str = r#"
 name: creates its Deployment

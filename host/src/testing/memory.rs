@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
-use crate::runtime::imports::{
+use crate::testing::fixture::{FixtureWrite, Rejection, object_ref};
+use wasmop_contract::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
     Services, Write,
 };
-use crate::runtime::{FieldIndex, Registration};
-use crate::selector::FieldSelector;
-use crate::testing::fixture::{FixtureWrite, Rejection, object_ref};
+use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
+use wasmop_contract::selector::FieldSelector;
+use wasmop_contract::{FieldIndex, Registration};
 
 /// One write a guest made, as the host received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -449,7 +449,7 @@ impl EventRecorder for MemoryHost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selector::LabelSelector;
+    use wasmop_contract::selector::LabelSelector;
 
     fn configmap(name: &str, data: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "ns", "name": name}, "data": {"k": data}})
@@ -538,7 +538,7 @@ mod tests {
         host.insert(configmap("a", "1"));
         host.insert(configmap("b", "1"));
         let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
-        let mut registration = crate::runtime::registration::tests::minimal("indexed");
+        let mut registration = wasmop_contract::Registration::minimal("indexed");
         registration.indexes.push(FieldIndex {
             name: "by-data".into(),
             kind: kind.clone(),

@@ -21,14 +21,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
-use crate::runtime::imports::{ApiError, Event, Write};
 use crate::runtime::{DispatchError, Outcome};
 use crate::testing::fixture::{
     Expected, Fixture, FixtureEvent, FixtureWrite, Rejection, Request, Verb, object_ref,
 };
 use crate::testing::memory::RecordedWrite;
 use crate::testing::outcome::outcome_text;
+use wasmop_contract::imports::{ApiError, Event, Write};
+use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
 /// The most JSON bytes of objects one recording keeps.
 pub const MAX_RECORDED_BYTES: usize = 16 << 20;
@@ -334,7 +334,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::runtime::imports::{ApiErrorKind, EventType, Patch};
+    use wasmop_contract::imports::{ApiErrorKind, EventType, Patch};
 
     fn secret_ref() -> ObjectRef {
         ObjectRef::new(&GroupVersionKind::gvk("", "v1", "Secret"), "shop", "db")

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
-use crate::runtime::imports::{
-    ApiError, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Services, Write,
-};
 use crate::runtime::{Reconciled, Wrap};
 use crate::testing::record::{self, Recorder};
+use wasmop_contract::imports::{
+    ApiError, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Services, Write,
+};
+use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
 impl Wrap for Recorder {
     fn services(&self, _plugin: &str, services: Services) -> Services {
@@ -66,7 +66,10 @@ impl CacheReader for Reads {
         index: &str,
         value: &str,
     ) -> Result<Vec<Json>, ApiError> {
-        Ok(Reads::noted(kind, self.0.list_by_index(kind, index, value)?))
+        Ok(Reads::noted(
+            kind,
+            self.0.list_by_index(kind, index, value)?,
+        ))
     }
 }
 

@@ -26,9 +26,10 @@ use kube::{Api, discovery};
 use serde_json::{Value, json};
 
 use crate::http::Tls;
-use crate::object::GroupVersionKind;
 use crate::runtime::Live;
-use crate::runtime::{FailurePolicy, Plugin, Rule};
+use crate::runtime::Plugin;
+use wasmop_contract::object::GroupVersionKind;
+use wasmop_contract::{FailurePolicy, Rule};
 
 /// The annotation on a CRD whose conversion the host set: `<configuration name>/<plugin>`, so a
 /// host reverts only conversions it set, never another operator's.

@@ -16,10 +16,10 @@ use std::net::SocketAddr;
 
 use crate::http::SecureServing;
 
-pub use crate::runtime::FailurePolicy;
 pub use configuration::{Endpoint, Target, Writer};
 pub use review::{Answer, Hook, ReviewError, admission, conversion};
 pub use server::WebhookServer;
+pub use wasmop_contract::FailurePolicy;
 
 /// How the webhook server runs: controller-runtime's webhook server options.
 #[derive(Debug, Clone, PartialEq, Eq)]

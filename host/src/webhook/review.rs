@@ -14,11 +14,10 @@ use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionRe
 use kube::core::{DynamicObject, Status};
 use serde_json::Value;
 
-use crate::depth;
-use crate::object::{GroupVersionKind, ObjectKey};
-use crate::runtime::{
-    AdmissionRequest, DispatchError, FailurePolicy, Operation, Plugin, UserInfo, Verdict,
-};
+use crate::runtime::{DispatchError, Plugin};
+use wasmop_contract::depth;
+use wasmop_contract::object::{GroupVersionKind, ObjectKey};
+use wasmop_contract::{AdmissionRequest, FailurePolicy, Operation, UserInfo, Verdict};
 
 /// The largest review body accepted: the apiserver's own request limit is 3 MiB, and an update's
 /// review carries the object twice.

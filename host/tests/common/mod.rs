@@ -172,18 +172,18 @@ pub async fn seen_by_good(
 /// A create of `object` (a JSON object of `kind`) at `key`, by `alice`, as the apiserver asks
 /// a webhook about it.
 pub fn admission_create(
-    kind: wasmop::object::GroupVersionKind,
-    key: wasmop::object::ObjectKey,
+    kind: wasmop::contract::object::GroupVersionKind,
+    key: wasmop::contract::object::ObjectKey,
     object: Value,
-) -> wasmop::runtime::AdmissionRequest {
-    wasmop::runtime::AdmissionRequest {
+) -> wasmop::contract::AdmissionRequest {
+    wasmop::contract::AdmissionRequest {
         uid: "705ab4f5-6393-11e8-b7cc-42010a800002".into(),
         kind,
         key,
-        operation: wasmop::runtime::Operation::Create,
+        operation: wasmop::contract::Operation::Create,
         object: Some(object.to_string()),
         old_object: None,
-        user: wasmop::runtime::UserInfo {
+        user: wasmop::contract::UserInfo {
             username: "alice".into(),
             uid: "1".into(),
             groups: vec!["system:authenticated".into()],
@@ -208,10 +208,10 @@ pub async fn load_on_cluster(
 pub fn production_services(
     kube: kube::Client,
     cache: Arc<wasmop::cache::Cache>,
-) -> impl FnOnce(&wasmop::runtime::Registration) -> wasmop::runtime::Services {
+) -> impl FnOnce(&wasmop::contract::Registration) -> wasmop::contract::Services {
     move |registration| {
         let client = wasmop::client::PluginClient::new(kube.clone(), cache, &registration.name);
-        wasmop::runtime::Services {
+        wasmop::contract::Services {
             cache: Arc::new(client.clone()),
             writer: Arc::new(client),
             events: Arc::new(wasmop::events::Events::new(kube, &registration.name)),

@@ -3,7 +3,7 @@
 //! scenarios read and write (as the cluster's admin, like a user with kubectl).
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -83,17 +83,14 @@ impl Subject {
         let identity = Identity::create(plane, name, &namespace).await?;
         let (running, field_manager) = match operator {
             Operator::Wasmop(_) => {
-                let options = ManagerOptions {
+                let mut options = ManagerOptions {
                     namespaces: Namespaces::Only(vec![namespace.clone()]),
                     ..ManagerOptions::default()
                 };
+                options.runtime.wrap = record.map(|dir| Arc::new(Recorder::new(dir)) as _);
                 let client = plane.client_from(&identity.kubeconfig).await?;
                 let mut manager = Manager::new(client, options)?;
-                let plugin = PluginOptions {
-                    record: record.map(Recorder::new),
-                    ..PluginOptions::default()
-                };
-                manager.add_plugin(&file, plugin).await?;
+                manager.add_plugin(&file, PluginOptions::default()).await?;
                 (Running::Wasmop(Box::new(manager)), WASMOP_MANAGER)
             }
             Operator::Program(program) => {

@@ -3,7 +3,7 @@
 //! object could otherwise get it deleted by naming an owner that does not exist. Every owner
 //! reference a write sets must name an object the plugin may read, in the written object's
 //! namespace or cluster-scoped, that its cache holds with that uid
-//! ([`crate::runtime::capability::Power::Own`]).
+//! ([`crate::capability::Power::Own`]).
 //!
 //! A JSON patch may set whole references (or the whole list, `metadata` or the object), never one
 //! field of a reference, and may not copy or move anything into them: the host checks what it
@@ -12,16 +12,16 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::boundary::{self, invalid};
+use crate::imports::{ApiError, Patch, Write};
 use crate::object::GroupVersionKind;
-use crate::runtime::boundary::{self, invalid};
-use crate::runtime::imports::{ApiError, Patch, Write};
 
 /// Where the owner references live in an object.
 const OWNERS: &str = "/metadata/ownerReferences";
 
 /// One owner reference a write sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Owner {
+pub struct Owner {
     /// The owner's kind.
     pub kind: GroupVersionKind,
     /// Its name.
@@ -40,7 +40,7 @@ struct Reference {
 }
 
 /// The owner references `write` sets, checked to be references.
-pub(crate) fn set_by(write: &Write) -> Result<Vec<Owner>, ApiError> {
+pub fn set_by(write: &Write) -> Result<Vec<Owner>, ApiError> {
     match write {
         Write::Create(object) | Write::Update(object) => in_object(object),
         Write::Patch {

@@ -15,10 +15,10 @@
 use std::net::IpAddr;
 
 use crate::object::GroupVersionKind;
-use crate::runtime::policy::Ceiling;
-use crate::runtime::registration::{Registration, Verb};
-use crate::runtime::rights::{REVIEW_TTL, Rights};
-use crate::runtime::webhooks::WebhookRegistration;
+use crate::policy::Ceiling;
+use crate::registration::{Registration, Verb};
+use crate::rights::{REVIEW_TTL, Rights};
+use crate::webhook::WebhookRegistration;
 
 /// The verbs that rewrite an object's content: a defaulting webhook or a conversion needs one.
 const REWRITES: [Verb; 2] = [Verb::Update, Verb::Patch];
@@ -292,10 +292,17 @@ fn what(power: Power<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::policy::{Allowance, Conversion, KindPattern};
-    use crate::runtime::registration::Permission;
-    use crate::runtime::registration::tests::{configmap, minimal};
-    use crate::runtime::webhooks::{Operation, Rule};
+
+    fn configmap() -> GroupVersionKind {
+        GroupVersionKind::gvk("", "v1", "ConfigMap")
+    }
+
+    fn minimal(name: &str) -> Registration {
+        Registration::minimal(name)
+    }
+    use crate::policy::{Allowance, Conversion, KindPattern};
+    use crate::registration::Permission;
+    use crate::webhook::{Operation, Rule};
 
     fn only(kinds: &str, verbs: Vec<Verb>) -> Ceiling {
         Ceiling {

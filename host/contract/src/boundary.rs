@@ -15,24 +15,24 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::depth::{self, MAX_DEPTH};
+use crate::imports::{ApiError, ApiErrorKind, Patch};
 use crate::object::{GroupVersionKind, ObjectKey, ObjectRef};
-use crate::runtime::imports::{ApiError, ApiErrorKind, Patch};
 
 /// The longest object name Kubernetes accepts.
 const MAX_NAME: usize = 253;
 /// The longest DNS label (namespaces, versions).
 const MAX_LABEL: usize = 63;
 /// The longest short text a guest hands the host: UIDs, resourceVersions, index names and values.
-pub(crate) const MAX_SHORT_TEXT: usize = 1024;
+pub const MAX_SHORT_TEXT: usize = 1024;
 
 /// An `invalid` error for a guest's request.
-pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
+pub fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ApiErrorKind::Invalid, message)
 }
 
 /// Checks a kind: group a DNS subdomain (or empty for the core group), version a DNS label,
 /// kind an alphanumeric word starting with a letter.
-pub(crate) fn kind(kind: &GroupVersionKind) -> Result<(), String> {
+pub fn kind(kind: &GroupVersionKind) -> Result<(), String> {
     if !kind.group.is_empty() && !dns_subdomain(&kind.group) {
         return Err(format!(
             "group {:?} is not a DNS subdomain",
@@ -58,7 +58,7 @@ pub(crate) fn kind(kind: &GroupVersionKind) -> Result<(), String> {
 }
 
 /// Checks a namespace: empty (cluster-scoped, or all namespaces) or a DNS label.
-pub(crate) fn namespace(namespace: &str) -> Result<(), String> {
+pub fn namespace(namespace: &str) -> Result<(), String> {
     if namespace.is_empty() || dns_label(namespace) {
         return Ok(());
     }
@@ -71,7 +71,7 @@ pub(crate) fn namespace(namespace: &str) -> Result<(), String> {
 /// Checks an object name: 1-253 printable ASCII characters, not `.` or `..`, without `/`, `%`,
 /// `?`, `#` or `\` (Kubernetes' path-segment rule, plus what would end a path) and without `<`,
 /// `>` or `` ` `` (which no request path may carry unescaped).
-pub(crate) fn name(name: &str) -> Result<(), String> {
+pub fn name(name: &str) -> Result<(), String> {
     let segment = !name.is_empty()
         && name.len() <= MAX_NAME
         && name != "."
@@ -90,7 +90,7 @@ pub(crate) fn name(name: &str) -> Result<(), String> {
 }
 
 /// Checks a kind, namespace and name and makes them a reference.
-pub(crate) fn object_ref(
+pub fn object_ref(
     kind: GroupVersionKind,
     namespace: String,
     name: String,
@@ -105,7 +105,7 @@ pub(crate) fn object_ref(
 }
 
 /// Checks that `text` is at most `max` bytes.
-pub(crate) fn bounded(what: &str, text: &str, max: usize) -> Result<(), ApiError> {
+pub fn bounded(what: &str, text: &str, max: usize) -> Result<(), ApiError> {
     if text.len() <= max {
         return Ok(());
     }
@@ -123,11 +123,7 @@ fn shallow(what: &'static str, text: &str, enclosing: usize) -> Result<(), ApiEr
 /// Parses a guest's whole object (at most `max_bytes`, at most [`MAX_DEPTH`] deep) and finds
 /// what it is: the kind from apiVersion and kind, the key from metadata. A create may leave the
 /// name to `generateName`.
-pub(crate) fn object(
-    json: &str,
-    max_bytes: usize,
-    create: bool,
-) -> Result<(ObjectRef, Value), ApiError> {
+pub fn object(json: &str, max_bytes: usize, create: bool) -> Result<(ObjectRef, Value), ApiError> {
     bounded("the object", json, max_bytes)?;
     shallow("the object", json, 0)?;
     let value: Value = serde_json::from_str(json)
@@ -171,7 +167,7 @@ pub(crate) fn object(
 }
 
 /// A patch body as the guest sent it.
-pub(crate) enum PatchText {
+pub enum PatchText {
     /// JSON merge patch.
     Merge(String),
     /// JSON patch operations.
@@ -188,7 +184,7 @@ pub(crate) enum PatchText {
 /// Parses a guest's patch body of at most `max_bytes`. A merge patch or an applied object nests
 /// at most [`MAX_DEPTH`] levels, so what it makes of an object does too; a JSON patch's
 /// operations are checked by [`json_patch_depth`].
-pub(crate) fn patch(body: PatchText, max_bytes: usize) -> Result<Patch, ApiError> {
+pub fn patch(body: PatchText, max_bytes: usize) -> Result<Patch, ApiError> {
     let parse = |text: &str, what: &'static str, enclosing: usize| {
         bounded(what, text, max_bytes)?;
         shallow(what, text, enclosing)?;
@@ -255,7 +251,7 @@ fn json_patch_depth(ops: &Value) -> Result<(), ApiError> {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, saying how much was cut.
-pub(crate) fn truncated(mut text: String, max: usize) -> String {
+pub fn truncated(mut text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }
@@ -270,7 +266,7 @@ pub(crate) fn truncated(mut text: String, max: usize) -> String {
 }
 
 /// The start of a rejected string, for an error message that cannot itself be huge.
-pub(crate) fn cut(text: &str) -> &str {
+pub fn cut(text: &str) -> &str {
     let end = (0..=text.len().min(64))
         .rev()
         .find(|&i| text.is_char_boundary(i))
@@ -280,7 +276,7 @@ pub(crate) fn cut(text: &str) -> &str {
 
 /// Whether `text` is a DNS-1123 label: 1-63 lowercase letters, digits or dashes, no dash at
 /// either end.
-pub(crate) fn dns_label(text: &str) -> bool {
+pub fn dns_label(text: &str) -> bool {
     (1..=MAX_LABEL).contains(&text.len())
         && text
             .bytes()

@@ -1,8 +1,22 @@
 //! What the operator lets one plugin make the host spend: bytes per call, the sizes of what the
 //! host forwards or keeps for it, and rates per plugin. Every figure here is enforced where the
-//! guest's data enters the host ([`super::boundary`], [`super::budget`]).
+//! guest's data enters the host ([`crate::boundary`], and the runtime's budget).
 
-use crate::rate::Rate;
+/// A rate: tokens per second and the burst allowed at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Tokens added per second.
+    pub per_second: f64,
+    /// The most tokens the bucket holds.
+    pub burst: u32,
+}
+
+impl Rate {
+    /// `per_second` tokens a second with a burst of `burst`.
+    pub const fn new(per_second: f64, burst: u32) -> Self {
+        Rate { per_second, burst }
+    }
+}
 
 /// Per-plugin bounds on what a guest can make the host copy, keep, send and log.
 #[derive(Debug, Clone, PartialEq)]

@@ -169,9 +169,8 @@ impl<'de> Visitor<'de> for Bounded {
     }
 }
 
-/// `{"a":{"a":…{}…}}`, `depth` levels deep, for tests.
-#[cfg(test)]
-pub(crate) fn nested(depth: usize) -> String {
+/// `{"a":{"a":…{}…}}`, `depth` levels deep: a document to probe the bound with.
+pub fn nested(depth: usize) -> String {
     let mut text = "{\"a\":".repeat(depth.saturating_sub(1));
     text.push_str("{}");
     text.push_str(&"}".repeat(depth.saturating_sub(1)));

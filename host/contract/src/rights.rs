@@ -1,8 +1,8 @@
 //! What the apiserver currently lets a plugin's own identity read, as last reviewed: in identity
 //! mode the shared cache lists and watches as the operator, so the plugin's cache reads are only
 //! as fresh as the last review of its ServiceAccount's RBAC. The capability check
-//! ([`super::capability::check`]) refuses a read of a kind in a namespace the last review found
-//! refused ([`Rights::refuses`]); whoever reviews ([`crate::plugins`]) replaces the refusals with
+//! ([`crate::capability::check`]) refuses a read of a kind in a namespace the last review found
+//! refused ([`Rights::refuses`]); whoever reviews (the host's plugin loader) replaces the refusals with
 //! [`Rights::set`], at most every [`REVIEW_TTL`].
 //!
 //! Invariants: the check reads this synchronously on the guest's call path and never waits for
@@ -10,10 +10,9 @@
 //! review that fails leaves the last answer in place; the reviewing task stops when these rights
 //! are dropped with their plugin.
 
+use std::fmt;
 use std::sync::{Mutex, RwLock};
 use std::time::Duration;
-
-use tokio::task::AbortHandle;
 
 use crate::object::GroupVersionKind;
 
@@ -27,7 +26,13 @@ pub struct Rights {
     user: String,
     /// Kinds and namespaces (empty: every namespace) it may not read.
     refused: RwLock<Vec<(GroupVersionKind, String)>>,
-    reviewer: Mutex<Option<AbortHandle>>,
+    reviewer: Mutex<Option<Box<dyn Reviewer>>>,
+}
+
+/// Whatever keeps reviewing a plugin identity's rights (the host's reviewing task).
+pub trait Reviewer: Send + Sync + fmt::Debug {
+    /// Stops reviewing.
+    fn stop(&self);
 }
 
 impl Rights {
@@ -71,11 +76,12 @@ impl Rights {
             .any(|(k, n)| k == kind && (n.is_empty() || namespace.is_empty() || n == namespace))
     }
 
-    /// Stops `task`, the one reviewing these rights, when they are dropped.
-    pub fn reviewed_by(&self, task: AbortHandle) {
+    /// Stops `task`, the one reviewing these rights, when they are dropped (and a previous
+    /// reviewer at once).
+    pub fn reviewed_by(&self, task: Box<dyn Reviewer>) {
         let mut reviewer = self.reviewer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(previous) = reviewer.replace(task) {
-            previous.abort();
+            previous.stop();
         }
     }
 }
@@ -84,7 +90,7 @@ impl Drop for Rights {
     fn drop(&mut self) {
         let reviewer = self.reviewer.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(task) = reviewer.take() {
-            task.abort();
+            task.stop();
         }
     }
 }
@@ -114,12 +120,25 @@ mod tests {
         assert!(!rights.refuses(&configmap(), "shop"));
     }
 
-    #[tokio::test]
-    async fn dropping_the_rights_stops_their_reviewer() {
+    #[derive(Debug, Default)]
+    struct Stopped(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Reviewer for Stopped {
+        fn stop(&self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_new_reviewer_stops_the_last_and_dropping_the_rights_stops_it() {
         let rights = Rights::new("u".to_owned());
-        let task = tokio::spawn(std::future::pending::<()>());
-        rights.reviewed_by(task.abort_handle());
+        let (first, second) = (Stopped::default(), Stopped::default());
+        let (first_stops, second_stops) = (first.0.clone(), second.0.clone());
+        rights.reviewed_by(Box::new(first));
+        rights.reviewed_by(Box::new(second));
+        assert_eq!(first_stops.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(second_stops.load(std::sync::atomic::Ordering::Relaxed), 0);
         drop(rights);
-        assert!(task.await.unwrap_err().is_cancelled());
+        assert_eq!(second_stops.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 }

@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::object::{GroupVersionKind, ObjectRef};
-use crate::runtime::budget::Refusal;
-use crate::runtime::registration::Verb;
-use crate::runtime::rights::Rights;
+use crate::refusal::Refusal;
+use crate::registration::Verb;
+use crate::rights::Rights;
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// A cached object as JSON text, shared without copying between the cache and its readers.

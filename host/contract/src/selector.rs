@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::runtime::boundary::cut;
+use crate::boundary::cut;
 
 /// The longest label name, and the longest label value.
 const MAX_LABEL: usize = 63;
@@ -252,7 +252,7 @@ fn label_key(key: &str) -> Result<String, String> {
     let prefix_ok = !key.contains('/')
         || (!prefix.is_empty()
             && prefix.len() <= MAX_PREFIX
-            && prefix.split('.').all(crate::runtime::boundary::dns_label));
+            && prefix.split('.').all(crate::boundary::dns_label));
     if prefix_ok && !name.is_empty() && label_name(name) {
         return Ok(key.to_owned());
     }

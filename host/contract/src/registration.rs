@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::boundary::{self, MAX_SHORT_TEXT};
 use crate::object::GroupVersionKind;
-use crate::runtime::boundary::{self, MAX_SHORT_TEXT};
 
 /// The longest plugin version string.
 const MAX_VERSION: usize = 64;
@@ -239,19 +239,14 @@ impl Registration {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    pub(crate) fn configmap() -> GroupVersionKind {
-        GroupVersionKind::gvk("", "v1", "ConfigMap")
-    }
-
-    pub(crate) fn minimal(name: &str) -> Registration {
+impl Registration {
+    /// The least a plugin can declare: `name` 0.1.0 reconciling ConfigMaps, with no other kinds
+    /// and no permissions (for examples and tests).
+    pub fn minimal(name: &str) -> Registration {
         Registration {
             name: name.to_owned(),
             version: "0.1.0".to_owned(),
-            primary: configmap(),
+            primary: GroupVersionKind::gvk("", "v1", "ConfigMap"),
             predicates: vec![],
             owns: vec![],
             watches: vec![],
@@ -260,6 +255,19 @@ pub(crate) mod tests {
             max_concurrent_reconciles: 1,
             reconcile_timeout: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configmap() -> GroupVersionKind {
+        GroupVersionKind::gvk("", "v1", "ConfigMap")
+    }
+
+    fn minimal(name: &str) -> Registration {
+        Registration::minimal(name)
     }
 
     #[test]

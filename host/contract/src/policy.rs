@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::boundary::cut;
 use crate::object::GroupVersionKind;
-use crate::runtime::boundary::cut;
-use crate::runtime::registration::Verb;
+use crate::registration::Verb;
 
 /// What the operator allows any plugin at most.
 #[derive(Debug, Clone, PartialEq)]

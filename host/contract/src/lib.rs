@@ -1,0 +1,37 @@
+//! The plugin contract of wasmop: what a plugin declares ([`registration`], [`webhook`]), what
+//! the operator allows it ([`policy`], [`limits`]), the one capability check every power a
+//! plugin gets passes ([`capability`]), how everything a guest hands the host is validated where
+//! it enters ([`boundary`], [`depth`], [`selector`], [`owners`]), and the host services its
+//! imports call ([`imports`]).
+//!
+//! Invariant: this crate knows no runtime — no wasmtime, no kube client, no async runtime — so
+//! the rules of the sandbox can be read, tested and fuzzed apart from the engine that enforces
+//! them. It imports nothing of the host; the host's modules import it.
+
+#![deny(missing_docs)]
+
+pub mod boundary;
+pub mod capability;
+pub mod depth;
+pub mod imports;
+pub mod limits;
+pub mod object;
+pub mod owners;
+pub mod policy;
+pub mod refusal;
+pub mod registration;
+pub mod rights;
+pub mod selector;
+pub mod webhook;
+
+pub use imports::{Observer, Services};
+pub use limits::{GuestLimits, Rate};
+pub use object::{GroupVersionKind, ObjectKey, ObjectRef};
+pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSources};
+pub use refusal::Refusal;
+pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
+pub use rights::{REVIEW_TTL, Reviewer, Rights};
+pub use webhook::{
+    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, MAX_MESSAGE, MAX_RULES,
+    MAX_WARNINGS, Operation, Rule, UserInfo, Verdict, WebhookRegistration,
+};

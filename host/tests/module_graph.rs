@@ -1,0 +1,198 @@
+//! The host's imports run one way: the graph of its top-level modules (arrows from `crate::`
+//! paths outside `#[cfg(test)]` code, doc links included) has no cycle, the engine is imported
+//! only by what runs plugins, the offline test host by nothing of the running host, and the
+//! contract crate depends on no runtime. A new arrow that breaks one of these fails here, naming
+//! the modules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// The modules that may import `runtime`: those that run plugins, and the settings that build
+/// their options.
+const RUNS_PLUGINS: [&str; 6] = [
+    "config",
+    "controller",
+    "manager",
+    "plugins",
+    "testing",
+    "webhook",
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The top-level modules of `src`: its files and folders, but the crate roots.
+fn modules(src: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(src)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter_map(|path| match path.extension() {
+            Some(ext) if ext == "rs" => path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            None if path.is_dir() => path.file_name().map(|s| s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .filter(|name| name != "lib" && name != "main")
+        .collect()
+}
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The modules `text` names after `crate::`, alone or in a `use crate::{…}` group.
+fn named(text: &str) -> BTreeSet<String> {
+    let ident = |rest: &str| -> String {
+        rest.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = BTreeSet::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find(';').unwrap_or(group.len());
+            let mut depth = 0;
+            let mut start = true;
+            for (i, c) in group[..end].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        names.insert(ident(&group[i..]));
+                        start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            names.insert(ident(rest));
+        }
+    }
+    names
+}
+
+/// Arrows between the top-level modules of `src`, from code outside `#[cfg(test)]`.
+fn graph(src: &Path) -> Graph {
+    let modules = modules(src);
+    let mut graph = Graph::new();
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    for file in files {
+        let relative = file.strip_prefix(src).unwrap();
+        let first = relative.components().next().unwrap().as_os_str();
+        let from = Path::new(first).with_extension("");
+        let from = from.to_string_lossy().into_owned();
+        if !modules.contains(&from) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let to: Vec<String> = named(code)
+            .into_iter()
+            .filter(|to| modules.contains(to) && *to != from)
+            .collect();
+        graph.entry(from).or_default().extend(to);
+    }
+    graph
+}
+
+/// A cycle through `start`, if any: the modules on it, `start` first.
+fn cycle_through(graph: &Graph, start: &str) -> Option<Vec<String>> {
+    let mut stack = vec![(start.to_owned(), vec![start.to_owned()])];
+    let mut seen = BTreeSet::new();
+    while let Some((at, path)) = stack.pop() {
+        for next in graph.get(&at).into_iter().flatten() {
+            if next == start {
+                return Some(path);
+            }
+            if seen.insert(next.clone()) {
+                let mut longer = path.clone();
+                longer.push(next.clone());
+                stack.push((next.clone(), longer));
+            }
+        }
+    }
+    None
+}
+
+fn importers<'a>(graph: &'a Graph, module: &str) -> Vec<&'a str> {
+    graph
+        .iter()
+        .filter(|(_, to)| to.contains(module))
+        .map(|(from, _)| from.as_str())
+        .collect()
+}
+
+#[test]
+fn the_host_modules_form_no_cycle() {
+    let graph = graph(&src());
+    assert!(graph.len() > 10, "read too few modules: {graph:?}");
+    let cycles: Vec<String> = graph
+        .keys()
+        .filter_map(|module| cycle_through(&graph, module))
+        .map(|cycle| format!("{} -> {}", cycle.join(" -> "), cycle[0]))
+        .collect();
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn only_what_runs_plugins_imports_the_runtime() {
+    let graph = graph(&src());
+    let outside: Vec<&str> = importers(&graph, "runtime")
+        .into_iter()
+        .filter(|from| !RUNS_PLUGINS.contains(from))
+        .collect();
+    assert!(outside.is_empty(), "runtime imported by {outside:?}");
+}
+
+#[test]
+fn nothing_of_the_running_host_imports_the_offline_test_host() {
+    let graph = graph(&src());
+    let importers = importers(&graph, "testing");
+    assert!(importers.is_empty(), "testing imported by {importers:?}");
+}
+
+#[test]
+fn the_contract_depends_on_no_runtime() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("contract/Cargo.toml");
+    let manifest = std::fs::read_to_string(manifest).unwrap();
+    let dependencies = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .unwrap();
+    for forbidden in ["wasmtime", "tokio", "kube =", "kube.", "hyper"] {
+        let named = dependencies
+            .lines()
+            .any(|line| line.trim_start().starts_with(forbidden));
+        assert!(
+            !named,
+            "the contract depends on {forbidden}:\n{dependencies}"
+        );
+    }
+}
+
+#[test]
+fn the_checker_sees_arrows_and_cycles() {
+    let code = "use crate::a::X;\nuse crate::{b::Y, c};\nfn f() { crate::d::g() }\n#[cfg(test)]\nuse crate::e;";
+    let code = code.split("#[cfg(test)]").next().unwrap();
+    let names: Vec<String> = named(code).into_iter().collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    let mut graph = Graph::new();
+    graph.entry("a".into()).or_default().insert("b".into());
+    graph.entry("b".into()).or_default().insert("c".into());
+    assert_eq!(cycle_through(&graph, "a"), None);
+    graph.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(cycle_through(&graph, "a").unwrap(), ["a", "b", "c"]);
+}

@@ -1,4 +1,4 @@
-//! Fuzzes the guest boundary (`runtime/boundary.rs`): kinds, namespaces and names; whole objects
+//! Fuzzes the guest boundary (`host/contract/src/boundary.rs`): kinds, namespaces and names; whole objects
 //! turned into the request the host would send; patch bodies; and the cutting of log and event
 //! text. What the boundary accepts must make a request whose path has exactly the segments of the
 //! validated kind, namespace and name, with nothing a server would decode, clean or cut, and

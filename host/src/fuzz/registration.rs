@@ -1,4 +1,4 @@
-//! Fuzzes a guest's registration as it enters the host (`runtime/registration.rs`): what
+//! Fuzzes a guest's registration as it enters the host (`host/contract/src/registration.rs`): what
 //! `describe` returns, converted as the bindings convert it, then validated. An accepted
 //! registration has a DNS-label name, kinds the request path can carry, namespaces that are DNS
 //! labels, bounded texts, a concurrency of at least one and a timeout a deadline can hold; and its

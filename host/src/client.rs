@@ -12,6 +12,9 @@
 //! its own write. Objects it deleted read as not found until the cache has seen the deletion. An
 //! entry ends once the cache has seen through the write's resourceVersion, also when the object
 //! has changed or gone since, so a later change by someone else is never hidden by it.
+//!
+//! Imports: the contract, `cache` (reads back its own writes) and `shard` (which replica owns an
+//! object); never the runtime, `plugins` or `manager`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,6 +3,9 @@
 //! keep more than a small backlog: events wait in a bounded queue for the plugin's one publishing
 //! task, an event that finds the queue full is dropped (and counted by the runtime), and a failure
 //! to publish is logged, not returned. The task ends when the plugin's services are dropped.
+//!
+//! Imports: the contract only (the event a guest records); never the runtime: the runtime reaches
+//! events through the contract's `EventRecorder`.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};

@@ -4,6 +4,8 @@
 //! cache still lists and watches as the operator, so each identity's reads are reviewed again
 //! while its plugin lives ([`wasmop_contract::Rights`]). `wasmop rbac` prints what each identity
 //! needs.
+//!
+//! Imports: nothing of the host; `rbac` and the plugin loader build on it.
 
 /// Where plugin identities live, and the connection settings to speak as them.
 #[derive(Clone)]

@@ -22,6 +22,8 @@
 //! in a task of the manager's (within the cache sync timeout) and the loop only swaps the
 //! prepared version in; a replaced or removed controller drains in another. So shutdown, a lost
 //! Lease and every other plugin's change are handled while a kind is slow or never syncs.
+//!
+//! Imports: every part it composes; nothing imports the manager but the binary.
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -8,6 +8,8 @@
 //! (a queue's depth and in-flight work, the cache's size) are collectors their owners register
 //! while they live ([`Metrics::register`]): a scrape reads them and changes nothing, and their
 //! series leave with their owner. This module knows none of those owners.
+//!
+//! Imports: nothing of the host; every part reports to it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,6 +4,8 @@
 //! A bucket holds up to `burst` tokens and refills at `per_second`. [`TokenBucket::reserve`]
 //! always takes a token, going into debt, and says how long the caller must wait (as
 //! golang.org/x/time/rate's `Reserve` does). Time is tokio's, so tests can run on a paused clock.
+//!
+//! Imports: the contract's `Rate` only; a leaf every rate-limited part builds on.
 
 use std::time::Duration;
 

@@ -2,6 +2,9 @@
 //! declares, as kubebuilder derives RBAC from markers. The manifests give the plugin's
 //! ServiceAccount exactly its declared permissions (and the reads of the kinds it watches), the
 //! events it records, and let the operator's ServiceAccount impersonate it — nothing more.
+//!
+//! Imports: the contract and `identity`; never the runtime (`wasmop rbac` reads a plugin's
+//! `describe()` through the runtime in the binary).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -22,6 +22,8 @@
 //! pointer per object and value, never a copy of a key.
 //!
 //! This module knows kube but neither plugins nor the runtime.
+//!
+//! Imports: the contract only; every other module may read the cache, so it imports none of them.
 
 mod gauges;
 mod informer;

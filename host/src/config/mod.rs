@@ -5,6 +5,10 @@
 //! move settings between them without renaming anything. A flag or environment variable wins
 //! over the file, the file over the default. Invalid configuration is rejected before anything
 //! starts, with a message naming the setting.
+//!
+//! Imports: the contract and the settings types of `cache`, `http`, `webhook`, `scaffold` and
+//! `runtime` (the plugin options it builds); never `plugins`, `manager` or `testing`, which read
+//! their settings from here.
 
 mod file;
 mod policy;

@@ -17,6 +17,10 @@
 //! ones (queueing every object once, at low priority, so everything converges to the new
 //! behaviour), and informers only the old version used are released. The queue, with the keys
 //! waiting in it, carries over.
+//!
+//! Imports: the contract, `cache`, `queue`, `shard`, `metrics` and `runtime` (it dispatches into
+//! plugins); never `plugins`, `manager` or `testing`: the plugin supervisor drives controllers, not
+//! the other way round.
 
 mod handover;
 mod metrics;

@@ -11,6 +11,8 @@
 //! `cargo test` stays quick; `make fuzz` runs longer), from a seed it prints with its figures and
 //! takes from `WASMOP_FUZZ_SEED` when set, so a failure reproduces. A failing input is shrunk and
 //! printed; keep it as a regression test in the parser's own tests.
+//!
+//! Test-only; imports whatever it fuzzes.
 
 mod boundary;
 mod cache;

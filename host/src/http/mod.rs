@@ -12,6 +12,9 @@
 //! header-read timeout (the TLS handshake's too) and a cap on connections served at once, beyond
 //! which new ones wait to be accepted. Connections belong to their listener's task and close
 //! with it.
+//!
+//! Imports: `metrics` and `rate`; never `plugins` (the `/plugins` report comes in as a
+//! [`PluginReport`]) or `runtime`.
 
 pub mod auth;
 mod serve;

@@ -16,6 +16,8 @@
 //!
 //! Written here rather than taken from a crate because the maintained Lease crates for kube
 //! offer whole-second durations without client-go's renew deadline.
+//!
+//! Imports: nothing of the host; `shard` and `manager` build on it.
 
 mod campaign;
 

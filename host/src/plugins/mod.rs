@@ -11,6 +11,9 @@
 //! Removing a source stops its controller — keys still queued are dropped (the informers list
 //! them again for whoever loads the plugin next), in-flight reconciles finish within the grace
 //! period — and releases the informers only it used. Plugin names are unique across sources.
+//!
+//! Imports: the contract, `cache`, `client`, `config`, `controller`, `events`, `http`, `identity`,
+//! `metrics` and `runtime`; never `manager` or `testing`.
 
 mod access;
 mod address;

@@ -14,6 +14,8 @@
 //!   returns `None` once none are left; [`Queue::shutdown_with_drain`] also waits for workers.
 //!
 //! It knows neither kube nor wasmtime: keys are any hashable value.
+//!
+//! Imports: `rate` only; never `controller`, which builds on it.
 
 mod limiter;
 

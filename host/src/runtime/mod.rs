@@ -9,6 +9,9 @@
 //! sent) and one budget (rates per plugin), under the operator's ceiling. Whatever a guest does —
 //! trap, loop, exhaust memory, write what it did not declare, send malformed JSON — ends as a
 //! typed error naming the plugin; the host and other plugins carry on.
+//!
+//! Imports: the contract and `rate` only; never `plugins`, `controller`, `config` or `testing` —
+//! whatever is wrapped around a plugin (the `--record` recorder) comes in through [`Wrap`].
 
 mod artifacts;
 mod bindings;

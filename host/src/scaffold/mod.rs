@@ -7,6 +7,8 @@
 //!
 //! Invariants: the plugin's name is a DNS label (it names a component file, an annotation's
 //! domain and a Python package); nothing is written over an existing folder.
+//!
+//! Imports: the contract only; never the runtime.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -9,6 +9,8 @@
 //! Invariant: every replica computes an object's owner from the same member list the same way,
 //! and a member counts as gone only once its Lease has expired by the reader's clock or been
 //! released.
+//!
+//! Imports: `cache`, `leader` and `metrics`; never `controller` or `plugins`, which build on it.
 
 mod assign;
 mod members;

@@ -8,6 +8,9 @@
 //!
 //! Invariant: a fixture runs on a host holding exactly its objects; nothing one fixture writes is
 //! seen by the next.
+//!
+//! Imports: the contract, `config` and `runtime`; nothing of the running host imports `testing` —
+//! only the binary's `test` subcommand and `--record` install it.
 
 mod accept;
 mod check;

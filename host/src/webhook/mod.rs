@@ -7,6 +7,9 @@
 //! A plugin that fails — traps, loops past its webhook timeout, answers garbage — gets the answer
 //! its [`FailurePolicy`] asks for, always inside the apiserver's timeout: refused with the
 //! plugin's name and the failure (`Fail`), or admitted with a warning saying so (`Ignore`).
+//!
+//! Imports: the contract, `http`, `metrics` and `runtime` (the plugins it calls, as
+//! [`crate::runtime::Live`]); never `plugins` or `manager`.
 
 pub mod configuration;
 pub mod review;

@@ -45,6 +45,7 @@ test: control-plane guests
 	deploy/demo-test
 	guest-sdk/docs go python ts
 	guest-sdk/python/test
+	guest-sdk/python/test-cli-test
 	guest-sdk/js/test
 	guest-sdk/go/test
 

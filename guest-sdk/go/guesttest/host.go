@@ -69,7 +69,8 @@ func keyOf(obj guest.Object) string {
 
 // Seed stores objects as if the apiserver had them, keeping the uid, resourceVersion and
 // generation each has; the N-th object seeded on this host gets uid `uid-N`, resourceVersion
-// `N` and generation 1 when it has none, as `wasmop test` seeds a fixture's objects.
+// `N` and (when it has a spec) generation 1 when it has none, as `wasmop test` seeds a
+// fixture's objects.
 func (h *Host) Seed(objs ...guest.Object) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -78,7 +79,9 @@ func (h *Host) Seed(objs ...guest.Object) {
 		h.version++
 		fill(obj, "uid", "uid-"+strconv.Itoa(h.version))
 		fill(obj, "resourceVersion", strconv.Itoa(h.version))
-		fill(obj, "generation", int64(1))
+		if hasGeneration(obj) {
+			fill(obj, "generation", int64(1))
+		}
 		h.put(obj)
 	}
 }

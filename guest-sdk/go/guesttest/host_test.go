@@ -76,8 +76,50 @@ func TestSeedKeepsWhatObjectsHaveAndCountsTheRest(t *testing.T) {
 		t.Errorf("given %v", kept["metadata"])
 	}
 	filled := h.Object(guest.ConfigMap, "ns", "bare")
-	if filled.UID() != "uid-2" || filled.ResourceVersion() != "2" || filled.Generation() != 1 {
+	if _, has := filled.Map("metadata")["generation"]; filled.UID() != "uid-2" || filled.ResourceVersion() != "2" || has {
 		t.Errorf("bare %v", filled["metadata"])
+	}
+}
+
+func TestOnlyObjectsWithASpecHaveAGenerationWhichSpecChangesBump(t *testing.T) {
+	h := guesttest.New()
+	cm := guest.New(guest.ConfigMap, "ns", "cm")
+	cm.Set(map[string]any{"k": "1"}, "data")
+	deploy := guest.New(guest.Deployment, "ns", "web")
+	deploy.Set(int64(1), "spec", "replicas")
+	h.Seed(cm, deploy)
+	hasGeneration := func(obj guest.Object) bool {
+		_, has := obj.Map("metadata")["generation"]
+		return has
+	}
+	if seeded := h.Object(guest.ConfigMap, "ns", "cm"); hasGeneration(seeded) {
+		t.Errorf("seeded ConfigMap %v", seeded["metadata"])
+	}
+	if seeded := h.Object(guest.Deployment, "ns", "web"); seeded.Generation() != 1 {
+		t.Errorf("seeded Deployment %v", seeded["metadata"])
+	}
+	changed := h.Object(guest.ConfigMap, "ns", "cm")
+	changed.Set("2", "data", "k")
+	if updated, err := client.Update(changed); err != nil || hasGeneration(updated) {
+		t.Errorf("updated ConfigMap %v: %v", updated["metadata"], err)
+	}
+	if created, err := client.Create(guest.New(guest.ConfigMap, "ns", "new")); err != nil || hasGeneration(created) {
+		t.Errorf("created ConfigMap %v: %v", created["metadata"], err)
+	}
+	labelled := h.Object(guest.Deployment, "ns", "web")
+	labelled.Set(map[string]any{"tier": "web"}, "metadata", "labels")
+	if updated, err := client.Update(labelled); err != nil || updated.Generation() != 1 {
+		t.Errorf("relabelled Deployment %v: %v", updated["metadata"], err)
+	}
+	scaled := h.Object(guest.Deployment, "ns", "web")
+	scaled.Set(int64(2), "spec", "replicas")
+	if updated, err := client.Update(scaled); err != nil || updated.Generation() != 2 {
+		t.Errorf("scaled Deployment %v: %v", updated["metadata"], err)
+	}
+	other := deploy.DeepCopy()
+	other.Set("other", "metadata", "name")
+	if created, err := client.Create(other); err != nil || created.Generation() != 1 {
+		t.Errorf("created Deployment %v: %v", created["metadata"], err)
 	}
 }
 

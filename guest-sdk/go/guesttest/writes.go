@@ -190,18 +190,24 @@ func (h *Host) patched(k string, w Write) (guest.Object, error) {
 }
 
 // save stores next as the new state of stored (nil for a new object) at the next
-// resourceVersion: a new object gets uid `uid-N` at resourceVersion N and generation 1, an
-// existing one keeps its uid and deletionTimestamp, its generation bumped when anything but its
-// metadata and status changed. An object being deleted is gone once it has no finalizers.
+// resourceVersion: a new object gets uid `uid-N` at resourceVersion N and, when it has a spec,
+// generation 1; an existing one keeps its uid and deletionTimestamp, and its generation (if it
+// has a spec or had a generation) is bumped when anything but its metadata and status changed.
+// An object being deleted is gone once it has no finalizers.
 func (h *Host) save(next, stored guest.Object) guest.Object {
 	h.version++
 	next.Set(strconv.Itoa(h.version), "metadata", "resourceVersion")
+	generated := hasGeneration(next)
 	if stored == nil {
 		next.Set("uid-"+strconv.Itoa(h.version), "metadata", "uid")
-		next.Set(int64(1), "metadata", "generation")
+		if generated {
+			next.Set(int64(1), "metadata", "generation")
+		}
 	} else {
 		next.Set(stored.UID(), "metadata", "uid")
-		next.Set(generation(next, stored), "metadata", "generation")
+		if _, had := stored.Map("metadata")["generation"]; generated || had {
+			next.Set(generation(next, stored), "metadata", "generation")
+		}
 		if stored.IsDeleting() && !next.IsDeleting() {
 			next.Set(stored.Get("metadata", "deletionTimestamp"), "metadata", "deletionTimestamp")
 		}
@@ -216,13 +222,25 @@ func (h *Host) save(next, stored guest.Object) guest.Object {
 	return saved
 }
 
-// generation is stored's generation, plus one when next differs from it outside metadata and
-// status.
+// hasGeneration reports whether the apiserver gives obj a generation: kinds with a spec have one,
+// kinds of bare data (ConfigMap, Secret) have none, so a recording of them replays alike.
+func hasGeneration(obj guest.Object) bool {
+	_, ok := obj["spec"]
+	return ok
+}
+
+// generation is stored's generation (1 when it has none), plus one when next differs from it
+// outside metadata and status.
 func generation(next, stored guest.Object) int64 {
-	if guest.Equal(content(next), content(stored)) {
-		return stored.Generation()
+	current := int64(1)
+	switch stored.Get("metadata", "generation").(type) {
+	case float64, int64, int, int32:
+		current = stored.Generation()
 	}
-	return stored.Generation() + 1
+	if guest.Equal(content(next), content(stored)) {
+		return current
+	}
+	return current + 1
 }
 
 // content is obj without its metadata and status.

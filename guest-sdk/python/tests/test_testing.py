@@ -310,10 +310,38 @@ class StoreTest(unittest.TestCase):
     def test_seeded_objects_get_what_they_lack_and_keep_what_they_have(self):
         store = self.seeded(uid="u")
         meta = json.loads(store.get(REF))["metadata"]
-        self.assertEqual((meta["uid"], meta["resourceVersion"], meta["generation"]), ("u", "1", 1))
+        self.assertEqual((meta["uid"], meta["resourceVersion"]), ("u", "1"))
+        self.assertNotIn("generation", meta)
+        store = self.seeded(generation=7)
+        self.assertEqual(json.loads(store.get(REF))["metadata"]["generation"], 7)
+
+    def test_only_objects_with_a_spec_are_given_a_generation_which_spec_changes_bump(self):
+        store = self.seeded()
+        widget = {"apiVersion": "example.wasmop.dev/v1", "kind": "Widget", "spec": {"size": 1},
+                  "metadata": {"namespace": "ns", "name": "w"}}
+        store.seed(widget)
+        wref = Ref("example.wasmop.dev/v1", "Widget", "ns", "w")
+        self.assertEqual(json.loads(store.get(wref))["metadata"]["generation"], 1)
+
+        def written(verb, obj):
+            return json.loads(store.write(FixtureWrite(verb, obj["apiVersion"], obj["kind"],
+                                                       obj["metadata"]["name"], "ns", body=obj)))
+
+        configmap = json.loads(store.get(REF))
+        updated = written("update", {**configmap, "data": {"k": "2"}})
+        self.assertNotIn("generation", updated["metadata"])
+        created = written("create", {**configmap, "metadata": {"namespace": "ns", "name": "b"}})
+        self.assertNotIn("generation", created["metadata"])
+        labelled = json.loads(store.get(wref))
+        labelled["metadata"]["labels"] = {"tier": "web"}
+        self.assertEqual(written("update", labelled)["metadata"]["generation"], 1)
+        resized = {**json.loads(store.get(wref)), "spec": {"size": 2}}
+        self.assertEqual(written("update", resized)["metadata"]["generation"], 2)
+        other = {**widget, "metadata": {"namespace": "ns", "name": "v"}}
+        self.assertEqual(written("create", other)["metadata"]["generation"], 1)
 
     def test_updates_check_the_resource_version_and_bump_the_generation_on_change(self):
-        store = self.seeded()
+        store = self.seeded(generation=1)
         stale = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "2"},
                  "metadata": {"namespace": "ns", "name": "a", "resourceVersion": "9"}}
         with self.assertRaisesRegex(Refused, "Conflict"):

@@ -6,16 +6,27 @@ import { client } from '../client.ts';
 import { forwardConsole } from '../console.ts';
 import { Conflict, Forbidden, Invalid, NotFound, optional } from '../errors.ts';
 import { events } from '../events.ts';
+import { defineKind } from '../kind.ts';
 import { ConfigMap, Secret } from '../kinds.ts';
 import { log } from '../log.ts';
+import type { KubeObject } from '../object.ts';
 import { defineReconciler } from '../reconciler.ts';
 import { host } from './host.ts';
+
+interface Widget extends KubeObject {
+  spec?: { size?: number };
+}
+
+const Widget = defineKind<Widget>('example.wasmop.dev/v1', 'Widget');
 
 const reconciler = defineReconciler({
   name: 'probe',
   version: '0.1.0',
   primary: ConfigMap,
-  permissions: [{ kind: ConfigMap, verbs: ['create', 'update', 'patch', 'delete', 'status'] }],
+  permissions: [
+    { kind: ConfigMap, verbs: ['create', 'update', 'patch', 'delete', 'status'] },
+    { kind: Widget, verbs: ['get', 'create', 'update'] },
+  ],
   indexes: [{ name: 'by-app', kind: ConfigMap, field: 'data.app' }],
   reconcile: () => {},
 });
@@ -146,10 +157,28 @@ test('JSON patches apply in order; one that fails is invalid and changes nothing
 test('seeded objects are held as given, and one counter numbers them and every version after', () => {
   host.reset(reconciler);
   host.seed([configMap('a'), { ...configMap('b'), metadata: { name: 'b', namespace: 'ns', uid: 'mine', generation: 4 } }]);
-  assert.deepEqual(host.get(ConfigMap, 'ns', 'a')?.metadata, { name: 'a', namespace: 'ns', labels: {}, uid: 'uid-1', resourceVersion: '1', generation: 1 });
+  assert.deepEqual(host.get(ConfigMap, 'ns', 'a')?.metadata, { name: 'a', namespace: 'ns', labels: {}, uid: 'uid-1', resourceVersion: '1' });
   assert.equal(host.get(ConfigMap, 'ns', 'b')?.metadata?.uid, 'mine');
   assert.equal(host.get(ConfigMap, 'ns', 'b')?.metadata?.generation, 4);
   const created = client.create(configMap('c'));
   assert.deepEqual([created.metadata?.uid, created.metadata?.resourceVersion], ['uid-3', '3']);
   assert.deepEqual(cache.list(ConfigMap).map((c) => c.metadata?.name), ['a', 'b', 'c']);
+});
+
+test('only an object with a spec has a generation, as the apiserver gives, and a change of its spec bumps it', () => {
+  host.reset(reconciler);
+  const widget: Widget = { apiVersion: 'example.wasmop.dev/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'ns' }, spec: { size: 1 } };
+  const counted = { ...configMap('b'), metadata: { name: 'b', namespace: 'ns', generation: 4 } };
+  host.seed([configMap('a'), widget, counted]);
+  assert.equal(host.get(ConfigMap, 'ns', 'a')?.metadata?.generation, undefined);
+  assert.equal(host.get(Widget, 'ns', 'w')?.metadata?.generation, 1);
+  const a = client.update({ ...cache.get(ConfigMap, 'ns', 'a'), data: { app: 'v2' } });
+  assert.equal(a.metadata?.generation, undefined);
+  assert.equal(client.create(configMap('c')).metadata?.generation, undefined);
+  assert.equal(client.update({ ...cache.get(ConfigMap, 'ns', 'b'), data: { app: 'v2' } }).metadata?.generation, 5);
+  const w = cache.get(Widget, 'ns', 'w');
+  const labelled = client.update({ ...w, metadata: { ...w.metadata, labels: { tier: 'web' } } });
+  assert.equal(labelled.metadata?.generation, 1);
+  assert.equal(client.update({ ...labelled, spec: { size: 2 } }).metadata?.generation, 2);
+  assert.equal(client.create<Widget>({ ...widget, metadata: { name: 'v', namespace: 'ns' } }).metadata?.generation, 1);
 });

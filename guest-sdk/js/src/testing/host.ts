@@ -98,7 +98,8 @@ export class FakeHost {
 
   /**
    * Holds `objects` as a fixture's: as given, with the uid, resourceVersion and generation they
-   * lack filled in (`uid-N`, `N` and 1, N counting from 1 after {@link FakeHost.reset}).
+   * lack filled in (`uid-N`, `N` and 1, N counting from 1 after {@link FakeHost.reset}; a
+   * generation only for an object with a spec, as the apiserver gives ConfigMaps none).
    */
   seed(objects: readonly KubeObject[]): void {
     for (const obj of objects) {

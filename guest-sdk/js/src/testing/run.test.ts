@@ -121,16 +121,17 @@ test('a fixture the reconciler meets passes, at the time it names', () => {
   assert.equal(host.get(Widget, 'shop', 'w')?.status?.conditions?.[0]?.lastTransitionTime, '2030-05-06T07:08:09Z');
 });
 
-test('seeded objects keep their uid, resourceVersion and generation; the missing ones count from 1', () => {
+test('seeded objects keep their uid, resourceVersion and generation; the missing ones count from 1, a generation only with a spec', () => {
   runFixture(widgets, PASSING);
   const meta = (name: string) => {
     const { uid, resourceVersion, generation } = host.get(ConfigMap, 'shop', name)?.metadata ?? {};
     return { uid, resourceVersion, generation };
   };
   assert.deepEqual(meta('other'), { uid: 'given', resourceVersion: '41', generation: 7 });
-  assert.deepEqual(meta('plain'), { uid: 'uid-3', resourceVersion: '3', generation: 1 });
-  assert.deepEqual(meta('w'), { uid: 'uid-4', resourceVersion: '4', generation: 1 });
+  assert.deepEqual(meta('plain'), { uid: 'uid-3', resourceVersion: '3', generation: undefined });
+  assert.deepEqual(meta('w'), { uid: 'uid-4', resourceVersion: '4', generation: undefined });
   assert.equal(host.get(Widget, 'shop', 'w')?.metadata?.uid, 'uid-1');
+  assert.equal(host.get(Widget, 'shop', 'w')?.metadata?.generation, 1);
 });
 
 test('each difference from a failing fixture is reported: outcome, fields, writes missing and extra', () => {

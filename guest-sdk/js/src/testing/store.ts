@@ -2,7 +2,8 @@
  * The fake host's object store: a tiny in-memory apiserver that behaves as wasmop's own in-memory
  * host (`host/src/testing/memory.rs`), so that a fixture runs here as under `wasmop test`. One
  * counter, from 1 after {@link Store.clear}, gives every stored version its resourceVersion (and a
- * new object its uid, `uid-N`); generation moves with everything but metadata and status; updates
+ * new object its uid, `uid-N`); generation, which only an object with a spec has (as the apiserver
+ * gives ConfigMaps and Secrets none), moves with everything but metadata and status; updates
  * are checked against the resourceVersion they carry and deletes against their preconditions;
  * finalizers hold a deleted object; the status is kept apart from the rest (every kind has a
  * status subresource here); merge patches and applies merge, JSON patches patch. Failures throw
@@ -72,6 +73,14 @@ function specOf(obj: Stored): unknown {
   return rest;
 }
 
+/**
+ * Whether the apiserver gives `obj` a generation: kinds with a spec have one, kinds of bare data
+ * (ConfigMap, Secret) have none, so a recording of them replays alike.
+ */
+function hasGeneration(obj: Stored): boolean {
+  return (obj as { spec?: unknown }).spec !== undefined;
+}
+
 /** An in-memory apiserver for the fake host. */
 export class Store {
   private objects = new Map<string, Stored>();
@@ -83,14 +92,16 @@ export class Store {
     this.version = 0;
   }
 
-  /** Holds `obj` as given, filling in the uid, resourceVersion and generation it lacks. */
+  /** Holds `obj` as given, filling in the uid, resourceVersion and (for a kind with a spec) generation it lacks. */
   seed(obj: Stored): void {
     const stored = structuredClone(obj);
     const metadata: WritableMeta = (stored.metadata ??= {});
     this.version++;
     metadata.uid ??= `uid-${this.version}`;
     metadata.resourceVersion ??= String(this.version);
-    metadata.generation ??= 1;
+    if (hasGeneration(stored)) {
+      metadata.generation ??= 1;
+    }
     this.objects.set(keyOf(targetOf(stored)), stored);
   }
 
@@ -173,14 +184,19 @@ export class Store {
     const obj = structuredClone(next);
     const metadata: WritableMeta = (obj.metadata ??= {});
     metadata.resourceVersion = String(++this.version);
+    const generated = hasGeneration(obj);
     if (current) {
       const generation = current.metadata?.generation ?? 1;
       metadata.uid = current.metadata?.uid;
-      metadata.generation = jsonEqual(specOf(current), specOf(obj)) ? generation : generation + 1;
+      if (generated || current.metadata?.generation !== undefined) {
+        metadata.generation = jsonEqual(specOf(current), specOf(obj)) ? generation : generation + 1;
+      }
       metadata.deletionTimestamp ??= current.metadata?.deletionTimestamp;
     } else {
       metadata.uid = `uid-${this.version}`;
-      metadata.generation = 1;
+      if (generated) {
+        metadata.generation = 1;
+      }
     }
     if (metadata.deletionTimestamp && !metadata.finalizers?.length) {
       this.objects.delete(keyOf(target));

@@ -1,7 +1,8 @@
 """An in-memory stand-in for the cache and the apiserver, as `wasmop test`'s memory host keeps
 them (`host/src/testing/memory.rs`): objects as JSON, written with the apiserver's essentials —
-resourceVersion conflicts, generation bumps on spec changes, the status subresource, finalizers
-delaying deletion. Server-side apply is approximated by a merge of the applied fields.
+resourceVersion conflicts, generation bumps on spec changes (only an object with a spec has a
+generation, as the apiserver gives ConfigMaps and Secrets none), the status subresource,
+finalizers delaying deletion. Server-side apply is approximated by a merge of the applied fields.
 """
 
 import copy
@@ -43,14 +44,17 @@ class Store:
 
     def seed(self, obj: dict) -> None:
         """Puts an object in place as if it had been created, keeping the uid, resourceVersion
-        and generation it has and giving it those it lacks (`uid-N`, `N`, 1)."""
+        and generation it has and giving it those it lacks (`uid-N`, `N`, and 1 for an object
+        with a spec)."""
         self._revision += 1
         obj = copy.deepcopy(obj)
         if not isinstance(obj.get("metadata"), dict):
             obj["metadata"] = {}
         meta = obj["metadata"]
-        for key, value in [("uid", f"uid-{self._revision}"),
-                           ("resourceVersion", str(self._revision)), ("generation", 1)]:
+        given = [("uid", f"uid-{self._revision}"), ("resourceVersion", str(self._revision))]
+        if _has_generation(obj):
+            given.append(("generation", 1))
+        for key, value in given:
             if meta.get(key) is None:
                 meta[key] = value
         self._objects[ref_of(obj)] = obj
@@ -135,10 +139,15 @@ class Store:
         meta = obj.get("metadata")
         meta = dict(meta) if isinstance(meta, dict) else {}
         meta["resourceVersion"] = str(self._revision)
+        generated = _has_generation(obj)
         if old is None:
-            meta.update(uid=f"uid-{self._revision}", generation=1)
+            meta["uid"] = f"uid-{self._revision}"
+            if generated:
+                meta["generation"] = 1
         else:
-            meta.update(uid=old["metadata"].get("uid"), generation=_generation(old, obj))
+            meta["uid"] = old["metadata"].get("uid")
+            if generated or "generation" in old["metadata"]:
+                meta["generation"] = _generation(old, obj)
             if "deletionTimestamp" not in meta and "deletionTimestamp" in old["metadata"]:
                 meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
         obj["metadata"] = meta
@@ -148,6 +157,12 @@ class Store:
         else:
             self._objects[ref] = obj
         return text(obj)
+
+
+def _has_generation(obj: dict) -> bool:
+    """Whether the apiserver gives `obj` a generation: kinds with a spec have one, kinds of bare
+    data (ConfigMap, Secret) have none, so a recording of them replays alike."""
+    return "spec" in obj
 
 
 def _generation(old: dict, new: dict) -> int:

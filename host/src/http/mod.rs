@@ -66,14 +66,17 @@ impl Endpoints {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
+    /// Whether `/readyz` answers ok now.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
     async fn respond(&self, path: &str) -> Response<Full<Bytes>> {
         let (status, content_type, body) = match path {
             "/plugins" => (StatusCode::OK, "application/json", self.plugins.json()),
             "/metrics" => (StatusCode::OK, TEXT_FORMAT, self.metrics.gather()),
             "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),
-            "/readyz" if self.ready.load(Ordering::Relaxed) => {
-                (StatusCode::OK, "text/plain", "ok".to_owned())
-            }
+            "/readyz" if self.is_ready() => (StatusCode::OK, "text/plain", "ok".to_owned()),
             "/readyz" => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain",

@@ -61,6 +61,11 @@ impl Loader {
         }
     }
 
+    /// The process's metrics, which count every load.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     /// The WebAssembly runtime.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime

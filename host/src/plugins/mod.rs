@@ -23,10 +23,12 @@ mod handle;
 mod loader;
 pub mod module;
 mod registry;
+mod supervisor;
 
 pub use handle::{Installed, PluginHandle};
 pub use loader::{Loader, digest};
 pub use registry::{Registry, Statuses};
+pub use supervisor::{Supervisor, Timeouts};
 
 pub(crate) use handle::{Command, channel};
 

@@ -7,24 +7,13 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::{Map, Value};
 
-use super::{ConfigError, PluginLimits, bytes, duration, positive, webhook_timeout};
-use wasmop_contract::FailurePolicy;
-
-/// The keys a `plugins` entry may have besides `file`.
-const OVERRIDES: [&str; 6] = [
-    "memory-limit",
-    "reconcile-timeout",
-    "max-concurrent-reconciles",
-    "warm-instances",
-    "webhook-timeout",
-    "webhook-failure-policy",
-];
+use super::ConfigError;
+use super::overrides::{OVERRIDES, PluginOverrides};
 
 /// What the file adds to the command line.
 pub(super) struct Settings {
@@ -32,39 +21,6 @@ pub(super) struct Settings {
     pub args: Vec<OsString>,
     /// Per-plugin overrides, by plugin file.
     pub overrides: Vec<(PathBuf, PluginOverrides)>,
-}
-
-/// One plugin's overrides of [`PluginLimits`], from its `plugins` entry in the config file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PluginOverrides {
-    /// Overrides `memory-limit`.
-    pub memory_limit: Option<usize>,
-    /// Overrides `reconcile-timeout`.
-    pub reconcile_timeout: Option<Duration>,
-    /// Overrides `max-concurrent-reconciles`.
-    pub max_concurrent_reconciles: Option<u32>,
-    /// Overrides `warm-instances`.
-    pub warm_instances: Option<usize>,
-    /// Overrides `webhook-timeout`.
-    pub webhook_timeout: Option<Duration>,
-    /// Overrides `webhook-failure-policy`.
-    pub webhook_failure_policy: Option<FailurePolicy>,
-}
-
-impl PluginOverrides {
-    /// Applies the overrides to `limits`.
-    pub(super) fn apply(&self, limits: &mut PluginLimits) {
-        limits.memory_limit = self.memory_limit.unwrap_or(limits.memory_limit);
-        limits.reconcile_timeout = self.reconcile_timeout.or(limits.reconcile_timeout);
-        limits.max_concurrent_reconciles = self
-            .max_concurrent_reconciles
-            .or(limits.max_concurrent_reconciles);
-        limits.warm_instances = self.warm_instances.unwrap_or(limits.warm_instances);
-        limits.webhook_timeout = self.webhook_timeout.unwrap_or(limits.webhook_timeout);
-        limits.webhook_failure_policy = self
-            .webhook_failure_policy
-            .unwrap_or(limits.webhook_failure_policy);
-    }
 }
 
 /// Reads `path` and turns the settings `matches` left unset into arguments of `command`.
@@ -209,27 +165,14 @@ fn plugin(index: usize, fields: &Map<String, Value>) -> Result<(String, PluginOv
         let at = |message: String| format!("`plugins[{index}].{key}`: {message}");
         match key.as_str() {
             "file" => file = Some(text),
-            "memory-limit" => overrides.memory_limit = Some(bytes(&text).map_err(at)?),
-            "reconcile-timeout" => overrides.reconcile_timeout = Some(duration(&text).map_err(at)?),
-            "max-concurrent-reconciles" => {
-                overrides.max_concurrent_reconciles = Some(positive(&text).map_err(at)?)
-            }
-            "warm-instances" => {
-                overrides.warm_instances = Some(
-                    text.parse()
-                        .map_err(|_| at(format!("`{text}` is not a whole number")))?,
-                )
-            }
-            "webhook-timeout" => {
-                overrides.webhook_timeout = Some(webhook_timeout(&text).map_err(at)?)
-            }
-            "webhook-failure-policy" => {
-                overrides.webhook_failure_policy = Some(FailurePolicy::parse(&text).map_err(at)?)
+            setting if OVERRIDES.iter().any(|(flag, _)| *flag == setting) => {
+                overrides.set(setting, &text).map_err(at)?
             }
             _ => {
+                let known: Vec<&str> = OVERRIDES.iter().map(|(flag, _)| *flag).collect();
                 return Err(at(format!(
                     "unknown setting; known: file, {}",
-                    OVERRIDES.join(", ")
+                    known.join(", ")
                 )));
             }
         }
@@ -240,6 +183,8 @@ fn plugin(index: usize, fields: &Map<String, Value>) -> Result<(String, PluginOv
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::super::{Cli, Command, RunArgs};
     use super::*;
 

@@ -11,6 +11,7 @@
 //! their settings from here.
 
 mod file;
+mod overrides;
 mod policy;
 mod webhook;
 
@@ -30,7 +31,7 @@ use wasmop_contract::Rate;
 use wasmop_contract::boundary::cut;
 use wasmop_contract::{Ceiling, FailurePolicy, GuestLimits};
 
-pub use file::PluginOverrides;
+pub use overrides::{OVERRIDES, PluginOverrides};
 pub use policy::parse as parse_policy;
 pub use policy::{ceiling, narrowing};
 

@@ -43,7 +43,7 @@ use super::PluginError;
 use super::module::{ModuleError, ModuleRef};
 use super::{PluginHandle, PluginStatus};
 use crate::cache::dynamic_resource;
-use crate::config::{PluginLimits, bytes, duration};
+use crate::config::{PluginLimits, PluginOverrides};
 use crate::runtime::{PluginOptions, RuntimeError};
 use wasmop_contract::Ceiling;
 use wasmop_contract::depth::{Bounded, MAX_DEPTH};
@@ -63,14 +63,14 @@ const MANAGER: &str = "wasmop";
 #[serde(rename_all = "camelCase")]
 struct Spec {
     module: ModuleRef,
-    memory_limit: Option<String>,
-    reconcile_timeout: Option<String>,
-    max_concurrent_reconciles: Option<u32>,
-    warm_instances: Option<usize>,
     #[serde(default)]
     paused: bool,
     /// A ceiling of this plugin's own, narrowing the operator's `--policy`.
     policy: Option<Value>,
+    /// The plugin's overrides of the operator's limits ([`crate::config::OVERRIDES`]), by the
+    /// CRD's field names.
+    #[serde(flatten)]
+    overrides: serde_json::Map<String, Value>,
 }
 
 /// How the last attempt at an object's generation went.
@@ -424,17 +424,7 @@ impl Installer {
 
     fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, String> {
         let mut limits = self.limits.clone();
-        if let Some(memory) = &spec.memory_limit {
-            limits.memory_limit = bytes(memory).map_err(|e| format!("spec.memoryLimit: {e}"))?;
-        }
-        if let Some(timeout) = &spec.reconcile_timeout {
-            let timeout = duration(timeout).map_err(|e| format!("spec.reconcileTimeout: {e}"))?;
-            limits.reconcile_timeout = Some(timeout);
-        }
-        limits.max_concurrent_reconciles = spec
-            .max_concurrent_reconciles
-            .or(limits.max_concurrent_reconciles);
-        limits.warm_instances = spec.warm_instances.unwrap_or(limits.warm_instances);
+        PluginOverrides::from_spec(&spec.overrides)?.apply(&mut limits);
         Ok(limits)
     }
 }

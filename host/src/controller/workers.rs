@@ -117,7 +117,7 @@ impl Workers {
 
 async fn work(shared: Arc<Shared>, index: usize) {
     while index < shared.wanted.load(Ordering::Acquire) {
-        let Some(key) = shared.queue.get().await else {
+        let Some((key, _reason)) = shared.queue.get().await else {
             return;
         };
         if hand_over(&shared, &key).await {
@@ -157,7 +157,9 @@ async fn hand_over(shared: &Shared, key: &ObjectKey) -> bool {
         Turn::Skip => shared.queue.forget(key),
         Turn::Retry(error) => {
             tracing::warn!("{error}; retrying with backoff");
-            shared.queue.add_rate_limited(key.clone(), 0);
+            shared
+                .queue
+                .add_rate_limited(key.clone(), 0, "handover retry");
         }
     }
     shared.queue.done(key);
@@ -182,7 +184,7 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
         Ok(Outcome::RequeueAfter { after, priority }) => {
             queue.forget(&key);
             let after = plugin.requeue_delay(after);
-            queue.add_after(key.clone(), after, priority.unwrap_or(0));
+            queue.add_after(key.clone(), after, priority.unwrap_or(0), "requeue-after");
             stats.requeue_after.fetch_add(1, Ordering::Relaxed);
             metrics.reconciled(ReconcileResult::RequeueAfter, took, false);
         }
@@ -194,7 +196,7 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
         }
         Err(error) => {
             tracing::warn!("{error}; retrying with backoff");
-            queue.add_rate_limited(key.clone(), 0);
+            queue.add_rate_limited(key.clone(), 0, "error retry");
             stats.error.fetch_add(1, Ordering::Relaxed);
             metrics.reconciled(ReconcileResult::Error, took, false);
             if let Some(kind) = error.trap_kind() {

@@ -464,19 +464,38 @@ impl Plugin {
 
     /// Reconciles one primary object, recording the reconcile as a fixture when asked to.
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
+        self.reconcile_traced(key, None).await
+    }
+
+    /// Like [`Plugin::reconcile`], as reconcile `id`: the events the guest records carry it.
+    pub async fn reconcile_as(&self, key: &ObjectKey, id: &str) -> Result<Outcome, DispatchError> {
+        self.reconcile_traced(key, Some(id)).await
+    }
+
+    async fn reconcile_traced(
+        &self,
+        key: &ObjectKey,
+        id: Option<&str>,
+    ) -> Result<Outcome, DispatchError> {
         let Some(recorder) = &self.record else {
-            return self.call_reconcile(key).await;
+            return self.call_reconcile(key, id).await;
         };
-        let (result, recording) = record::recording(self.call_reconcile(key)).await;
+        let (result, recording) = record::recording(self.call_reconcile(key, id)).await;
         recorder.save(self.name(), key, recording, &result).await;
         result
     }
 
-    async fn call_reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
+    async fn call_reconcile(
+        &self,
+        key: &ObjectKey,
+        id: Option<&str>,
+    ) -> Result<Outcome, DispatchError> {
         let request = types::ObjectKey::from(key);
+        let id = id.map(str::to_owned);
         let result = self
             .instances
             .dispatch(key, self.timeout, move |exports, store| {
+                store.data_mut().reconcile_id = id;
                 Box::pin(async move { exports.reconciler.call_reconcile(store, &request).await })
             })
             .await?;

@@ -13,12 +13,19 @@
 //!
 //! On a sharded replica a key is first offered to the [`Handover`]: one the leader asked this
 //! replica to let go is let go instead of reconciled, one already let go is left alone.
+//!
+//! Every reconcile runs in an info span `reconcile` with the fields `plugin`, `version`, `kind`,
+//! `object` (`namespace/name`), `reconcile_id` (16 hex digits, as controller-runtime's
+//! `reconcileID`) and `reason` (why the key was queued), so every line logged while it runs —
+//! the guest's own, the host's errors, the worker's verdict — says which reconcile it belongs to.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::Stats;
 use super::handover::{Handover, Turn};
@@ -117,11 +124,11 @@ impl Workers {
 
 async fn work(shared: Arc<Shared>, index: usize) {
     while index < shared.wanted.load(Ordering::Acquire) {
-        let Some((key, _reason)) = shared.queue.get().await else {
+        let Some((key, reason)) = shared.queue.get().await else {
             return;
         };
         if hand_over(&shared, &key).await {
-            reconcile(&shared, key).await;
+            reconcile(&shared, key, &reason).await;
         }
     }
 }
@@ -166,13 +173,43 @@ async fn hand_over(shared: &Shared, key: &ObjectKey) -> bool {
     false
 }
 
-async fn reconcile(shared: &Shared, key: ObjectKey) {
-    let (queue, stats, metrics) = (&shared.queue, &shared.stats, &shared.metrics);
+/// Reconciles `key` on the current version, inside its `reconcile` span.
+async fn reconcile(shared: &Shared, key: ObjectKey, reason: &str) {
     let plugin = shared.current();
+    let id = reconcile_id();
+    let registration = plugin.registration();
+    let span = tracing::info_span!(
+        "reconcile",
+        plugin = plugin.name(),
+        version = registration.version.as_str(),
+        kind = registration.primary.kind.as_str(),
+        object = %key,
+        reconcile_id = id.as_str(),
+        reason,
+    );
+    run(shared, plugin, key, id).instrument(span).await;
+}
+
+/// A reconcile's id: 16 hex digits, never repeated by this process (a bijection of a counter)
+/// and unlikely to be by another (the bijection starts from a random seed).
+fn reconcile_id() -> String {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| RandomState::new().hash_one(std::process::id()));
+    let count = NEXT.fetch_add(1, Ordering::Relaxed);
+    // splitmix64: an odd multiple, an offset and the finalizer are each one-to-one.
+    let mut z = seed.wrapping_add(count.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    format!("{:016x}", z ^ (z >> 31))
+}
+
+async fn run(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: String) {
+    let (queue, stats, metrics) = (&shared.queue, &shared.stats, &shared.metrics);
     metrics.worker_busy(true);
     let started = Instant::now();
     let in_flight = InFlight::start(plugin.name(), &key);
-    let outcome = plugin.reconcile(&key).await;
+    let outcome = plugin.reconcile_as(&key, &id).await;
     drop(in_flight);
     let took = started.elapsed();
     match outcome {
@@ -206,4 +243,21 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
     }
     queue.done(&key);
     metrics.worker_busy(false);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    #[test]
+    fn reconcile_ids_are_sixteen_hex_digits_and_never_repeat() {
+        let ids: HashSet<String> = (0..10_000).map(|_| super::reconcile_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in &ids {
+            assert!(
+                id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id}"
+            );
+        }
+    }
 }

@@ -14,10 +14,11 @@
 //! On a sharded replica a key is first offered to the [`Handover`]: one the leader asked this
 //! replica to let go is let go instead of reconciled, one already let go is left alone.
 //!
-//! Every reconcile runs in an info span `reconcile` with the fields `plugin`, `version`, `kind`,
-//! `object` (`namespace/name`), `reconcile_id` (16 hex digits, as controller-runtime's
-//! `reconcileID`) and `reason` (why the key was queued), so every line logged while it runs —
-//! the guest's own, the host's errors, the worker's verdict — says which reconcile it belongs to.
+//! Every reconcile, with its hand-over on a sharded replica, runs in an info span `reconcile`
+//! with the fields `plugin`, `version`, `kind`, `object` (`namespace/name`), `reconcile_id` (16
+//! hex digits, as controller-runtime's `reconcileID`) and `reason` (why the key was queued), so
+//! every line logged while it runs — the guest's own, the host's errors, the worker's verdict —
+//! says which reconcile it belongs to.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -127,9 +128,14 @@ async fn work(shared: Arc<Shared>, index: usize) {
         let Some((key, reason)) = shared.queue.get().await else {
             return;
         };
-        if hand_over(&shared, &key).await {
-            reconcile(&shared, key, &reason).await;
-        }
+        let (shared, plugin, id) = (&*shared, shared.current(), reconcile_id());
+        let span = reconcile_span(&plugin, &key, &id, &reason);
+        let turn = async move {
+            if hand_over(shared, &plugin, &key).await {
+                reconcile(shared, plugin, key, id).await;
+            }
+        };
+        turn.instrument(span).await;
     }
 }
 
@@ -155,11 +161,11 @@ impl Drop for InFlight<'_> {
 
 /// Whether `key` is to be reconciled here; when not, it is done with (or retried, when letting it
 /// go failed).
-async fn hand_over(shared: &Shared, key: &ObjectKey) -> bool {
+async fn hand_over(shared: &Shared, plugin: &Plugin, key: &ObjectKey) -> bool {
     let Some(handover) = &shared.handover else {
         return true;
     };
-    match handover.turn(&shared.current(), key).await {
+    match handover.turn(plugin, key).await {
         Turn::Reconcile => return true,
         Turn::Skip => shared.queue.forget(key),
         Turn::Retry(error) => {
@@ -173,21 +179,18 @@ async fn hand_over(shared: &Shared, key: &ObjectKey) -> bool {
     false
 }
 
-/// Reconciles `key` on the current version, inside its `reconcile` span.
-async fn reconcile(shared: &Shared, key: ObjectKey, reason: &str) {
-    let plugin = shared.current();
-    let id = reconcile_id();
+/// The span a worker's turn with `key` runs in: its hand-over, if any, and its reconcile.
+fn reconcile_span(plugin: &Plugin, key: &ObjectKey, id: &str, reason: &str) -> tracing::Span {
     let registration = plugin.registration();
-    let span = tracing::info_span!(
+    tracing::info_span!(
         "reconcile",
         plugin = plugin.name(),
         version = registration.version.as_str(),
         kind = registration.primary.kind.as_str(),
         object = %key,
-        reconcile_id = id.as_str(),
+        reconcile_id = id,
         reason,
-    );
-    run(shared, plugin, key, id).instrument(span).await;
+    )
 }
 
 /// A reconcile's id: 16 hex digits, never repeated by this process (a bijection of a counter)
@@ -204,7 +207,7 @@ fn reconcile_id() -> String {
     format!("{:016x}", z ^ (z >> 31))
 }
 
-async fn run(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: String) {
+async fn reconcile(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: String) {
     let (queue, stats, metrics) = (&shared.queue, &shared.stats, &shared.metrics);
     metrics.worker_busy(true);
     let started = Instant::now();

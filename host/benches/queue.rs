@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmop::contract::object::ObjectKey;
-use wasmop::queue::{NoMetrics, Queue, RateLimits};
+use wasmop::queue::{NoMetrics, Queue, RateLimits, Reason};
 
 use support::median;
 
@@ -30,19 +30,20 @@ fn keys(distinct: usize) -> Vec<ObjectKey> {
 async fn run(distinct: usize, adds: usize, workers: usize) -> Duration {
     let queue = Arc::new(Queue::new(RateLimits::default(), Arc::new(NoMetrics)));
     let keys = keys(distinct);
+    let reason: Reason = "object updated".into();
     let started = Instant::now();
     let handles: Vec<_> = (0..workers)
         .map(|_| {
             let queue = queue.clone();
             tokio::spawn(async move {
-                while let Some(key) = queue.get().await {
+                while let Some((key, _)) = queue.get().await {
                     queue.done(&key);
                 }
             })
         })
         .collect();
     for i in 0..adds {
-        queue.add(keys[i % distinct].clone());
+        queue.add(keys[i % distinct].clone(), reason.clone());
     }
     queue.shutdown();
     for handle in handles {

@@ -9,7 +9,8 @@ use tracing_subscriber::EnvFilter;
 
 use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{
-    Cli, Command, ConfigError, LeaderArgs, NewArgs, PluginsArgs, RbacArgs, RunArgs, TestArgs,
+    Cli, Command, ConfigError, LeaderArgs, LogFormat, NewArgs, PluginsArgs, RbacArgs, RunArgs,
+    TestArgs,
 };
 use wasmop::identity::Identities;
 use wasmop::leader::{self, LeaderConfig};
@@ -27,13 +28,6 @@ use wasmop::testing::{Fixture, Recorder, Tester, fixture_files};
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
     let cli = match Cli::load() {
         Ok(cli) => cli,
         Err(ConfigError::Cli(error)) => error.exit(),
@@ -42,6 +36,10 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(2);
         }
     };
+    match &cli.command {
+        Command::Run(args) => init_logging(args.log_format),
+        _ => init_logging(LogFormat::Text),
+    }
     if let Command::CompileWorker(args) = &cli.command {
         return Ok(wasmop::runtime::run_worker(args.memory_limit)?);
     }
@@ -61,6 +59,23 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::CompileWorker(_) => unreachable!("handled before the async runtime starts"),
+    }
+}
+
+/// Logs to stderr at the level `RUST_LOG` sets (`info` when unset), in `format`.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let log = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => log
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
     }
 }
 

@@ -270,6 +270,8 @@ pub struct Event {
     pub reason: String,
     /// A sentence for people.
     pub message: String,
+    /// The reconcile that recorded it, if a reconcile did.
+    pub reconcile_id: Option<String>,
 }
 
 /// Records events; must not block, and must bound what it keeps (queue the apiserver call).

@@ -308,6 +308,10 @@ pub struct RunArgs {
     /// How long a plugin's informers may take to list everything before its start fails.
     #[arg(long, env = "WASMOP_CACHE_SYNC_TIMEOUT", default_value = "2m", value_parser = duration)]
     pub cache_sync_timeout: Duration,
+    /// How log lines are written: `text`, or `json` (one object per line, with a reconcile's
+    /// fields under `span`).
+    #[arg(long, env = "WASMOP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// The webhook server.
     #[command(flatten)]
     pub webhooks: WebhookArgs,
@@ -327,6 +331,16 @@ pub struct RunArgs {
     /// The ceiling read from `policy` (the default ceiling without one).
     #[arg(skip)]
     pub ceiling: Ceiling,
+}
+
+/// How `wasmop run` writes its log lines to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Text for people.
+    Text,
+    /// One JSON object per line; the fields of the span it was logged in (a reconcile's `plugin`,
+    /// `object`, `reconcile_id`, …) under `span`.
+    Json,
 }
 
 /// Limits applied to every plugin; a config file's `plugins` entry may override them for one.
@@ -901,6 +915,24 @@ mod tests {
                 ..SecureServing::default()
             })
         );
+    }
+
+    #[test]
+    fn logs_are_text_unless_json_is_asked_for_by_flag_or_file() {
+        assert_eq!(
+            load(&["--plugin=a.wasm"]).unwrap().log_format,
+            LogFormat::Text
+        );
+        let run = load(&["--plugin=a.wasm", "--log-format=json"]).unwrap();
+        assert_eq!(run.log_format, LogFormat::Json);
+        let error = load(&["--plugin=a.wasm", "--log-format=yaml"]).unwrap_err();
+        assert!(error.to_string().contains("--log-format"), "{error}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("wasmop.yaml");
+        std::fs::write(&file, "log-format: json\n").unwrap();
+        let run = load(&["--plugin=a.wasm", &format!("--config={}", file.display())]).unwrap();
+        assert_eq!(run.log_format, LogFormat::Json);
     }
 
     #[test]

@@ -109,8 +109,8 @@ mod tests {
             RateLimits::default(),
             Arc::new(controller.clone()),
         ));
-        queue.add(ObjectKey::new("a", "one"));
-        queue.add(ObjectKey::new("a", "two"));
+        queue.add(ObjectKey::new("a", "one"), "object added");
+        queue.add(ObjectKey::new("a", "two"), "object added");
         let registered = metrics
             .register(QueueGauges::new("webapp", &queue))
             .unwrap();

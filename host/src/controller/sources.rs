@@ -5,6 +5,9 @@
 //! releases the informers (the shared cache stops a watch no one else holds). Subscribing
 //! queues every cached object of the subscribed kind at [`LOW_PRIORITY`], so a new version
 //! reconciles everything once, as a restarted controller would.
+//!
+//! Every key is queued with its reason: which source saw what change ("object updated", "owned
+//! Deployment added", "watched ConfigMap listed" for a (re)list).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -16,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::cache::{
     Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription, View,
 };
-use crate::queue::{LOW_PRIORITY, Queue};
+use crate::queue::{LOW_PRIORITY, Queue, Reason};
 use crate::runtime::Plugin;
 use wasmop_contract::object::{GroupVersionKind, ObjectKey};
 use wasmop_contract::selector::LabelSelector;
@@ -105,13 +108,22 @@ impl Informed {
         let mut map_tasks = Vec::new();
         let primary = registration.primary.clone();
         let own_key: Map = Arc::new(|object: &CachedObject| vec![object.key.clone()]);
-        let subscribe = |kind: &GroupVersionKind, predicates: &[Predicate], map: Map| {
-            source(self.of(kind), queue, (predicates, None), map)
-        };
+        let subscribe =
+            |kind: &GroupVersionKind, predicates: &[Predicate], map: Map, subject: &str| {
+                let reasons = Reasons::new(subject);
+                source(self.of(kind), queue, (predicates, None), (map, reasons))
+            };
         let primary_filter = (registration.predicates.as_slice(), drain);
-        subscriptions.push(source(self.of(&primary), queue, primary_filter, own_key));
+        let primary_map = (own_key, Reasons::new("object"));
+        subscriptions.push(source(
+            self.of(&primary),
+            queue,
+            primary_filter,
+            primary_map,
+        ));
         for owned in &registration.owns {
-            subscriptions.push(subscribe(owned, &[], owner_key(&primary)));
+            let subject = format!("owned {}", owned.kind);
+            subscriptions.push(subscribe(owned, &[], owner_key(&primary), &subject));
         }
         for watch in &registration.watches {
             let map = match &watch.mapping {
@@ -128,7 +140,8 @@ impl Informed {
                     guest_key(backlog)
                 }
             };
-            subscriptions.push(subscribe(&watch.kind, &watch.predicates, map));
+            let subject = format!("watched {}", watch.kind.kind);
+            subscriptions.push(subscribe(&watch.kind, &watch.predicates, map, &subject));
         }
         Sources {
             subscriptions,
@@ -190,12 +203,12 @@ pub(super) fn informed_kinds(registration: &Registration) -> Vec<GroupVersionKin
 }
 
 /// Subscribes a source: events that pass `predicates`, or change the label `always`, are mapped
-/// to keys and queued.
+/// to keys and queued for their reason.
 fn source(
     informer: &Arc<Informer>,
     queue: &Arc<Queue<ObjectKey>>,
     (predicates, always): (&[Predicate], Option<&str>),
-    map: Map,
+    (map, reasons): (Map, Reasons),
 ) -> Subscription {
     let queue = Arc::downgrade(queue);
     let predicates = predicates.to_vec();
@@ -211,7 +224,7 @@ fn source(
         }
         let priority = if change.initial { LOW_PRIORITY } else { 0 };
         for key in map(object) {
-            queue.add_with_priority(key, priority);
+            queue.add_with_priority(key, priority, reasons.of(change).clone());
         }
     });
     let subscription = informer.subscribe(handler.clone());
@@ -223,6 +236,36 @@ fn source(
         });
     }
     subscription
+}
+
+/// Why one source queues a key, by the change it saw; built once, so queueing allocates nothing.
+struct Reasons {
+    listed: Reason,
+    added: Reason,
+    updated: Reason,
+    deleted: Reason,
+}
+
+impl Reasons {
+    /// The reasons of a source of `subject` ("object", "owned Deployment").
+    fn new(subject: &str) -> Self {
+        let reason = |change: &str| Reason::from(format!("{subject} {change}"));
+        Reasons {
+            listed: reason("listed"),
+            added: reason("added"),
+            updated: reason("updated"),
+            deleted: reason("deleted"),
+        }
+    }
+
+    fn of(&self, change: &Change) -> &Reason {
+        match (change.initial, &change.old, &change.new) {
+            (true, _, _) => &self.listed,
+            (false, None, _) => &self.added,
+            (false, Some(_), None) => &self.deleted,
+            (false, Some(_), Some(_)) => &self.updated,
+        }
+    }
 }
 
 /// Predicates filter updates only; adds and deletes always pass.
@@ -327,10 +370,13 @@ async fn map_through_guest(
     backlog: Arc<Backlog>,
     queue: Arc<Queue<ObjectKey>>,
 ) {
+    let reason = Reason::from(format!("watched {} changed", kind.kind));
     loop {
         let object = backlog.pop().await;
         match plugin.map(&kind, &object.json, &object.key).await {
-            Ok(keys) => keys.into_iter().for_each(|key| queue.add(key)),
+            Ok(keys) => keys
+                .into_iter()
+                .for_each(|key| queue.add(key, reason.clone())),
             Err(error) => tracing::warn!(plugin = plugin.name(), "map failed: {error}"),
         }
     }

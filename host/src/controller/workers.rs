@@ -13,12 +13,20 @@
 //!
 //! On a sharded replica a key is first offered to the [`Handover`]: one the leader asked this
 //! replica to let go is let go instead of reconciled, one already let go is left alone.
+//!
+//! Every reconcile, with its hand-over on a sharded replica, runs in an info span `reconcile`
+//! with the fields `plugin`, `version`, `kind`, `object` (`namespace/name`), `reconcile_id` (16
+//! hex digits, as controller-runtime's `reconcileID`) and `reason` (why the key was queued), so
+//! every line logged while it runs — the guest's own, the host's errors, the worker's verdict —
+//! says which reconcile it belongs to.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::Stats;
 use super::handover::{Handover, Turn};
@@ -117,12 +125,17 @@ impl Workers {
 
 async fn work(shared: Arc<Shared>, index: usize) {
     while index < shared.wanted.load(Ordering::Acquire) {
-        let Some(key) = shared.queue.get().await else {
+        let Some((key, reason)) = shared.queue.get().await else {
             return;
         };
-        if hand_over(&shared, &key).await {
-            reconcile(&shared, key).await;
-        }
+        let (shared, plugin, id) = (&*shared, shared.current(), reconcile_id());
+        let span = reconcile_span(&plugin, &key, &id, &reason);
+        let turn = async move {
+            if hand_over(shared, &plugin, &key).await {
+                reconcile(shared, plugin, key, id).await;
+            }
+        };
+        turn.instrument(span).await;
     }
 }
 
@@ -148,29 +161,58 @@ impl Drop for InFlight<'_> {
 
 /// Whether `key` is to be reconciled here; when not, it is done with (or retried, when letting it
 /// go failed).
-async fn hand_over(shared: &Shared, key: &ObjectKey) -> bool {
+async fn hand_over(shared: &Shared, plugin: &Plugin, key: &ObjectKey) -> bool {
     let Some(handover) = &shared.handover else {
         return true;
     };
-    match handover.turn(&shared.current(), key).await {
+    match handover.turn(plugin, key).await {
         Turn::Reconcile => return true,
         Turn::Skip => shared.queue.forget(key),
         Turn::Retry(error) => {
             tracing::warn!("{error}; retrying with backoff");
-            shared.queue.add_rate_limited(key.clone(), 0);
+            shared
+                .queue
+                .add_rate_limited(key.clone(), 0, "handover retry");
         }
     }
     shared.queue.done(key);
     false
 }
 
-async fn reconcile(shared: &Shared, key: ObjectKey) {
+/// The span a worker's turn with `key` runs in: its hand-over, if any, and its reconcile.
+fn reconcile_span(plugin: &Plugin, key: &ObjectKey, id: &str, reason: &str) -> tracing::Span {
+    let registration = plugin.registration();
+    tracing::info_span!(
+        "reconcile",
+        plugin = plugin.name(),
+        version = registration.version.as_str(),
+        kind = registration.primary.kind.as_str(),
+        object = %key,
+        reconcile_id = id,
+        reason,
+    )
+}
+
+/// A reconcile's id: 16 hex digits, never repeated by this process (a bijection of a counter)
+/// and unlikely to be by another (the bijection starts from a random seed).
+fn reconcile_id() -> String {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| RandomState::new().hash_one(std::process::id()));
+    let count = NEXT.fetch_add(1, Ordering::Relaxed);
+    // splitmix64: an odd multiple, an offset and the finalizer are each one-to-one.
+    let mut z = seed.wrapping_add(count.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    format!("{:016x}", z ^ (z >> 31))
+}
+
+async fn reconcile(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: String) {
     let (queue, stats, metrics) = (&shared.queue, &shared.stats, &shared.metrics);
-    let plugin = shared.current();
     metrics.worker_busy(true);
     let started = Instant::now();
     let in_flight = InFlight::start(plugin.name(), &key);
-    let outcome = plugin.reconcile(&key).await;
+    let outcome = plugin.reconcile_as(&key, &id).await;
     drop(in_flight);
     let took = started.elapsed();
     match outcome {
@@ -182,7 +224,7 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
         Ok(Outcome::RequeueAfter { after, priority }) => {
             queue.forget(&key);
             let after = plugin.requeue_delay(after);
-            queue.add_after(key.clone(), after, priority.unwrap_or(0));
+            queue.add_after(key.clone(), after, priority.unwrap_or(0), "requeue-after");
             stats.requeue_after.fetch_add(1, Ordering::Relaxed);
             metrics.reconciled(ReconcileResult::RequeueAfter, took, false);
         }
@@ -194,7 +236,7 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
         }
         Err(error) => {
             tracing::warn!("{error}; retrying with backoff");
-            queue.add_rate_limited(key.clone(), 0);
+            queue.add_rate_limited(key.clone(), 0, "error retry");
             stats.error.fetch_add(1, Ordering::Relaxed);
             metrics.reconciled(ReconcileResult::Error, took, false);
             if let Some(kind) = error.trap_kind() {
@@ -204,4 +246,21 @@ async fn reconcile(shared: &Shared, key: ObjectKey) {
     }
     queue.done(&key);
     metrics.worker_busy(false);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    #[test]
+    fn reconcile_ids_are_sixteen_hex_digits_and_never_repeat() {
+        let ids: HashSet<String> = (0..10_000).map(|_| super::reconcile_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in &ids {
+            assert!(
+                id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id}"
+            );
+        }
+    }
 }

@@ -11,7 +11,11 @@
 //! - [`Queue::add_rate_limited`] delays by the larger of a per-key exponential backoff and an
 //!   overall token bucket ([`RateLimits`]); [`Queue::forget`] resets the backoff;
 //! - after [`Queue::shutdown`] adds are ignored, queued keys are still handed out, and `get`
-//!   returns `None` once none are left; [`Queue::shutdown_with_drain`] also waits for workers.
+//!   returns `None` once none are left; [`Queue::shutdown_with_drain`] also waits for workers;
+//! - every add says why ([`Reason`]) and `get` hands the reason out with the key. While a key
+//!   waits, the first reason wins, as kube-runtime's scheduler keeps the request already pending:
+//!   adds merged into a queued key (or into one held by a worker) leave its reason alone, and of
+//!   several delays of one key the earliest brings its reason along.
 //!
 //! It knows neither kube nor wasmtime: keys are any hashable value.
 //!
@@ -33,6 +37,9 @@ pub use limiter::RateLimits;
 
 /// The priority of events from an informer's initial list (controller-runtime's LowPriority).
 pub const LOW_PRIORITY: i32 = -100;
+
+/// Why a key was queued, in a few words ("object updated", "requeue-after"), for the log.
+pub type Reason = Arc<str>;
 
 /// Observers of a queue, for metrics; every method defaults to doing nothing.
 pub trait QueueMetrics: Send + Sync {
@@ -67,7 +74,7 @@ struct State<K> {
     /// Keys being processed, and since when.
     processing: HashMap<K, Instant>,
     /// Delayed keys by due time.
-    delayed: BTreeMap<(Instant, u64), (K, i32)>,
+    delayed: BTreeMap<(Instant, u64), (K, i32, Reason)>,
     /// Each delayed key's slot in `delayed`.
     due: HashMap<K, (Instant, u64)>,
     limiter: RateLimiter<K>,
@@ -78,6 +85,8 @@ struct State<K> {
 struct Pending {
     priority: i32,
     since: Instant,
+    /// The reason of the add that queued it; later adds merge into it.
+    reason: Reason,
     /// Its slot in `ready`, unless a worker holds the key.
     slot: Option<u64>,
 }
@@ -107,14 +116,14 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
     }
 
     /// Queues `key` at priority 0.
-    pub fn add(&self, key: K) {
-        self.add_with_priority(key, 0);
+    pub fn add(&self, key: K, reason: impl Into<Reason>) {
+        self.add_with_priority(key, 0, reason);
     }
 
     /// Queues `key` at `priority` (higher first); a queued key keeps the higher of its priorities.
-    pub fn add_with_priority(&self, key: K, priority: i32) {
+    pub fn add_with_priority(&self, key: K, priority: i32, reason: impl Into<Reason>) {
         let mut state = self.lock();
-        if state.insert(key, priority) {
+        if state.insert(key, priority, reason.into()) {
             self.metrics.added();
             drop(state);
             self.wake.notify_one();
@@ -122,9 +131,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
     }
 
     /// Queues `key` after `delay`; of several delays of one key the earliest wins.
-    pub fn add_after(&self, key: K, delay: Duration, priority: i32) {
+    pub fn add_after(&self, key: K, delay: Duration, priority: i32, reason: impl Into<Reason>) {
         if delay.is_zero() {
-            return self.add_with_priority(key, priority);
+            return self.add_with_priority(key, priority, reason);
         }
         let mut state = self.lock();
         if state.shutting_down {
@@ -144,16 +153,16 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
         state.sequence += 1;
         let slot = (at, state.sequence);
         state.due.insert(key.clone(), slot);
-        state.delayed.insert(slot, (key, priority));
+        state.delayed.insert(slot, (key, priority, reason.into()));
         drop(state);
         self.wake.notify_one();
     }
 
     /// Queues `key` after its rate-limited retry delay.
-    pub fn add_rate_limited(&self, key: K, priority: i32) {
+    pub fn add_rate_limited(&self, key: K, priority: i32, reason: impl Into<Reason>) {
         let delay = self.lock().limiter.when(key.clone());
         self.metrics.retried();
-        self.add_after(key, delay, priority);
+        self.add_after(key, delay, priority, reason);
     }
 
     /// Resets `key`'s backoff after it succeeded.
@@ -166,9 +175,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
         self.lock().limiter.retries(key)
     }
 
-    /// The next key to process, waiting for one; `None` once shut down and empty. The caller
-    /// must call [`Queue::done`] with it when finished.
-    pub async fn get(&self) -> Option<K> {
+    /// The next key to process and why it was queued, waiting for one; `None` once shut down
+    /// and empty. The caller must call [`Queue::done`] with the key when finished.
+    pub async fn get(&self) -> Option<(K, Reason)> {
         loop {
             let wake = self.wake.notified();
             tokio::pin!(wake);
@@ -178,9 +187,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
                 for _ in 0..state.promote_due() {
                     self.metrics.added();
                 }
-                if let Some((key, since)) = state.pop() {
+                if let Some((key, since, reason)) = state.pop() {
                     self.metrics.queued_for(since.elapsed());
-                    return Some(key);
+                    return Some((key, reason));
                 }
                 if state.shutting_down {
                     return None;
@@ -260,7 +269,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
 
 impl<K: Clone + Eq + Hash> State<K> {
     /// Adds `key` unless shutting down; returns whether it is newly pending.
-    fn insert(&mut self, key: K, priority: i32) -> bool {
+    fn insert(&mut self, key: K, priority: i32, reason: Reason) -> bool {
         if self.shutting_down {
             return false;
         }
@@ -281,6 +290,7 @@ impl<K: Clone + Eq + Hash> State<K> {
             Pending {
                 priority,
                 since: Instant::now(),
+                reason,
                 slot,
             },
         );
@@ -293,11 +303,11 @@ impl<K: Clone + Eq + Hash> State<K> {
         self.sequence
     }
 
-    fn pop(&mut self) -> Option<(K, Instant)> {
+    fn pop(&mut self) -> Option<(K, Instant, Reason)> {
         let (_, key) = self.ready.pop_first()?;
         let pending = self.pending.remove(&key).expect("a ready key is pending");
         self.processing.insert(key.clone(), Instant::now());
-        Some((key, pending.since))
+        Some((key, pending.since, pending.reason))
     }
 
     /// Queues `key` again if it was added while being processed.
@@ -323,9 +333,9 @@ impl<K: Clone + Eq + Hash> State<K> {
             if entry.key().0 > now {
                 break;
             }
-            let (key, priority) = entry.remove();
+            let (key, priority, reason) = entry.remove();
             self.due.remove(&key);
-            promoted += usize::from(self.insert(key, priority));
+            promoted += usize::from(self.insert(key, priority, reason));
         }
         promoted
     }

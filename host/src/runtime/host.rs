@@ -84,6 +84,8 @@ pub(crate) struct StoreState {
     pub stderr: GuestOutput,
     /// Whether the current call may only read (a webhook call).
     pub read_only: bool,
+    /// The id of the reconcile the current call is, if it is one; its events carry it.
+    pub reconcile_id: Option<String>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -107,6 +109,7 @@ impl StoreState {
             deadline: Instant::now(),
             stderr,
             read_only: false,
+            reconcile_id: None,
             wasi,
             table,
         }
@@ -520,6 +523,7 @@ impl StoreState {
             },
             reason,
             message: boundary::truncated(message, self.limits().event_bytes),
+            reconcile_id: self.reconcile_id.clone(),
         })
     }
 }

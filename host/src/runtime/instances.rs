@@ -224,6 +224,7 @@ impl Instances {
         instance.uses += 1;
         instance.store.data_mut().deadline = deadline;
         instance.store.data_mut().read_only = false;
+        instance.store.data_mut().reconcile_id = None;
         instance.store.data().stderr.clear();
         instance.store.set_epoch_deadline(1);
         Ok(instance)

@@ -1,4 +1,5 @@
-//! Guest stdout and stderr, written line by line to `tracing` under the plugin's name.
+//! Guest stdout and stderr, written line by line to `tracing` under the plugin's name, at once
+//! in the guest's call (so in its reconcile's span), not by a task of its own.
 //!
 //! The last lines of stderr are kept per instance so a trap can be reported with what the guest
 //! printed just before it (a Rust guest prints its panic message there, then traps). Lines are
@@ -12,6 +13,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 /// The longest line passed to the log; longer output is split.
 pub(crate) const MAX_LINE: usize = 4096;
@@ -113,6 +115,30 @@ impl StdoutStream for GuestOutput {
     fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
         Box::new(self.clone())
     }
+
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+}
+
+impl OutputStream for GuestOutput {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        GuestOutput::write(self, &bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(MAX_LINE)
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for GuestOutput {
+    async fn ready(&mut self) {}
 }
 
 impl AsyncWrite for GuestOutput {

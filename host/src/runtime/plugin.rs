@@ -496,20 +496,40 @@ impl Plugin {
 
     /// Reconciles one primary object, through the runtime's [`Wrap`] if it has one.
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
+        self.reconcile_traced(key, None).await
+    }
+
+    /// Like [`Plugin::reconcile`], as reconcile `id`: the events the guest records carry it.
+    pub async fn reconcile_as(&self, key: &ObjectKey, id: &str) -> Result<Outcome, DispatchError> {
+        self.reconcile_traced(key, Some(id)).await
+    }
+
+    /// Reconciles `key` as reconcile `id`, through the runtime's [`Wrap`] if it has one.
+    async fn reconcile_traced(
+        &self,
+        key: &ObjectKey,
+        id: Option<&str>,
+    ) -> Result<Outcome, DispatchError> {
         match &self.wrap {
             Some(wrap) => {
-                let call = Box::pin(self.call_reconcile(key));
+                let call = Box::pin(self.call_reconcile(key, id));
                 wrap.reconcile(self.name(), key, call).await
             }
-            None => self.call_reconcile(key).await,
+            None => self.call_reconcile(key, id).await,
         }
     }
 
-    async fn call_reconcile(&self, key: &ObjectKey) -> Result<Outcome, DispatchError> {
+    async fn call_reconcile(
+        &self,
+        key: &ObjectKey,
+        id: Option<&str>,
+    ) -> Result<Outcome, DispatchError> {
         let request = types::ObjectKey::from(key);
+        let id = id.map(str::to_owned);
         let result = self
             .instances
             .dispatch(key, self.timeout, move |exports, store| {
+                store.data_mut().reconcile_id = id;
                 Box::pin(async move { exports.reconciler.call_reconcile(store, &request).await })
             })
             .await?;

@@ -431,6 +431,7 @@ mod tests {
                 event_type: EventType::Warning,
                 reason: "Stuck".into(),
                 message: "0/2 ready".into(),
+                reconcile_id: None,
             })
         })
         .await;

@@ -1,0 +1,154 @@
+//! `wasmop run`: connects, loads the plugins from files, a plugin directory and
+//! WasmReconcilers, and runs the manager until SIGINT or SIGTERM.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use tokio::signal::unix::{SignalKind, signal};
+use wasmop::config::{LeaderArgs, RunArgs};
+use wasmop::identity::Identities;
+use wasmop::leader::{self, LeaderConfig};
+use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::plugins::crd::WasmReconcilers;
+use wasmop::plugins::dir::{self, PluginDir};
+use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
+use wasmop::testing::Recorder;
+
+use super::connect;
+
+pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
+    let (config, client) = connect(args.kubeconfig.as_deref()).await?;
+    options.reviews = Some(config.clone());
+    if let Some(namespace) = &args.plugin_identity_namespace {
+        tracing::info!(namespace, "plugins write as their own service accounts");
+        options.identities = Some(Identities::new(config, namespace.clone()));
+    }
+    tracing::info!(namespaces = %options.namespaces, "watching");
+    let mut manager = Manager::new(client.clone(), options)?;
+    manager.serve().await?;
+    for file in &args.plugins {
+        load(&mut manager, &args, file).await?;
+    }
+    if args.wasm_reconcilers {
+        let (plugins, limits) = (manager.handle(), args.limits.clone());
+        let source = WasmReconcilers::new(client, plugins, limits, args.ceiling.clone());
+        manager.add_runnable("WasmReconcilers", source.run());
+    }
+    if let Some(dir) = args.plugin_dir.clone() {
+        let watcher = load_dir(&mut manager, &args, &dir).await?;
+        let options = move |file: &Path| args.plugin_options(file);
+        let watch = watcher.watch(manager.handle(), options, dir::POLL_INTERVAL);
+        manager.add_runnable(&format!("plugin directory {}", dir.display()), watch);
+    }
+    manager.run(shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn load(manager: &mut Manager, args: &RunArgs, file: &Path) -> anyhow::Result<()> {
+    tracing::info!(file = %file.display(), "loading plugin");
+    manager.load_plugin(file, args.plugin_options(file)).await?;
+    Ok(())
+}
+
+/// Loads the plugin directory's files as they are now; one that fails is reported, not fatal.
+async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::Result<PluginDir> {
+    let mut watcher = PluginDir::new(dir.to_owned());
+    let files = watcher
+        .files()
+        .await
+        .with_context(|| format!("reading the plugin directory {}", dir.display()))?;
+    for (file, stamp) in files {
+        let bytes = tokio::fs::read(&file).await?;
+        if let Err(error) = load(manager, args, &file).await {
+            tracing::error!(file = %file.display(), "{error:#}");
+        }
+        watcher.loaded(&file, stamp, &bytes);
+    }
+    Ok(watcher)
+}
+
+/// The manager's settings from the command line (reading the pod's namespace, before the
+/// async runtime runs).
+pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
+    ManagerOptions {
+        runtime: RuntimeConfig {
+            cache_dir: args.compile_cache.clone(),
+            ceiling: args.ceiling.clone(),
+            compile: compile_in(args),
+            guest_memory: args.guest_memory_budget,
+            wrap: args
+                .limits
+                .record
+                .as_ref()
+                .map(|dir| Arc::new(Recorder::new(dir)) as Arc<dyn wasmop::runtime::Wrap>),
+            ..RuntimeConfig::default()
+        },
+        namespaces: args.watched_namespaces(),
+        metrics_address: args.metrics_bind_address.0,
+        probe_address: args.health_probe_bind_address.0,
+        leader: leader_config(&args.leader),
+        grace_period: args.graceful_shutdown_timeout,
+        sync_timeout: args.cache_sync_timeout,
+        identities: None,
+        metrics_secure: args.secure_serving(),
+        reviews: None,
+        webhook: args.webhooks.serving(),
+        sharding: args.leader.sharding,
+        warm_standby: args.leader.warm_standby,
+    }
+}
+
+/// Where plugins are compiled: in a child process of this binary unless told otherwise.
+fn compile_in(args: &RunArgs) -> CompileIn {
+    let program = std::env::current_exe();
+    match program {
+        Ok(program) if !args.compile_in_process => CompileIn::Child(CompileWorker {
+            program,
+            memory_limit: args.compile_memory_limit.map(|limit| limit as u64),
+        }),
+        Ok(_) => CompileIn::Process,
+        Err(error) => {
+            tracing::warn!("compiling in this process: its own binary is not found: {error}");
+            CompileIn::Process
+        }
+    }
+}
+
+/// The Lease to hold when leader election is on: in the pod's namespace, named for the pod.
+fn leader_config(args: &LeaderArgs) -> Option<LeaderConfig> {
+    if !args.leader_elect {
+        return None;
+    }
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .or_else(wasmop::config::own_namespace)
+        .unwrap_or_else(|| "default".to_owned());
+    let pod = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "wasmop".to_owned());
+    Some(LeaderConfig {
+        lease_duration: args.leader_election_lease_duration,
+        renew_deadline: args.leader_election_renew_deadline,
+        retry_period: args.leader_election_retry_period,
+        ..LeaderConfig::new(&namespace, &args.leader_election_id, leader::identity(&pod))
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(terminate) => terminate,
+        Err(error) => {
+            tracing::warn!("cannot watch for SIGTERM: {error}");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("shutdown signal received");
+}

@@ -68,7 +68,7 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
     assert!(run.leader.leader_elect);
     assert!(run.wasm_reconcilers);
     assert_eq!(run.plugins.len(), 2);
-    let sync = run.plugin_options(std::path::Path::new("/plugins/configmap-sync.wasm"));
+    let sync = run.plugin_limits(std::path::Path::new("/plugins/configmap-sync.wasm"));
     assert_eq!(sync.max_concurrent_reconciles, Some(2));
     assert_eq!(run.ceiling.max_concurrent_reconciles, 16);
     assert!(

@@ -9,16 +9,8 @@ use std::path::{Path, PathBuf};
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// The modules that may import `runtime`: those that run plugins, and the settings that build
-/// their options.
-const RUNS_PLUGINS: [&str; 6] = [
-    "config",
-    "controller",
-    "manager",
-    "plugins",
-    "testing",
-    "webhook",
-];
+/// The modules that may import `runtime`: those that run plugins.
+const RUNS_PLUGINS: [&str; 5] = ["controller", "manager", "plugins", "testing", "webhook"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

@@ -25,7 +25,7 @@ pub mod selector;
 pub mod webhook;
 
 pub use imports::{Observer, Services};
-pub use limits::{GuestLimits, Rate};
+pub use limits::{GuestLimits, MAX_MEMORY, Rate};
 pub use object::{GroupVersionKind, ObjectKey, ObjectRef};
 pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSources};
 pub use refusal::Refusal;

@@ -18,6 +18,9 @@ impl Rate {
     }
 }
 
+/// The largest linear memory any plugin instance may be allowed, in bytes (1 GiB).
+pub const MAX_MEMORY: usize = 1 << 30;
+
 /// Per-plugin bounds on what a guest can make the host copy, keep, send and log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestLimits {

@@ -11,8 +11,8 @@ use wasmop::config::{LeaderArgs, RunArgs};
 use wasmop::identity::Identities;
 use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
-use wasmop::plugins::crd::WasmReconcilers;
 use wasmop::plugins::dir::{self, PluginDir};
+use wasmop::plugins::{self, crd::WasmReconcilers};
 use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
 use wasmop::testing::Recorder;
 
@@ -38,7 +38,7 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
     }
     if let Some(dir) = args.plugin_dir.clone() {
         let watcher = load_dir(&mut manager, &args, &dir).await?;
-        let options = move |file: &Path| args.plugin_options(file);
+        let options = move |file: &Path| plugins::options(&args.plugin_limits(file));
         let watch = watcher.watch(manager.handle(), options, dir::POLL_INTERVAL);
         manager.add_runnable(&format!("plugin directory {}", dir.display()), watch);
     }
@@ -48,7 +48,8 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
 
 async fn load(manager: &mut Manager, args: &RunArgs, file: &Path) -> anyhow::Result<()> {
     tracing::info!(file = %file.display(), "loading plugin");
-    manager.load_plugin(file, args.plugin_options(file)).await?;
+    let options = plugins::options(&args.plugin_limits(file));
+    manager.load_plugin(file, options).await?;
     Ok(())
 }
 
@@ -74,7 +75,10 @@ async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::
 pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
     ManagerOptions {
         runtime: RuntimeConfig {
-            cache_dir: args.compile_cache.clone(),
+            cache_dir: args
+                .compile_cache
+                .clone()
+                .unwrap_or_else(wasmop::runtime::default_cache_dir),
             ceiling: args.ceiling.clone(),
             compile: compile_in(args),
             guest_memory: args.guest_memory_budget,

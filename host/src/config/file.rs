@@ -229,10 +229,10 @@ plugins:
             run.plugins,
             [PathBuf::from("a.wasm"), PathBuf::from("b.wasm")]
         );
-        let a = run.plugin_options(Path::new("a.wasm"));
+        let a = run.plugin_limits(Path::new("a.wasm"));
         assert_eq!(a.memory_limit, 32 << 20);
         assert_eq!(a.reconcile_timeout, None);
-        let b = run.plugin_options(Path::new("b.wasm"));
+        let b = run.plugin_limits(Path::new("b.wasm"));
         assert_eq!(b.memory_limit, 256 << 20);
         assert_eq!(b.reconcile_timeout, Some(Duration::from_secs(5)));
         assert_eq!(b.max_concurrent_reconciles, Some(4));

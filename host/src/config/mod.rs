@@ -6,9 +6,9 @@
 //! over the file, the file over the default. Invalid configuration is rejected before anything
 //! starts, with a message naming the setting.
 //!
-//! Imports: the contract and the settings types of `cache`, `http`, `webhook`, `scaffold` and
-//! `runtime` (the plugin options it builds); never `plugins`, `manager` or `testing`, which read
-//! their settings from here.
+//! Imports: the contract and the settings types of `cache`, `http`, `webhook` and `scaffold`;
+//! never the runtime (`plugins` turns the limits into runtime options), `plugins`, `manager` or
+//! `testing`, which read their settings from here.
 
 mod file;
 mod overrides;
@@ -26,7 +26,6 @@ use clap::{FromArgMatches, Parser, Subcommand};
 
 use crate::cache::Namespaces;
 use crate::http::SecureServing;
-use crate::runtime::{InstanceMode, PluginOptions};
 use wasmop_contract::Rate;
 use wasmop_contract::boundary::cut;
 use wasmop_contract::{Ceiling, FailurePolicy, GuestLimits};
@@ -263,9 +262,10 @@ pub struct RunArgs {
     /// `wasmop-plugin-<name>` in this namespace (impersonation; `wasmop rbac` prints its RBAC).
     #[arg(long, env = "WASMOP_PLUGIN_IDENTITY_NAMESPACE", value_parser = namespace)]
     pub plugin_identity_namespace: Option<String>,
-    /// Where compiled components are cached across restarts.
-    #[arg(long, env = "WASMOP_COMPILE_CACHE", default_value_os_t = crate::runtime::default_cache_dir())]
-    pub compile_cache: PathBuf,
+    /// Where compiled components are cached across restarts [default: $XDG_CACHE_HOME/wasmop/compiled,
+    /// else ~/.cache/wasmop/compiled].
+    #[arg(long, env = "WASMOP_COMPILE_CACHE")]
+    pub compile_cache: Option<PathBuf>,
     /// Compile plugins inside the host process rather than in a child process of this binary;
     /// a plugin whose compile exhausts the memory limit then takes the host down with it.
     #[arg(long, env = "WASMOP_COMPILE_IN_PROCESS")]
@@ -438,37 +438,14 @@ impl GuestArgs {
     }
 }
 
-impl PluginLimits {
-    /// These limits as runtime options.
-    pub fn options(&self) -> PluginOptions {
-        PluginOptions {
-            memory_limit: self.memory_limit,
-            mode: match self.warm_instances {
-                0 => InstanceMode::Fresh,
-                pool => InstanceMode::Warm {
-                    pool,
-                    max_uses: None,
-                },
-            },
-            reconcile_timeout: self.reconcile_timeout,
-            max_concurrent_reconciles: self.max_concurrent_reconciles,
-            limits: self.guest.limits(),
-            max_instances: self.max_instances,
-            webhook_timeout: self.webhook_timeout,
-            failure_policy: self.webhook_failure_policy,
-            ..PluginOptions::default()
-        }
-    }
-}
-
 impl RunArgs {
-    /// The runtime options for the plugin in `file`: the common limits and its own overrides.
-    pub fn plugin_options(&self, file: &Path) -> PluginOptions {
+    /// The limits of the plugin in `file`: the common limits with its own overrides.
+    pub fn plugin_limits(&self, file: &Path) -> PluginLimits {
         let mut limits = self.limits.clone();
         if let Some((_, overrides)) = self.overrides.iter().find(|(f, _)| f == file) {
             overrides.apply(&mut limits);
         }
-        limits.options()
+        limits
     }
 
     /// The namespaces to watch.
@@ -536,7 +513,7 @@ impl RunArgs {
                 ),
             );
         }
-        let max = crate::runtime::RuntimeConfig::default().max_memory;
+        let max = wasmop_contract::MAX_MEMORY;
         let memory_limits = std::iter::once(self.limits.memory_limit)
             .chain(self.overrides.iter().filter_map(|(_, o)| o.memory_limit));
         for limit in memory_limits {
@@ -799,18 +776,12 @@ mod tests {
             "--record=recorded",
         ])
         .unwrap();
-        let options = run.plugin_options(Path::new("a.wasm"));
-        assert_eq!(options.memory_limit, 128 << 20);
+        let limits = run.plugin_limits(Path::new("a.wasm"));
+        assert_eq!(limits.memory_limit, 128 << 20);
         assert_eq!(run.limits.record.as_deref(), Some(Path::new("recorded")));
-        assert_eq!(options.reconcile_timeout, Some(Duration::from_secs(5)));
-        assert_eq!(options.max_concurrent_reconciles, Some(3));
-        assert_eq!(
-            options.mode,
-            InstanceMode::Warm {
-                pool: 2,
-                max_uses: None
-            }
-        );
+        assert_eq!(limits.reconcile_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(limits.max_concurrent_reconciles, Some(3));
+        assert_eq!(limits.warm_instances, 2);
         assert_eq!(bytes("1Gi"), Ok(1 << 30));
         assert_eq!(bytes("4096"), Ok(4096));
         assert!(bytes("64MB").unwrap_err().contains("unknown unit"));

@@ -413,7 +413,7 @@ impl Installer {
             }
             Err(error) => return Err(("FetchFailed", error.to_string())),
         };
-        let mut options = limits.options();
+        let mut options = super::options(&limits);
         if let Some(policy) = &spec.policy {
             let ceiling = crate::config::narrowing(policy)
                 .map_err(|message| ("InvalidSpec", format!("spec.policy: {message}")))?;

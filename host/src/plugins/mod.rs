@@ -22,11 +22,13 @@ pub mod dir;
 mod handle;
 mod loader;
 pub mod module;
+mod options;
 mod registry;
 mod supervisor;
 
 pub use handle::{Installed, PluginHandle};
 pub use loader::{Loader, digest};
+pub use options::options;
 pub use registry::{Registry, Statuses};
 pub use supervisor::{Supervisor, Timeouts};
 

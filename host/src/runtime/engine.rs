@@ -64,7 +64,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             cache_dir: default_cache_dir(),
             max_instances: 1000,
-            max_memory: 1 << 30,
+            max_memory: wasmop_contract::MAX_MEMORY,
             ceiling: Ceiling::default(),
             compile: CompileIn::Process,
             guest_memory: None,

@@ -169,11 +169,6 @@ fn metadata(name: &str, namespace: Option<&str>, labels: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasmop_contract::Registration;
-
-    fn minimal(name: &str) -> Registration {
-        Registration::minimal(name)
-    }
     use wasmop_contract::{Permission, Verb};
 
     fn placement() -> Placement {
@@ -190,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_identity_gets_what_was_declared_and_the_operator_may_impersonate_it() {
-        let mut registration = minimal("sync");
+        let mut registration = Registration::minimal("sync");
         registration.permissions = vec![
             Permission {
                 kind: GroupVersionKind::gvk("apps", "v1", "Deployment"),

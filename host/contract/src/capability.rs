@@ -297,9 +297,6 @@ mod tests {
         GroupVersionKind::gvk("", "v1", "ConfigMap")
     }
 
-    fn minimal(name: &str) -> Registration {
-        Registration::minimal(name)
-    }
     use crate::policy::{Allowance, Conversion, KindPattern};
     use crate::registration::Permission;
     use crate::webhook::{Operation, Rule};
@@ -345,7 +342,7 @@ mod tests {
 
     /// A plugin granted only ConfigMap patch and delete.
     fn configmap_patcher() -> Registration {
-        let mut registration = minimal("patcher");
+        let mut registration = Registration::minimal("patcher");
         registration.permissions.push(Permission {
             kind: configmap(),
             verbs: vec![Verb::Patch, Verb::Delete],
@@ -360,9 +357,9 @@ mod tests {
             "core/ConfigMap",
             vec![Verb::Get, Verb::List, Verb::Watch],
         )];
-        let reader = minimal("reader");
+        let reader = Registration::minimal("reader");
         assert_eq!(refused(&reader, None, &policy), None);
-        let mut writer = minimal("writer");
+        let mut writer = Registration::minimal("writer");
         writer.permissions.push(Permission {
             kind: secret(),
             verbs: vec![Verb::Get],
@@ -410,7 +407,7 @@ mod tests {
         let reason = refused(&plugin, Some(&pods), &policy).unwrap();
         assert!(reason.contains("defaulting webhook on Pod.v1"), "{reason}");
 
-        let reader = minimal("reader");
+        let reader = Registration::minimal("reader");
         let rewrites = on(vec![], vec![rule(configmap())]);
         assert!(refused(&reader, Some(&rewrites), &[Ceiling::default()]).is_some());
         let mut unallowed = configmap_patcher();
@@ -426,7 +423,7 @@ mod tests {
     #[test]
     fn a_conversion_needs_its_reads_writes_and_the_operator_naming_it() {
         let webapp = GroupVersionKind::gvk("example.wasmop.dev", "v1", "WebApp");
-        let mut plugin = minimal("webapp");
+        let mut plugin = Registration::minimal("webapp");
         plugin.primary = webapp.clone();
         plugin.permissions.push(Permission {
             kind: webapp.clone(),
@@ -464,7 +461,7 @@ mod tests {
 
     #[test]
     fn events_land_only_where_the_plugin_writes_and_identities_are_the_sources() {
-        let mut plugin = minimal("writer");
+        let mut plugin = Registration::minimal("writer");
         plugin.permissions.push(Permission {
             kind: configmap(),
             verbs: vec![Verb::Create],

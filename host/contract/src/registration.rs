@@ -266,13 +266,9 @@ mod tests {
         GroupVersionKind::gvk("", "v1", "ConfigMap")
     }
 
-    fn minimal(name: &str) -> Registration {
-        Registration::minimal(name)
-    }
-
     #[test]
     fn reads_of_cached_kinds_are_implied_and_writes_are_not() {
-        let registration = minimal("reader");
+        let registration = Registration::minimal("reader");
         assert!(registration.allows(Verb::Get, &configmap(), "any"));
         assert!(registration.allows(Verb::List, &configmap(), ""));
         assert!(!registration.allows(Verb::Create, &configmap(), "any"));
@@ -282,7 +278,7 @@ mod tests {
 
     #[test]
     fn namespaced_permissions_hold_only_in_their_namespaces() {
-        let mut registration = minimal("writer");
+        let mut registration = Registration::minimal("writer");
         let secret = GroupVersionKind::gvk("", "v1", "Secret");
         registration.permissions.push(Permission {
             kind: secret.clone(),
@@ -300,23 +296,25 @@ mod tests {
 
     #[test]
     fn validation_names_the_bad_field() {
-        assert!(minimal("webapp").validate().is_ok());
-        let bad_name = minimal("Web App").validate().unwrap_err();
+        assert!(Registration::minimal("webapp").validate().is_ok());
+        let bad_name = Registration::minimal("Web App").validate().unwrap_err();
         assert!(bad_name.contains("name \"Web App\""), "{bad_name}");
-        let long = minimal(&"N".repeat(1 << 20)).validate().unwrap_err();
+        let long = Registration::minimal(&"N".repeat(1 << 20))
+            .validate()
+            .unwrap_err();
         assert!(
             long.len() < 200,
             "a refused name is quoted cut: {} bytes",
             long.len()
         );
-        let mut zero = minimal("webapp");
+        let mut zero = Registration::minimal("webapp");
         zero.max_concurrent_reconciles = 0;
         assert!(
             zero.validate()
                 .unwrap_err()
                 .contains("max-concurrent-reconciles")
         );
-        let mut kindless = minimal("webapp");
+        let mut kindless = Registration::minimal("webapp");
         kindless.owns.push(GroupVersionKind::gvk("apps", "v1", ""));
         assert!(
             kindless

@@ -272,17 +272,13 @@ mod tests {
         GroupVersionKind::gvk("", "v1", "ConfigMap")
     }
 
-    fn minimal(name: &str) -> wasmop_contract::Registration {
-        wasmop_contract::Registration::minimal(name)
-    }
-
     fn described(needs: &[Need]) -> Vec<String> {
         needs.iter().map(ToString::to_string).collect()
     }
 
     #[test]
     fn informer_reads_are_needed_where_the_cache_watches() {
-        let registration = minimal("reader");
+        let registration = wasmop_contract::Registration::minimal("reader");
         let only = Namespaces::Only(vec!["a".to_owned(), "b".to_owned()]);
         assert_eq!(
             described(&needs(&registration, &only)),
@@ -304,7 +300,7 @@ mod tests {
 
     #[test]
     fn permissions_are_needed_in_their_own_namespaces_and_once() {
-        let mut registration = minimal("writer");
+        let mut registration = wasmop_contract::Registration::minimal("writer");
         let deployments = GroupVersionKind::gvk("apps", "v1", "Deployment");
         registration.permissions = vec![
             Permission {

@@ -11,6 +11,7 @@ pub mod client;
 pub mod config;
 pub mod controller;
 pub mod events;
+pub mod fixture;
 #[cfg(test)]
 mod fuzz;
 pub mod http;
@@ -22,6 +23,7 @@ pub mod plugins;
 pub mod queue;
 pub mod rate;
 pub mod rbac;
+pub mod record;
 pub mod runtime;
 pub mod scaffold;
 pub mod shard;

@@ -381,7 +381,7 @@ async fn a_recording_keeps_no_secret_value() -> anyhow::Result<()> {
         // The source was read and kept, its last-applied annotation redacted.
         let mut read = Vec::new();
         for (name, _) in &recorded {
-            read.extend(wasmop::testing::Fixture::load(&folder.join(name))?.objects);
+            read.extend(wasmop::fixture::Fixture::load(&folder.join(name))?.objects);
         }
         let source = read.iter().find(|o| o["metadata"]["name"] == "source");
         let source = source.ok_or_else(|| anyhow::anyhow!("the source's read is not recorded"))?;

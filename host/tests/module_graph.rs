@@ -10,7 +10,14 @@ use std::path::{Path, PathBuf};
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// The modules that may import `runtime`: those that run plugins.
-const RUNS_PLUGINS: [&str; 5] = ["controller", "manager", "plugins", "testing", "webhook"];
+const RUNS_PLUGINS: [&str; 6] = [
+    "controller",
+    "manager",
+    "plugins",
+    "record",
+    "testing",
+    "webhook",
+];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -152,6 +159,21 @@ fn only_what_runs_plugins_imports_the_runtime() {
 fn nothing_of_the_running_host_imports_the_offline_test_host() {
     let graph = graph(&src());
     let importers = importers(&graph, "testing");
+    assert!(importers.is_empty(), "testing imported by {importers:?}");
+}
+
+#[test]
+fn of_the_binary_only_the_test_subcommand_imports_the_offline_test_host() {
+    let mut files = vec![src().join("main.rs")];
+    rust_files(&src().join("commands"), &mut files);
+    let importers: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|file| !file.ends_with("commands/test.rs"))
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            text.contains("wasmop::testing") || text.contains("crate::testing")
+        })
+        .collect();
     assert!(importers.is_empty(), "testing imported by {importers:?}");
 }
 

@@ -7,8 +7,8 @@ use common::{LIMIT, configmap, load, runtime};
 use serde_json::json;
 use wasmop::contract::imports::{Patch, Write};
 use wasmop::contract::object::{GroupVersionKind, ObjectKey};
+use wasmop::fixture::RecordedWrite;
 use wasmop::runtime::{Outcome, PluginOptions};
-use wasmop::testing::RecordedWrite;
 use wasmop_envtest::within;
 
 fn kinds(writes: &[RecordedWrite]) -> Vec<String> {

@@ -152,10 +152,10 @@ async fn a_recording_over_objects_older_than_the_host_replays_alike() -> anyhow:
             }
             common::terminate(host.child).await?;
 
-            let files = wasmop::testing::fixture_files(std::slice::from_ref(&folder))?;
+            let files = wasmop::fixture::fixture_files(std::slice::from_ref(&folder))?;
             let mut read = Vec::new();
             for file in &files {
-                read.extend(wasmop::testing::Fixture::load(file)?.objects);
+                read.extend(wasmop::fixture::Fixture::load(file)?.objects);
             }
             let recorded_as = |kind: &str, name: &str| {
                 read.iter()

@@ -13,8 +13,8 @@ use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::plugins::{self, crd::WasmReconcilers};
+use wasmop::record::Recorder;
 use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
-use wasmop::testing::Recorder;
 
 use super::connect;
 

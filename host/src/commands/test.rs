@@ -6,8 +6,10 @@ use std::path::Path;
 use anyhow::Context;
 
 use wasmop::config::TestArgs;
+use wasmop::fixture::{Fixture, fixture_files};
+use wasmop::record::Recorder;
 use wasmop::runtime::RuntimeConfig;
-use wasmop::testing::{Fixture, Recorder, Tester, fixture_files};
+use wasmop::testing::Tester;
 
 /// Runs the plugin in `args.plugin` against every fixture `args.fixtures` names, printing each
 /// one's verdict and differences (and with `--accept`, rewriting the expectations of those that

@@ -14,7 +14,7 @@ use granit_parser::{Event, Parser, StructureStyle};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::testing::fixture::{Expected, Fixture};
+use crate::fixture::{Expected, Fixture};
 
 /// Keys placed first, in this order, when a mapping is written anew; the others follow in
 /// name order.
@@ -591,7 +591,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::fixture::FixtureWrite;
+    use crate::fixture::FixtureWrite;
 
     /// A fixture as an author writes it: flow style, a comment, its own key order.
     const AUTHORED: &str = "\
@@ -708,7 +708,7 @@ expect:
         let (removed, added) = changed_lines(AUTHORED, &dropped);
         assert!(removed.len() == 1 && added.is_empty(), "{dropped}");
         let delete = FixtureWrite {
-            verb: crate::testing::fixture::Verb::Delete,
+            verb: crate::fixture::Verb::Delete,
             body: Value::Null,
             ..service
         };

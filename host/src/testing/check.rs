@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fixture::{Expected, Fixture, FixtureEvent, FixtureWrite, object_ref, same_outcome};
+use crate::record::{self, outcome_text};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError, SetClock};
+use crate::testing::diff;
 use crate::testing::explain::Cached;
-use crate::testing::fixture::{Expected, Fixture, FixtureEvent, FixtureWrite, object_ref};
 use crate::testing::memory::MemoryHost;
-use crate::testing::outcome::{outcome_text, same_outcome};
-use crate::testing::{diff, record};
 use wasmop_contract::object::ObjectKey;
 
 /// A plugin could not be tested.

@@ -10,8 +10,8 @@
 
 use serde_json::Value;
 
+use crate::fixture::{FixtureEvent, FixtureWrite};
 use crate::testing::explain::{self, Cached};
-use crate::testing::fixture::{FixtureEvent, FixtureWrite};
 
 /// The most differences reported for one write.
 const MAX_FIELD_DIFFERENCES: usize = 20;
@@ -219,7 +219,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::fixture::{FixtureEventType, Regarding, Verb};
+    use crate::fixture::{FixtureEventType, Regarding, Verb};
 
     fn apply(name: &str, body: Value) -> FixtureWrite {
         FixtureWrite {

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
+use crate::fixture::{FixtureWrite, Verb, object_ref};
 use crate::testing::diff::{pointer, quote, values};
-use crate::testing::fixture::{FixtureWrite, Verb, object_ref};
 
 /// The metadata the host gives a fixture object that lacks it.
 const ASSIGNED: [&str; 3] = ["uid", "resourceVersion", "generation"];

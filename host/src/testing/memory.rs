@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::testing::fixture::{FixtureWrite, Rejection, object_ref};
+use crate::fixture::{FixtureWrite, RecordedWrite, Rejection, object_ref};
 use wasmop_contract::imports::{
     ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
     Services, Write,
@@ -17,17 +17,6 @@ use wasmop_contract::imports::{
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use wasmop_contract::selector::FieldSelector;
 use wasmop_contract::{FieldIndex, Registration};
-
-/// One write a guest made, as the host received it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecordedWrite {
-    /// What it targeted.
-    pub target: ObjectRef,
-    /// What it did.
-    pub write: Write,
-    /// The error it was answered with, if it was refused.
-    pub rejected: Option<ApiError>,
-}
 
 /// Objects, writes and events held in memory.
 #[derive(Default)]

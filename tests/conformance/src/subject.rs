@@ -12,8 +12,8 @@ use kube::api::{Api, DynamicObject, GroupVersionKind};
 use kube::core::ApiResource;
 use wasmop::cache::Namespaces;
 use wasmop::manager::{Manager, ManagerOptions};
+use wasmop::record::Recorder;
 use wasmop::runtime::PluginOptions;
-use wasmop::testing::Recorder;
 use wasmop_envtest::{AuditEvent, AuditLog, ControlPlane, Supervised, shared};
 
 use crate::identity::Identity;

@@ -5,8 +5,10 @@
 
 use std::path::Path;
 
+use wasmop::fixture::{Fixture, fixture_files};
+use wasmop::record::Recorder;
 use wasmop::runtime::{Runtime, RuntimeConfig};
-use wasmop::testing::{Checked, Fixture, Recorder, Tester, fixture_files};
+use wasmop::testing::{Checked, Tester};
 use wasmop_conformance::{Language, Operator, run, run_recording};
 
 macro_rules! conformance {

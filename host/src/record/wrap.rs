@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::record::{self, Recorder};
 use crate::runtime::{Reconciled, Wrap};
-use crate::testing::record::{self, Recorder};
 use wasmop_contract::imports::{
     ApiError, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Services, Write,
 };

@@ -11,6 +11,9 @@
 //! the recording never holds it in the clear; a recording holds at most [`MAX_RECORDED_BYTES`] of
 //! objects, and one that would hold more is dropped with a warning rather than written
 //! incomplete.
+//!
+//! Imports: the contract, `fixture` and `runtime` (whose seam, [`crate::runtime::Wrap`], it is
+//! installed at); never `testing`, which replays what it writes.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -21,14 +24,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use crate::runtime::{DispatchError, Outcome};
-use crate::testing::fixture::{
-    Expected, Fixture, FixtureEvent, FixtureWrite, Rejection, Request, Verb, object_ref,
+use crate::fixture::{
+    Expected, Fixture, FixtureEvent, FixtureWrite, RecordedWrite, Rejection, Request, Verb,
+    object_ref,
 };
-use crate::testing::memory::RecordedWrite;
-use crate::testing::outcome::outcome_text;
+use crate::runtime::{DispatchError, Outcome};
 use wasmop_contract::imports::{ApiError, Event, Write};
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
+
+mod outcome;
+mod wrap;
+
+pub use outcome::outcome_text;
 
 /// The most JSON bytes of objects one recording keeps.
 pub const MAX_RECORDED_BYTES: usize = 16 << 20;

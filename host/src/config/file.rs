@@ -13,7 +13,7 @@ use clap::parser::ValueSource;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::overrides::{OVERRIDES, PluginOverrides};
+use super::overrides::{OVERRIDES, PluginOverrides, clap_message};
 
 /// What the file adds to the command line.
 pub(super) struct Settings {
@@ -41,11 +41,9 @@ pub(super) fn read(
 
 /// A clap error about arguments that came from the file at `path`.
 pub(super) fn clap_error(path: &Path, error: &clap::Error) -> ConfigError {
-    let rendered = error.to_string();
-    let first = rendered.lines().next().unwrap_or_default();
     ConfigError::File {
         file: path.to_owned(),
-        message: first.trim_start_matches("error: ").to_owned(),
+        message: clap_message(error),
     }
 }
 

@@ -1,14 +1,16 @@
-//! One plugin's overrides of the common plugin limits, each declared once here: a config file's
-//! `plugins` entry sets them under the flags' names (`memory-limit`), a WasmReconciler's spec
-//! under the CRD's (`memoryLimit`), and both parse them with the flags' own parsers and apply
-//! them the same way.
+//! One plugin's overrides of the common plugin limits. Each limit is declared once, as a flag of
+//! [`PluginLimits`]; [`OVERRIDES`] names the ones a plugin may override and the WasmReconciler
+//! spec field each is set by. A config file's `plugins` entry sets them under the flags' names
+//! (`memory-limit`), a WasmReconciler's spec under the CRD's (`memoryLimit`); both are parsed by
+//! the flag's own parser (clap's, with no default and no environment variable) and applied by
+//! clap's update of the parsed limits, so an override cannot mean anything its flag does not.
 
-use std::time::Duration;
+use std::ffi::OsString;
 
+use clap::{Args, FromArgMatches};
 use serde_json::{Map, Value};
-use wasmop_contract::FailurePolicy;
 
-use super::{PluginLimits, bytes, duration, positive, webhook_timeout};
+use super::PluginLimits;
 
 /// Every override: its flag's name (and a config file's key) and its WasmReconciler spec field.
 pub const OVERRIDES: [(&str, &str); 6] = [
@@ -20,42 +22,34 @@ pub const OVERRIDES: [(&str, &str); 6] = [
     ("webhook-failure-policy", "webhookFailurePolicy"),
 ];
 
-/// One plugin's overrides of [`PluginLimits`].
+/// One plugin's overrides of [`PluginLimits`]: the flags it sets, each checked by its parser.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PluginOverrides {
-    /// Overrides `memory-limit`.
-    pub memory_limit: Option<usize>,
-    /// Overrides `reconcile-timeout`.
-    pub reconcile_timeout: Option<Duration>,
-    /// Overrides `max-concurrent-reconciles`.
-    pub max_concurrent_reconciles: Option<u32>,
-    /// Overrides `warm-instances`.
-    pub warm_instances: Option<usize>,
-    /// Overrides `webhook-timeout`.
-    pub webhook_timeout: Option<Duration>,
-    /// Overrides `webhook-failure-policy`.
-    pub webhook_failure_policy: Option<FailurePolicy>,
+    args: Vec<OsString>,
+}
+
+/// The flags of [`PluginLimits`] with no default and no environment variable, so that parsing
+/// overrides yields only what they set.
+fn limit_flags() -> clap::Command {
+    PluginLimits::augment_args(clap::Command::new("overrides"))
+        .no_binary_name(true)
+        .mut_args(|arg| arg.default_value(None).env(None))
 }
 
 impl PluginOverrides {
     /// Sets the override of the flag `setting` to `text`, parsed as the flag parses it; an error
     /// for a bad value or a setting that is not one of [`OVERRIDES`].
     pub fn set(&mut self, setting: &str, text: &str) -> Result<(), String> {
-        match setting {
-            "memory-limit" => self.memory_limit = Some(bytes(text)?),
-            "reconcile-timeout" => self.reconcile_timeout = Some(duration(text)?),
-            "max-concurrent-reconciles" => self.max_concurrent_reconciles = Some(positive(text)?),
-            "warm-instances" => {
-                let count = text.parse();
-                self.warm_instances =
-                    Some(count.map_err(|_| format!("`{text}` is not a whole number"))?)
-            }
-            "webhook-timeout" => self.webhook_timeout = Some(webhook_timeout(text)?),
-            "webhook-failure-policy" => {
-                self.webhook_failure_policy = Some(FailurePolicy::parse(text)?)
-            }
-            _ => return Err(format!("`{setting}` is not a plugin override")),
+        if !OVERRIDES.iter().any(|(flag, _)| *flag == setting) {
+            return Err(format!("`{setting}` is not a plugin override"));
         }
+        let arg = OsString::from(format!("--{setting}={text}"));
+        limit_flags()
+            .try_get_matches_from([&arg])
+            .map_err(|error| clap_message(&error))?;
+        self.args
+            .retain(|set| !set.to_string_lossy().starts_with(&format!("--{setting}=")));
+        self.args.push(arg);
         Ok(())
     }
 
@@ -77,24 +71,37 @@ impl PluginOverrides {
 
     /// Applies the overrides to `limits`.
     pub fn apply(&self, limits: &mut PluginLimits) {
-        limits.memory_limit = self.memory_limit.unwrap_or(limits.memory_limit);
-        limits.reconcile_timeout = self.reconcile_timeout.or(limits.reconcile_timeout);
-        limits.max_concurrent_reconciles = self
-            .max_concurrent_reconciles
-            .or(limits.max_concurrent_reconciles);
-        limits.warm_instances = self.warm_instances.unwrap_or(limits.warm_instances);
-        limits.webhook_timeout = self.webhook_timeout.unwrap_or(limits.webhook_timeout);
-        limits.webhook_failure_policy = self
-            .webhook_failure_policy
-            .unwrap_or(limits.webhook_failure_policy);
+        let mut matches = limit_flags()
+            .try_get_matches_from(&self.args)
+            .expect("each override was parsed when it was set");
+        limits
+            .update_from_arg_matches_mut(&mut matches)
+            .expect("the matches come from the limits' own flags");
     }
+}
+
+/// The first line of clap's message, without its `error: ` prefix.
+pub(super) fn clap_message(error: &clap::Error) -> String {
+    let rendered = error.to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    first.trim_start_matches("error: ").to_owned()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use serde_json::json;
+    use wasmop_contract::FailurePolicy;
 
     use super::*;
+
+    /// The limits with every flag at its default.
+    fn defaults() -> PluginLimits {
+        let command = PluginLimits::augment_args(clap::Command::new("limits")).no_binary_name(true);
+        let matches = command.get_matches_from(Vec::<String>::new());
+        PluginLimits::from_arg_matches(&matches).unwrap()
+    }
 
     #[test]
     fn a_spec_and_a_file_entry_set_the_same_overrides_with_the_same_parsers() {
@@ -114,11 +121,29 @@ mod tests {
             from_file.set(setting, value).unwrap();
         }
         assert_eq!(from_spec, from_file);
-        assert_eq!(from_spec.memory_limit, Some(128 << 20));
-        assert_eq!(
-            from_spec.webhook_failure_policy,
-            Some(FailurePolicy::Ignore)
-        );
+        let mut limits = defaults();
+        from_spec.apply(&mut limits);
+        assert_eq!(limits.memory_limit, 128 << 20);
+        assert_eq!(limits.reconcile_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(limits.max_concurrent_reconciles, Some(3));
+        assert_eq!(limits.warm_instances, 2);
+        assert_eq!(limits.webhook_timeout, Duration::from_secs(5));
+        assert_eq!(limits.webhook_failure_policy, FailurePolicy::Ignore);
+    }
+
+    #[test]
+    fn what_a_plugin_does_not_override_keeps_the_common_limit() {
+        let mut limits = defaults();
+        limits.memory_limit = 32 << 20;
+        limits.reconcile_timeout = Some(Duration::from_secs(9));
+        let mut overrides = PluginOverrides::default();
+        overrides.set("warm-instances", "1").unwrap();
+        overrides.set("warm-instances", "4").unwrap();
+        overrides.apply(&mut limits);
+        assert_eq!(limits.warm_instances, 4, "the last value set wins");
+        assert_eq!(limits.memory_limit, 32 << 20);
+        assert_eq!(limits.reconcile_timeout, Some(Duration::from_secs(9)));
+        assert_eq!(limits.guest.max_call_bytes, defaults().guest.max_call_bytes);
     }
 
     #[test]
@@ -132,5 +157,67 @@ mod tests {
             error.starts_with("spec.maxConcurrentReconciles: "),
             "{error}"
         );
+        let mut overrides = PluginOverrides::default();
+        let error = overrides.set("record", "/tmp").unwrap_err();
+        assert_eq!(error, "`record` is not a plugin override");
+    }
+
+    /// The CRD's override fields, read from the manifest: field name, type and description.
+    fn crd_overrides() -> Vec<(String, String, String)> {
+        let crd = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/crds/wasmreconciler.yaml"
+        );
+        let crd: Value = super::super::yaml(&std::fs::read_to_string(crd).unwrap()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        spec["properties"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, field)| text(&field["description"]).starts_with("Overrides "))
+            .map(|(name, field)| {
+                (
+                    name.clone(),
+                    text(&field["type"]),
+                    text(&field["description"]),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_override_is_a_limit_flag_and_a_crd_field_and_nothing_else_is() {
+        let flags = limit_flags();
+        let crd = crd_overrides();
+        for (setting, field) in OVERRIDES {
+            let arg = flags
+                .get_arguments()
+                .find(|arg| arg.get_long() == Some(setting));
+            let arg = arg.unwrap_or_else(|| panic!("`{setting}` is no flag of the limits"));
+            let (_, kind, description) = crd
+                .iter()
+                .find(|(name, _, _)| name == field)
+                .unwrap_or_else(|| panic!("the CRD has no `{field}` overriding `{setting}`"));
+            assert!(
+                description.starts_with(&format!("Overrides {setting}")),
+                "spec.{field} describes itself as overriding another flag: {description}"
+            );
+            let numeric = ["max-concurrent-reconciles", "warm-instances"].contains(&setting);
+            let expected = if numeric { "integer" } else { "string" };
+            assert_eq!(
+                kind,
+                expected,
+                "spec.{field}'s type (flag {})",
+                arg.get_id()
+            );
+        }
+        let declared: Vec<&str> = OVERRIDES.iter().map(|(_, field)| *field).collect();
+        for (field, _, _) in &crd {
+            assert!(
+                declared.contains(&field.as_str()),
+                "spec.{field} is not in OVERRIDES"
+            );
+        }
     }
 }

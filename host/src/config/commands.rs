@@ -1,0 +1,79 @@
+//! The options of the subcommands other than `run`, one struct each.
+
+use std::path::PathBuf;
+
+use super::namespace;
+
+/// Options of `wasmop compile-worker`, the child process a plugin is compiled in.
+#[derive(Debug, clap::Args)]
+pub struct CompileWorkerArgs {
+    /// The most memory the compile may allocate, in bytes.
+    #[arg(long)]
+    pub memory_limit: Option<u64>,
+}
+
+/// Options of `wasmop rbac`.
+#[derive(Debug, clap::Args)]
+pub struct RbacArgs {
+    /// The plugin component.
+    pub plugin: PathBuf,
+    /// The namespace of the plugin's ServiceAccount (the host's `--plugin-identity-namespace`).
+    #[arg(long, default_value = "wasmop-system", value_parser = namespace)]
+    pub namespace: String,
+    /// The operator's ServiceAccount, allowed to impersonate the plugin's.
+    #[arg(long, default_value = "wasmop")]
+    pub operator: String,
+    /// The operator ServiceAccount's namespace; `--namespace` when absent.
+    #[arg(long, value_parser = namespace)]
+    pub operator_namespace: Option<String>,
+    /// A cluster to look up the kinds' resource names in; guessed from the kind names without one.
+    #[arg(long, env = "WASMOP_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// Options of `wasmop new`.
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// The plugin's language.
+    #[arg(value_enum)]
+    pub language: crate::scaffold::Language,
+    /// The plugin's name (a DNS label); its folder is created under `--dir`.
+    pub name: String,
+    /// The kind it reconciles: GROUP/VERSION/KIND, or VERSION/KIND for the core group.
+    #[arg(long, default_value = "v1/ConfigMap")]
+    pub kind: String,
+    /// Where to create the plugin's folder.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The guest SDKs (a wasmop checkout's `guest-sdk`); the checkout this binary was built from
+    /// by default.
+    #[arg(long, env = "WASMOP_GUEST_SDK")]
+    pub sdk: Option<PathBuf>,
+}
+
+/// Options of `wasmop test`.
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// The plugin component.
+    pub plugin: PathBuf,
+    /// Fixture files, or directories whose `.yaml`, `.yml` and `.json` files are fixtures.
+    #[arg(required_unless_present = "replay")]
+    pub fixtures: Vec<PathBuf>,
+    /// Replay the reconciles `wasmop run --record DIR` recorded of this plugin (by its name).
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// Rewrite each failing fixture's expectations to what the plugin did (review the change).
+    #[arg(long)]
+    pub accept: bool,
+}
+
+/// Options of `wasmop plugins`.
+#[derive(Debug, clap::Args)]
+pub struct PluginsArgs {
+    /// The running host's health-probe (or metrics) address.
+    #[arg(long, env = "WASMOP_ADDRESS", default_value = "127.0.0.1:8081")]
+    pub address: String,
+    /// Print the statuses as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -192,6 +192,58 @@ async fn garbage_and_floods_from_a_hostile_plugin_are_refused_naming_it() {
     .await
 }
 
+/// A tenant who may create WasmReconcilers sets its plugin's `webhookTimeout` and
+/// `webhookFailurePolicy`; the operator's ceiling bounds both, for plugins that serve webhooks.
+#[tokio::test]
+async fn webhook_settings_over_the_operators_ceiling_do_not_load() {
+    within(LIMIT, "the webhook ceiling", async {
+        let config = wasmop::runtime::RuntimeConfig {
+            ceiling: wasmop::contract::Ceiling {
+                max_webhook_timeout: Duration::from_secs(5),
+                webhook_failure_policies: vec![FailurePolicy::Ignore],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let runtime = wasmop::runtime::Runtime::new(config).unwrap();
+        let host = wasmop::testing::MemoryHost::new();
+        let load = |options: PluginOptions| {
+            let runtime = &runtime;
+            let host = host.clone();
+            async move {
+                let file = common::component("webapp");
+                let loaded = runtime.load(&file, options, |_| host.services()).await;
+                loaded.map_err(|error| error.to_string())
+            }
+        };
+        let closed = load(PluginOptions::default()).await.err().unwrap();
+        assert!(
+            closed.contains("webapp") && closed.contains("failure policy Fail"),
+            "{closed}"
+        );
+        let slow = PluginOptions {
+            failure_policy: FailurePolicy::Ignore,
+            webhook_timeout: Duration::from_secs(20),
+            ..PluginOptions::default()
+        };
+        let slow = load(slow).await.err().unwrap();
+        assert!(slow.contains("webhook timeout of 20s"), "{slow}");
+        let fair = PluginOptions {
+            failure_policy: FailurePolicy::Ignore,
+            webhook_timeout: Duration::from_secs(5),
+            ..PluginOptions::default()
+        };
+        let plugin = load(fair).await.expect("within the ceiling");
+        assert_eq!(plugin.failure_policy(), FailurePolicy::Ignore);
+        let file = common::component("guest-good");
+        let quiet = runtime.load(&file, PluginOptions::default(), |_| host.services());
+        quiet
+            .await
+            .expect("a plugin without webhooks is not held to them");
+    })
+    .await
+}
+
 #[tokio::test]
 async fn plugins_without_webhooks_load_and_reconcile_as_before() {
     within(LIMIT, "plugins without webhooks", async {

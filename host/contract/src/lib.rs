@@ -33,5 +33,5 @@ pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration,
 pub use rights::{REVIEW_TTL, Reviewer, Rights};
 pub use webhook::{
     AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, MAX_MESSAGE, MAX_RULES,
-    MAX_WARNINGS, Operation, Rule, UserInfo, Verdict, WebhookRegistration,
+    MAX_WARNINGS, MAX_WEBHOOK_TIMEOUT, Operation, Rule, UserInfo, Verdict, WebhookRegistration,
 };

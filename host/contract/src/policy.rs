@@ -1,5 +1,6 @@
 //! The operator's ceiling over every plugin: which kinds, verbs and namespaces a plugin may be
-//! granted, and the most concurrency, time, memory and instances it may have. A plugin whose
+//! granted, and the most concurrency, time, memory and instances it may have, and how long and
+//! how strictly its webhooks may hold up the apiserver. A plugin whose
 //! registration (or whose overrides) asks for more does not load; the reason names what it asked
 //! for and the ceiling it passed.
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 use crate::boundary::cut;
 use crate::object::GroupVersionKind;
 use crate::registration::Verb;
+use crate::webhook::{FailurePolicy, MAX_WEBHOOK_TIMEOUT};
 
 /// What the operator allows any plugin at most.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +26,11 @@ pub struct Ceiling {
     pub max_memory: usize,
     /// The most instances one plugin may have at once, busy and idle.
     pub max_instances: u32,
+    /// The longest a plugin's webhook call may take (and the apiserver wait for it, 2 s more).
+    pub max_webhook_timeout: Duration,
+    /// The failure policies a plugin's webhooks may be registered with; only `Ignore` keeps a
+    /// plugin that cannot answer from blocking writes of the kinds it watches over.
+    pub webhook_failure_policies: Vec<FailurePolicy>,
     /// The custom resources whose conversion a plugin may own: any without a policy file
     /// (`None`, as for grants), only those named with one.
     pub conversions: Option<Vec<Conversion>>,
@@ -107,6 +114,8 @@ impl Default for Ceiling {
             max_reconcile_timeout: Duration::from_secs(600),
             max_memory: 1 << 30,
             max_instances: 128,
+            max_webhook_timeout: MAX_WEBHOOK_TIMEOUT,
+            webhook_failure_policies: vec![FailurePolicy::Fail, FailurePolicy::Ignore],
             conversions: None,
             identities: BTreeMap::new(),
             modules: ModuleSources::default(),
@@ -187,6 +196,8 @@ pub struct Asked {
     pub memory: usize,
     /// Instances at once.
     pub instances: u32,
+    /// Its webhooks' timeout and failure policy, when it serves any.
+    pub webhooks: Option<(Duration, FailurePolicy)>,
 }
 
 impl Ceiling {
@@ -223,6 +234,25 @@ impl Ceiling {
         if asked.instances > self.max_instances {
             let max = self.max_instances.to_string();
             return over("instances", asked.instances.to_string(), max);
+        }
+        if let Some((timeout, policy)) = asked.webhooks {
+            if timeout > self.max_webhook_timeout {
+                let max = format!("{:?}", self.max_webhook_timeout);
+                return over("a webhook timeout of", format!("{timeout:?}"), max);
+            }
+            if !self.webhook_failure_policies.contains(&policy) {
+                let allowed: Vec<&str> = self
+                    .webhook_failure_policies
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect();
+                return Err(format!(
+                    "asks for webhook failure policy {}, which the operator's ceiling does not \
+                     allow (only {})",
+                    policy.as_str(),
+                    allowed.join(", ")
+                ));
+            }
         }
         Ok(())
     }
@@ -268,6 +298,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             memory: 64 << 20,
             instances: 2,
+            webhooks: None,
         }
     }
 
@@ -289,6 +320,42 @@ mod tests {
             ..asked()
         };
         assert!(ceiling.admit(forever).unwrap_err().contains("timeout"));
+    }
+
+    #[test]
+    fn webhook_settings_over_the_ceiling_are_refused_only_for_a_plugin_with_webhooks() {
+        let ceiling = Ceiling {
+            max_webhook_timeout: Duration::from_secs(3),
+            webhook_failure_policies: vec![FailurePolicy::Ignore],
+            ..Ceiling::default()
+        };
+        assert!(
+            ceiling.admit(asked()).is_ok(),
+            "no webhooks, nothing to limit"
+        );
+        let fails_closed = Asked {
+            webhooks: Some((Duration::from_secs(2), FailurePolicy::Fail)),
+            ..asked()
+        };
+        let reason = ceiling.admit(fails_closed).unwrap_err();
+        assert!(
+            reason.contains("failure policy Fail") && reason.contains("only Ignore"),
+            "{reason}"
+        );
+        let slow = Asked {
+            webhooks: Some((Duration::from_secs(10), FailurePolicy::Ignore)),
+            ..asked()
+        };
+        let reason = ceiling.admit(slow).unwrap_err();
+        assert!(
+            reason.contains("webhook timeout of 10s") && reason.contains("3s"),
+            "{reason}"
+        );
+        let fair = Asked {
+            webhooks: Some((Duration::from_secs(3), FailurePolicy::Ignore)),
+            ..asked()
+        };
+        assert!(ceiling.admit(fair).is_ok());
     }
 
     #[test]

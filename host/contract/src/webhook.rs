@@ -172,6 +172,10 @@ pub enum Verdict {
 /// apiserver's default webhook timeout of 10 s.
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The longest one webhook call may take: the apiserver, told to wait 2 s longer, waits at most
+/// 30 s.
+pub const MAX_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(25);
+
 /// What the apiserver is told when the plugin fails to answer, and what it does when it cannot
 /// reach the host at all: the webhook configuration's `failurePolicy`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use wasmop_contract::Rate;
 use wasmop_contract::boundary::cut;
+use wasmop_contract::{MAX_WEBHOOK_TIMEOUT, Rate};
 
 /// A YAML document (the `--config` or `--policy` file) as JSON values; empty text is an empty
 /// mapping. Aliases may replay at most as many events as the text has bytes, so an alias bomb of
@@ -75,7 +75,7 @@ pub(crate) fn rate(value: &str) -> Result<Rate, String> {
 /// longer, at most 30 s) is never the one that answers.
 pub(super) fn webhook_timeout(value: &str) -> Result<Duration, String> {
     let timeout = duration(value)?;
-    match timeout >= Duration::from_millis(100) && timeout <= Duration::from_secs(25) {
+    match timeout >= Duration::from_millis(100) && timeout <= MAX_WEBHOOK_TIMEOUT {
         true => Ok(timeout),
         false => Err(format!("`{value}` is outside 100ms..=25s")),
     }

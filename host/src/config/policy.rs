@@ -5,6 +5,8 @@
 //! max-reconcile-timeout: 5m
 //! max-memory-limit: 256Mi
 //! max-instances: 32
+//! max-webhook-timeout: 5s         # the longest a plugin's webhook call may take (25s when absent)
+//! webhook-failure-policies: [Ignore]  # those its webhooks may use: Ignore admits when it fails
 //! allow:                          # the grants plugins may hold; anything when absent
 //!   - kinds: [core/ConfigMap, apps/Deployment, example.wasmop.dev/v1alpha1/WebApp]
 //!     verbs: [get, list, watch, create, patch, update, delete, status]
@@ -32,9 +34,11 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::file::scalar;
-use super::{ConfigError, bytes, duration, positive};
+use super::{ConfigError, bytes, duration, positive, webhook_timeout};
 use wasmop_contract::boundary::{cut, dns_label};
-use wasmop_contract::{Allowance, Ceiling, Conversion, KindPattern, ModuleSources, Verb};
+use wasmop_contract::{
+    Allowance, Ceiling, Conversion, FailurePolicy, KindPattern, ModuleSources, Verb,
+};
 
 /// The settings only the operator's policy may hold: a `WasmReconciler`'s own narrows grants
 /// and limits, it never grants.
@@ -82,6 +86,12 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             }
             "max-memory-limit" => ceiling.max_memory = bytes(&text()?).map_err(at)?,
             "max-instances" => ceiling.max_instances = positive(&text()?).map_err(at)?,
+            "max-webhook-timeout" => {
+                ceiling.max_webhook_timeout = webhook_timeout(&text()?).map_err(at)?
+            }
+            "webhook-failure-policies" => {
+                ceiling.webhook_failure_policies = failure_policies(value).map_err(at)?
+            }
             "allow" => ceiling.allow = Some(allowances(value)?),
             "conversions" => ceiling.conversions = Some(conversions(value).map_err(at)?),
             "identities" => ceiling.identities = identities(value).map_err(at)?,
@@ -89,14 +99,35 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             _ => {
                 return Err(format!(
                     "unknown setting `{}`; known: max-concurrent-reconciles, \
-                     max-reconcile-timeout, max-memory-limit, max-instances, allow, \
-                     conversions, identities, modules",
+                     max-reconcile-timeout, max-memory-limit, max-instances, \
+                     max-webhook-timeout, webhook-failure-policies, allow, conversions, \
+                     identities, modules",
                     cut(key)
                 ));
             }
         }
     }
     Ok(ceiling)
+}
+
+/// `webhook-failure-policies`: a list of `Fail` and `Ignore`, at least one.
+fn failure_policies(value: &Value) -> Result<Vec<FailurePolicy>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!("expected a list, found {}", kind_of(value)));
+    };
+    let policies = items
+        .iter()
+        .map(|item| {
+            item.as_str()
+                .ok_or("expected Fail or Ignore")
+                .map_err(String::from)
+        })
+        .map(|name| FailurePolicy::parse(name?))
+        .collect::<Result<Vec<_>, _>>()?;
+    match policies.is_empty() {
+        true => Err("name at least one of Fail and Ignore".into()),
+        false => Ok(policies),
+    }
 }
 
 /// A `WasmReconciler`'s own policy: a ceiling that may only narrow the operator's.
@@ -310,6 +341,20 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn webhook_ceilings_parse_and_refuse_what_no_webhook_may_have() {
+        let ceiling =
+            parse("max-webhook-timeout: 5s\nwebhook-failure-policies: [Ignore]\n").unwrap();
+        assert_eq!(ceiling.max_webhook_timeout, Duration::from_secs(5));
+        assert_eq!(ceiling.webhook_failure_policies, [FailurePolicy::Ignore]);
+        let none = parse("webhook-failure-policies: []").unwrap_err();
+        assert!(none.contains("at least one"), "{none}");
+        let typo = parse("webhook-failure-policies: [Open]").unwrap_err();
+        assert!(typo.starts_with("`webhook-failure-policies`: "), "{typo}");
+        let long = parse("max-webhook-timeout: 40s").unwrap_err();
+        assert!(long.contains("100ms..=25s"), "{long}");
+    }
 
     #[test]
     fn a_policy_sets_maxima_and_allowances() {

@@ -193,6 +193,7 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
         timeout: Duration::from_secs(1),
         memory: 1 << 20,
         instances: 2,
+        webhooks: Some((Duration::from_secs(2), wasmop_contract::FailurePolicy::Fail)),
     };
     let _ = ceiling.admit(asked);
     let policies = [ceiling.clone()];

@@ -159,7 +159,8 @@ impl Runtime {
         }
         let (linked, registration, webhooks) = self.described(&file, bytes, &options).await?;
         let policies = self.policies(&options);
-        let (asked, share, memory) = self.admit(&file, &registration, &options)?;
+        let serves_webhooks = webhooks.is_some();
+        let (asked, share, memory) = self.admit(&file, &registration, &options, serves_webhooks)?;
         let subject = Subject {
             registration: Some(&registration),
             policies: &policies,
@@ -312,6 +313,7 @@ impl Runtime {
         file: &Path,
         registration: &Registration,
         options: &PluginOptions,
+        serves_webhooks: bool,
     ) -> Result<(Asked, Reservation, MemoryShare), RuntimeError> {
         let concurrency = options
             .max_concurrent_reconciles
@@ -331,6 +333,7 @@ impl Runtime {
             instances: options
                 .max_instances
                 .unwrap_or_else(|| concurrency.saturating_add(1).saturating_add(pool)),
+            webhooks: serves_webhooks.then_some((options.webhook_timeout, options.failure_policy)),
         };
         let refused = |reason: String| RuntimeError::Refused {
             file: file.to_owned(),

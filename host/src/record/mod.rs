@@ -67,7 +67,8 @@ pub struct Recording {
     events: Vec<FixtureEvent>,
 }
 
-/// Runs `call` (one reconcile), recording what it reads and writes from this task.
+/// Runs `call` (one reconcile), recording what it reads and writes from this task; the guests it
+/// runs read the wall clock frozen at the instant the recording keeps, so a replay stamps alike.
 pub async fn recording<F: Future>(call: F) -> (F::Output, Recording) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -76,6 +77,7 @@ pub async fn recording<F: Future>(call: F) -> (F::Output, Recording) {
         now,
         ..Recording::default()
     });
+    let call = crate::runtime::frozen_at(now, call);
     RECORDING
         .scope(start, async {
             let output = call.await;
@@ -557,6 +559,19 @@ mod tests {
         })
         .await;
         assert!(recording.objects.is_empty() && recording.writes.is_empty());
+    }
+
+    #[tokio::test]
+    async fn guests_read_the_instant_the_recording_keeps_however_long_they_run() {
+        use wasmtime_wasi::HostWallClock;
+        let (read, recording) = recording(async {
+            tokio::time::sleep(Duration::from_millis(1_100)).await;
+            crate::runtime::HostClock.now()
+        })
+        .await;
+        assert_eq!(read, recording.now);
+        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        assert!(since - read >= Duration::from_secs(1));
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use crate::runtime::SetClock;
 use crate::runtime::bindings::{cache, client, events, log, plugin, types};
 use crate::runtime::budget::Budget;
+use crate::runtime::clock::HostClock;
 use crate::runtime::memory::MemoryShare;
 use crate::runtime::output::{GuestOutput, Stream};
 use wasmop_contract::Refusal;
@@ -97,9 +98,10 @@ impl StoreState {
         let mut wasi = WasiCtx::builder();
         wasi.stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
             .stderr(stderr.clone());
-        if let Some(clock) = &context.clock {
-            wasi.wall_clock(clock.clone());
-        }
+        match &context.clock {
+            Some(clock) => wasi.wall_clock(clock.clone()),
+            None => wasi.wall_clock(HostClock),
+        };
         let wasi = wasi.build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_WASI_RESOURCES);

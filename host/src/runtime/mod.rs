@@ -29,7 +29,7 @@ mod webhooks;
 mod wrap;
 
 pub use artifacts::{CACHE_LIMIT, default_cache_dir};
-pub use clock::SetClock;
+pub use clock::{HostClock, SetClock, frozen_at};
 pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
 pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};

@@ -30,6 +30,7 @@ guests:
 control-plane:
 	@tests/k8s/build.sh >/dev/null
 	@tests/k8s/build.sh --controller-manager >/dev/null
+	@tests/k8s/build.sh --registry >/dev/null
 
 test: control-plane guests
 	@echo "[test] the benchmark's comparators, for the conformance suite (tests/conformance/tests/comparators.rs)"

@@ -392,26 +392,12 @@ async fn huge_reconcile_errors_leave_bounded_log_lines() -> anyhow::Result<()> {
     .await
 }
 
-/// `WasmReconciler`s, as dynamic objects.
-fn reconcilers(client: kube::Client) -> Api<DynamicObject> {
-    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
-    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
-    Api::all_with(client, &resource)
-}
-
 /// The status of WasmReconciler `name`, read as text (the object may nest past what a parser
 /// reads) and only its shallow members parsed.
 async fn reconciler_status(client: &kube::Client, name: &str) -> anyhow::Result<Value> {
     let path = format!("/apis/wasmop.dev/v1alpha1/wasmreconcilers/{name}");
     let text = get_text(client, &path).await?;
     Ok(shallow_members(&text)?.remove("status").unwrap_or_default())
-}
-
-fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
-    status["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == kind))
-        .unwrap_or(&Value::Null)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -465,10 +451,10 @@ async fn a_deep_wasm_reconciler_fails_alone() -> anyhow::Result<()> {
         let mut host = Logged::spawn("host", command)?;
         post_text(&kube, path, object("good", format!(r#"{{"module":{module}}}"#))).await?;
 
-        let api = reconcilers(kube.clone());
+        let api = common::reconcilers::api(kube.clone());
         loop {
             let status = api.get("good").await?.data["status"].clone();
-            if condition(&status, "Ready")["status"] == "True" {
+            if common::reconcilers::condition(&status, "Ready")["status"] == "True" {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -477,12 +463,12 @@ async fn a_deep_wasm_reconciler_fails_alone() -> anyhow::Result<()> {
         common::seen_by_good(&configmaps, "beside-a-deep-one").await?;
         let status = loop {
             let status = reconciler_status(&kube, "deep").await?;
-            if condition(&status, "Degraded")["status"] == "True" {
+            if common::reconcilers::condition(&status, "Degraded")["status"] == "True" {
                 break status;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
-        let degraded = condition(&status, "Degraded");
+        let degraded = common::reconcilers::condition(&status, "Degraded");
         println!("the deep WasmReconciler: {degraded}");
         assert_eq!(degraded["reason"], "InvalidSpec");
         let message = degraded["message"].as_str().unwrap_or_default();

@@ -21,6 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmop::contract::{Ceiling, ModuleSources};
 use wasmop::plugins::digest;
 use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
+use wasmop::plugins::oci::Registries;
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -30,12 +31,6 @@ const UNREADABLE: &str = "spec.module: the module source could not be read";
 
 /// One test at a time: they count the apiserver's requests, which are process-wide.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn reconcilers(client: kube::Client) -> Api<DynamicObject> {
-    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
-    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
-    Api::all_with(client, &resource)
-}
 
 /// Creates WasmReconciler `name` with `module` as its `spec.module`.
 async fn create(api: &Api<DynamicObject>, name: &str, module: Value) -> anyhow::Result<()> {
@@ -145,7 +140,7 @@ async fn a_wasm_reconciler_is_no_oracle_for_secrets() -> anyhow::Result<()> {
             .await?;
         let allowed = format!("modules: {{namespaces: [{modules}]}}\n");
         let host = host(plane, "oracle", &policy(plane, &modules, &allowed)?)?;
-        let api = reconcilers(client.clone());
+        let api = common::reconcilers::api(client.clone());
         let made_up = "0".repeat(64);
         let key = |kind: &str, namespace: &str, name: &str, key: &str| {
             json!({kind: {"namespace": namespace, "name": name, "key": key}, "sha256": made_up})
@@ -212,7 +207,7 @@ async fn a_wasm_reconciler_is_no_oracle_for_secrets() -> anyhow::Result<()> {
             sha256: Some(made_up.clone()),
             ..ModuleRef::default()
         };
-        let forbidden = forbidden.fetch(&operator, &sources).await.unwrap_err();
+        let forbidden = forbidden.fetch(&operator, &sources, &Registries::default()).await.unwrap_err();
         println!("a Secret the apiserver does not let the host read: {forbidden}");
         assert!(matches!(forbidden, ModuleError::Unreadable), "{forbidden}");
         assert_eq!(forbidden.to_string(), UNREADABLE);
@@ -271,7 +266,7 @@ async fn a_url_module_cannot_forge_requests_to_private_addresses() -> anyhow::Re
         let bytes = std::fs::read(common::component("guest-good"))?;
         let (port, requests) = counting_server(bytes.clone()).await?;
         let pin = hex(&bytes);
-        let api = reconcilers(client.clone());
+        let api = common::reconcilers::api(client.clone());
 
         let closed = policy(plane, "forger-closed", "max-instances: 32\n")?;
         let refusing = host(plane, "forger-closed", &closed)?;

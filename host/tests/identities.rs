@@ -107,12 +107,7 @@ async fn with_plugin_identities_the_apiserver_checks_each_plugin() -> anyhow::Re
             .arg("--plugin")
             .arg(common::component("guest-good"))
             .args(["--plugin-identity-namespace", &home])
-            .args([
-                "--metrics-bind-address",
-                "0",
-                "--health-probe-bind-address",
-                "0",
-            ])
+            .args(common::NO_PORTS)
             .stderr(Stdio::piped())
             .output()
             .await?;
@@ -136,12 +131,7 @@ async fn with_plugin_identities_the_apiserver_checks_each_plugin() -> anyhow::Re
                 "--namespaces",
                 &namespace,
             ])
-            .args([
-                "--metrics-bind-address",
-                "0",
-                "--health-probe-bind-address",
-                "0",
-            ])
+            .args(common::NO_PORTS)
             .spawn()?;
         let webapps = common::webapps(plane.client().await?, &namespace);
         let app: DynamicObject = common::webapp("as-itself");

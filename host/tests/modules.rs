@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmop::contract::{Ceiling, ModuleSources};
 use wasmop::plugins::digest;
 use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
+use wasmop::plugins::oci::Registries;
 use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -81,27 +82,44 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             config_map: Some(key("module.wasm")),
             ..ModuleRef::default()
         };
-        let error = unpinned.fetch(&client, &policy).await.unwrap_err();
+        let error = unpinned
+            .fetch(&client, &policy, &Registries::default())
+            .await
+            .unwrap_err();
         assert!(matches!(error, ModuleError::Invalid(_)), "{error}");
         let pinned = ModuleRef {
             sha256: Some(hex(&bytes)),
             ..unpinned.clone()
         };
-        assert_eq!(pinned.fetch(&client, &policy).await?, bytes);
+        assert_eq!(
+            pinned
+                .fetch(&client, &policy, &Registries::default())
+                .await?
+                .bytes,
+            bytes
+        );
         let swapped = ModuleRef {
             sha256: Some(hex(b"the module that was reviewed")),
             ..unpinned
         };
-        let error = swapped.fetch(&client, &policy).await.unwrap_err();
+        let error = swapped
+            .fetch(&client, &policy, &Registries::default())
+            .await
+            .unwrap_err();
         assert!(matches!(error, ModuleError::Digest), "{error}");
         let missing = ModuleRef {
             config_map: Some(key("other.wasm")),
             sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
-        let error = missing.fetch(&client, &policy).await.unwrap_err();
+        let error = missing
+            .fetch(&client, &policy, &Registries::default())
+            .await
+            .unwrap_err();
         assert!(matches!(error, ModuleError::Unreadable), "{error}");
-        let refused = pinned.fetch(&client, &Ceiling::default()).await;
+        let refused = pinned
+            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .await;
         let refused = refused.unwrap_err();
         assert!(
             matches!(refused, ModuleError::Namespace { .. }),
@@ -114,15 +132,26 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
-        assert_eq!(from_url.fetch(&client, &policy).await?, bytes);
+        assert_eq!(
+            from_url
+                .fetch(&client, &policy, &Registries::default())
+                .await?
+                .bytes,
+            bytes
+        );
         let wrong = ModuleRef {
             sha256: Some(hex(b"something else")),
             ..from_url.clone()
         };
-        let refused = wrong.fetch(&client, &policy).await.unwrap_err();
+        let refused = wrong
+            .fetch(&client, &policy, &Registries::default())
+            .await
+            .unwrap_err();
         println!("{refused}");
         assert!(matches!(refused, ModuleError::Digest), "{refused}");
-        let loopback = from_url.fetch(&client, &Ceiling::default()).await;
+        let loopback = from_url
+            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .await;
         let loopback = loopback.unwrap_err();
         assert!(
             matches!(loopback, ModuleError::Address { .. }),
@@ -133,7 +162,10 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             sha256: Some(hex(&bytes)),
             ..ModuleRef::default()
         };
-        let error = unreachable.fetch(&client, &policy).await.unwrap_err();
+        let error = unreachable
+            .fetch(&client, &policy, &Registries::default())
+            .await
+            .unwrap_err();
         assert!(
             error
                 .to_string()

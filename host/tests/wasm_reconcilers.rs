@@ -15,17 +15,11 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
+use serde_json::json;
 use wasmop::plugins::digest;
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
-
-fn reconcilers(client: kube::Client) -> Api<DynamicObject> {
-    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
-    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
-    Api::all_with(client, &resource)
-}
 
 async fn store_module(
     plane: &ControlPlane,
@@ -47,21 +41,6 @@ async fn store_module(
     Ok(())
 }
 
-/// Waits until `name`'s status satisfies `check`; returns it.
-async fn status_until(
-    api: &Api<DynamicObject>,
-    name: &str,
-    check: impl Fn(&Value) -> bool,
-) -> anyhow::Result<Value> {
-    loop {
-        let status = api.get(name).await?.data["status"].clone();
-        if check(&status) {
-            return Ok(status);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// The row of plugin `name` in `wasmop plugins`' table, from the host serving `/plugins` at
 /// `address`.
 async fn plugins_row(address: &str, name: &str) -> anyhow::Result<String> {
@@ -75,13 +54,6 @@ async fn plugins_row(address: &str, name: &str) -> anyhow::Result<String> {
         .find(|line| line.starts_with(&format!("{name} ")));
     row.map(str::to_owned)
         .ok_or_else(|| anyhow::anyhow!("no row for {name}:\n{table}"))
-}
-
-fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
-    status["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == kind))
-        .unwrap_or(&Value::Null)
 }
 
 #[tokio::test]
@@ -108,7 +80,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", "0"])
             .spawn()?;
 
-        let api = reconcilers(client.clone());
+        let api = common::reconcilers::api(client.clone());
         let pin = |component: &str| -> anyhow::Result<String> {
             let bytes = std::fs::read(common::component(component))?;
             Ok(digest(&bytes).trim_start_matches("sha256:").to_owned())
@@ -134,7 +106,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             "metadata": {"name": "good"}, "spec": {"module": module("guest-good")},
         }))?;
         api.create(&PostParams::default(), &object).await?;
-        let status = status_until(&api, "good", |s| condition(s, "Ready")["status"] == "True").await?;
+        let status = common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Ready")["status"] == "True").await?;
         println!("loaded: {status}");
         let stalled = api.get("stalled").await?;
         assert!(stalled.data["status"].is_null(), "good waited for the stalled download: {:?}", stalled.data["status"]);
@@ -147,12 +119,12 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
 
         let wit2 = json!({"spec": {"module": module("guest-wit2")}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&wit2)).await?;
-        let status = status_until(&api, "good", |s| condition(s, "Degraded")["status"] == "True").await?;
+        let status = common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Degraded")["status"] == "True").await?;
         println!("refused: {status}");
-        let degraded = condition(&status, "Degraded");
+        let degraded = common::reconcilers::condition(&status, "Degraded");
         assert_eq!(degraded["reason"], "LoadFailed");
         assert!(degraded["message"].as_str().unwrap().contains("wasmop:reconciler@2.0.0"), "{degraded}");
-        assert_eq!(condition(&status, "Loaded")["status"], "True");
+        assert_eq!(common::reconcilers::condition(&status, "Loaded")["status"], "True");
         assert_eq!(status["version"], "0.1.0", "the running version stays");
         common::seen_by_good(&configmaps, "second").await?;
 
@@ -162,7 +134,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         mismatched["sha256"] = json!(digest(b"another module").trim_start_matches("sha256:"));
         let mismatched = json!({"spec": {"module": mismatched}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&mismatched)).await?;
-        let status = status_until(&api, "good", |s| condition(s, "Degraded")["reason"] == "DigestMismatch").await?;
+        let status = common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Degraded")["reason"] == "DigestMismatch").await?;
         assert_eq!(status["version"], "0.1.0", "the running version stays");
         let row = plugins_row(&metrics, "guest-good").await?;
         println!("wasmop plugins: {row}");
@@ -178,12 +150,12 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             "spec": {"module": {"url": format!("http://{metrics}/metrics"), "sha256": wrong}},
         }))?;
         api.create(&PostParams::default(), &pinned).await?;
-        let status = status_until(&api, "pinned", |s| condition(s, "Degraded")["status"] == "True").await?;
+        let status = common::reconcilers::status_until(&api, "pinned", |s| common::reconcilers::condition(s, "Degraded")["status"] == "True").await?;
         println!("digest mismatch: {status}");
-        assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
+        assert_eq!(common::reconcilers::condition(&status, "Degraded")["reason"], "DigestMismatch");
         // What the URL served is not described: not even by its digest.
-        assert_eq!(condition(&status, "Degraded")["message"], "the module does not match spec.module.sha256");
-        assert_eq!(condition(&status, "Loaded")["status"], "False");
+        assert_eq!(common::reconcilers::condition(&status, "Degraded")["message"], "the module does not match spec.module.sha256");
+        assert_eq!(common::reconcilers::condition(&status, "Loaded")["status"], "False");
 
         // Whoever can write a module's ConfigMap cannot swap the code: the pin names the bytes.
         let mut swapped = module("guest-wit2");
@@ -193,14 +165,14 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             "metadata": {"name": "swapped"}, "spec": {"module": swapped},
         }))?;
         api.create(&PostParams::default(), &swapped).await?;
-        let status = status_until(&api, "swapped", |s| condition(s, "Degraded")["status"] == "True").await?;
-        assert_eq!(condition(&status, "Degraded")["reason"], "DigestMismatch");
+        let status = common::reconcilers::status_until(&api, "swapped", |s| common::reconcilers::condition(s, "Degraded")["status"] == "True").await?;
+        assert_eq!(common::reconcilers::condition(&status, "Degraded")["reason"], "DigestMismatch");
         api.delete("swapped", &Default::default()).await?;
 
 
         let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&overridden)).await?;
-        let status = status_until(&api, "good", |s| s["observedGeneration"] == 4 && condition(s, "Ready")["status"] == "True").await?;
+        let status = common::reconcilers::status_until(&api, "good", |s| s["observedGeneration"] == 4 && common::reconcilers::condition(s, "Ready")["status"] == "True").await?;
         println!("overridden: {status}");
         let row = plugins_row(&metrics, "guest-good").await?;
         assert!(row.trim_end().ends_with(" -"), "a loaded version clears the last error: {row}");
@@ -210,9 +182,9 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
 
         let paused = json!({"spec": {"paused": true}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&paused)).await?;
-        let status = status_until(&api, "good", |s| condition(s, "Ready")["reason"] == "Paused").await?;
+        let status = common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Ready")["reason"] == "Paused").await?;
         println!("paused: {status}");
-        assert_eq!(condition(&status, "Loaded")["status"], "False");
+        assert_eq!(common::reconcilers::condition(&status, "Loaded")["status"], "False");
         let object = serde_json::from_value(json!({"metadata": {"name": "while-paused"}}))?;
         configmaps.create(&PostParams::default(), &object).await?;
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -220,7 +192,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         assert!(annotations.is_none_or(|a| !a.contains_key("guest-good.wasmop.dev/seen")), "a paused plugin reconciles nothing");
         let resumed = json!({"spec": {"paused": false}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&resumed)).await?;
-        status_until(&api, "good", |s| condition(s, "Ready")["status"] == "True").await?;
+        common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Ready")["status"] == "True").await?;
         loop {
             let annotations = configmaps.get("while-paused").await?.metadata.annotations;
             if annotations.is_some_and(|a| a.contains_key("guest-good.wasmop.dev/seen")) {
@@ -252,8 +224,8 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             }},
         }))?;
         api.create(&PostParams::default(), &narrowed).await?;
-        let status = status_until(&api, "narrowed", |s| condition(s, "Degraded")["status"] == "True").await?;
-        let degraded = condition(&status, "Degraded");
+        let status = common::reconcilers::status_until(&api, "narrowed", |s| common::reconcilers::condition(s, "Degraded")["status"] == "True").await?;
+        let degraded = common::reconcilers::condition(&status, "Degraded");
         assert_eq!(degraded["reason"], "LoadFailed");
         let message = degraded["message"].as_str().unwrap_or_default();
         assert!(message.contains("Patch ConfigMap.v1") && message.contains("WasmReconciler's policy"), "{message}");

@@ -10,6 +10,10 @@
 #   tests/k8s/build.sh --controller-manager
 #                                 also kube-controller-manager alone, for tests of its garbage
 #                                 collector beside the apiserver (no node)
+#   tests/k8s/build.sh --registry also the CNCF Distribution registry (REGISTRY_VERSION) and the
+#                                 clients wasmop must interoperate with, the ORAS CLI
+#                                 (ORAS_VERSION) and cosign (COSIGN_VERSION), for tests that
+#                                 push, sign and pull Wasm OCI artifacts
 #   tests/k8s/build.sh --update   regenerate go/go.mod and go/go.sum for versions.env
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -66,8 +70,9 @@ case "${1:-}" in
   --update) update_module; exit 0 ;;
   --node) node_packages; tools+=("${node_tools[@]}" pause helm) ;;
   --controller-manager) tools+=(kube-controller-manager) ;;
+  --registry) tools+=(registry oras cosign) ;;
   "") ;;
-  *) say "error: unknown option $1 (--node, --controller-manager or --update)"; exit 2 ;;
+  *) say "error: unknown option $1 (--node, --controller-manager, --registry or --update)"; exit 2 ;;
 esac
 
 have_all() { for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done; }
@@ -103,6 +108,15 @@ for t in "${tools[@]}"; do
     helm)
       (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" \
         go install -v -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") ;;
+    registry)
+      (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
+        -ldflags "-s -w" "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION") ;;
+    oras)
+      (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
+        -ldflags "-s -w" "oras.land/oras/cmd/oras@$ORAS_VERSION") ;;
+    cosign)
+      (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
+        -ldflags "-s -w" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION") ;;
     *) run_with_progress "building $t" go build -v -trimpath -ldflags "-s -w $version_flags" \
       -o "$tmp/$t" "k8s.io/kubernetes/cmd/$t" ;;
   esac

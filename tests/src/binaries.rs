@@ -1,5 +1,6 @@
 //! Locating (and on first use building) the pinned kube-apiserver, kubectl and etcd, and for a
-//! node kubelet, kube-scheduler, kube-controller-manager, the sandbox's pause and helm.
+//! node kubelet, kube-scheduler, kube-controller-manager, the sandbox's pause and helm, and for
+//! OCI tests CNCF Distribution's registry with the ORAS CLI and cosign.
 //!
 //! The binaries come from `tests/k8s/build.sh`, which builds them from the Go module proxy at
 //! the release pinned in `tests/k8s/versions.env` and caches them outside the clone.
@@ -30,6 +31,9 @@ pub struct Binaries {
 static LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 static NODE_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 static CONTROLLER_MANAGER_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
+static REGISTRY_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
+/// What `tests/k8s/build.sh --registry` adds.
+const REGISTRY_TOOLS: [&str; 3] = ["registry", "oras", "cosign"];
 
 impl Binaries {
     /// Finds the binaries, building them first if this machine has none yet (minutes, with
@@ -61,6 +65,17 @@ impl Binaries {
             .collect();
         CONTROLLER_MANAGER_LOCATED
             .get_or_try_init(|| Self::find_or_build(&["--controller-manager"], &all))
+            .await
+            .cloned()
+    }
+
+    /// [`Binaries::locate`] with CNCF Distribution's `registry`, `oras` and `cosign` too, for
+    /// tests that push, sign and pull OCI artifacts (see [`Registry`](crate::Registry)):
+    /// `tests/k8s/build.sh --registry`.
+    pub async fn locate_registry() -> Result<Self, Error> {
+        let all: Vec<&str> = TOOLS.iter().copied().chain(REGISTRY_TOOLS).collect();
+        REGISTRY_LOCATED
+            .get_or_try_init(|| Self::find_or_build(&["--registry"], &all))
             .await
             .cloned()
     }
@@ -144,6 +159,21 @@ impl Binaries {
     /// `helm`, to install the chart on the node (from [`Binaries::locate_node`]).
     pub fn helm(&self) -> PathBuf {
         self.dir.join("helm")
+    }
+
+    /// CNCF Distribution's `registry` (from [`Binaries::locate_registry`]).
+    pub fn registry(&self) -> PathBuf {
+        self.dir.join("registry")
+    }
+
+    /// The ORAS CLI (from [`Binaries::locate_registry`]).
+    pub fn oras(&self) -> PathBuf {
+        self.dir.join("oras")
+    }
+
+    /// Sigstore's `cosign` (from [`Binaries::locate_registry`]).
+    pub fn cosign(&self) -> PathBuf {
+        self.dir.join("cosign")
     }
 }
 

@@ -1,5 +1,6 @@
 //! Credentials generated afresh for every control plane: a CA, the apiserver's serving
-//! certificate, the service-account signing key, and the admin's bearer token.
+//! certificate, the service-account signing key, and the admin's bearer token; and for a TLS
+//! [`Registry`](crate::Registry), a CA and its serving certificate.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -24,9 +25,19 @@ pub(crate) struct CertFiles {
     pub token_file: PathBuf,
 }
 
-/// Generates every credential and writes it into `dir`; the serving certificate names `host`
-/// (the address the apiserver listens on) besides loopback.
-pub(crate) fn generate(dir: &Path, host: &str) -> Result<CertFiles, Error> {
+/// A fresh CA and a serving certificate it signed, all PEM.
+pub(crate) struct Serving {
+    /// The CA's certificate, for clients to trust.
+    pub ca_pem: String,
+    /// The serving certificate.
+    pub cert_pem: String,
+    /// The serving certificate's private key.
+    pub key_pem: String,
+}
+
+/// Generates a CA and a serving certificate named `common_name` for the DNS names and IP
+/// addresses in `names`.
+pub(crate) fn serving(common_name: &str, names: Vec<String>) -> Result<Serving, Error> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -38,6 +49,21 @@ pub(crate) fn generate(dir: &Path, host: &str) -> Result<CertFiles, Error> {
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
 
     let serving_key = KeyPair::generate()?;
+    let mut serving_params = CertificateParams::new(names)?;
+    serving_params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    let serving_cert = serving_params.signed_by(&serving_key, &issuer)?;
+    Ok(Serving {
+        ca_pem: ca_cert.pem(),
+        cert_pem: serving_cert.pem(),
+        key_pem: serving_key.serialize_pem(),
+    })
+}
+
+/// Generates every credential and writes it into `dir`; the serving certificate names `host`
+/// (the address the apiserver listens on) besides loopback.
+pub(crate) fn generate(dir: &Path, host: &str) -> Result<CertFiles, Error> {
     let mut names = vec![
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
@@ -46,15 +72,11 @@ pub(crate) fn generate(dir: &Path, host: &str) -> Result<CertFiles, Error> {
     if !names.iter().any(|name| name == host) {
         names.push(host.to_owned());
     }
-    let mut serving_params = CertificateParams::new(names)?;
-    serving_params
-        .distinguished_name
-        .push(DnType::CommonName, "kube-apiserver");
-    let serving_cert = serving_params.signed_by(&serving_key, &issuer)?;
+    let serving = serving("kube-apiserver", names)?;
 
     let admin_token = random_hex(32)?;
     let files = CertFiles {
-        ca_pem: ca_cert.pem(),
+        ca_pem: serving.ca_pem,
         serving_cert: dir.join("apiserver.crt"),
         serving_key: dir.join("apiserver.key"),
         service_account_key: dir.join("service-account.key"),
@@ -62,8 +84,8 @@ pub(crate) fn generate(dir: &Path, host: &str) -> Result<CertFiles, Error> {
         token_file: dir.join("tokens.csv"),
         admin_token,
     };
-    write(&files.serving_cert, &serving_cert.pem())?;
-    write(&files.serving_key, &serving_key.serialize_pem())?;
+    write(&files.serving_cert, &serving.cert_pem)?;
+    write(&files.serving_key, &serving.key_pem)?;
     let service_account_key = KeyPair::generate()?;
     write(
         &files.service_account_key,
@@ -90,7 +112,8 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, Error> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn write(path: &Path, contents: &str) -> Result<(), Error> {
+/// Writes `contents` to `path`.
+pub(crate) fn write(path: &Path, contents: &str) -> Result<(), Error> {
     std::fs::write(path, contents).map_err(Error::io(format!("writing {}", path.display())))
 }
 

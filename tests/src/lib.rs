@@ -17,6 +17,10 @@
 //!
 //! Tests share one control plane per test binary through [`shared`] and isolate themselves with
 //! [`ControlPlane::create_namespace`]; a test that must restart the apiserver starts its own.
+//!
+//! [`Registry::start`] runs a real OCI registry (CNCF Distribution) on loopback for tests that
+//! push and pull Wasm OCI artifacts: anonymous over plain HTTP, or over TLS with a fresh CA and
+//! one htpasswd user ([`RegistryAuth`]).
 
 mod audit;
 mod binaries;
@@ -28,6 +32,7 @@ mod network;
 mod node;
 mod ports;
 pub mod record;
+mod registry;
 mod shared;
 mod supervisor;
 mod timeout;
@@ -38,6 +43,7 @@ pub use control_plane::ControlPlane;
 pub use error::Error;
 pub use network::{APISERVER_PORT, BRIDGE, NODE_IP};
 pub use node::{CGROUP_ROOT, NODE_NAME, Node};
+pub use registry::{Registry, RegistryAuth};
 pub use shared::shared;
 pub use supervisor::{Supervised, process_running};
 pub use timeout::within;

@@ -3,6 +3,8 @@
 //! `up` (`up --node`: with a node, see [`ControlPlane::start_with_node`]) starts a control plane in the background and records it in a state directory
 //! (`$WASMOP_DEV_DIR`, default `~/.cache/wasmop/dev`); `env` prints the shell lines that point
 //! `kubectl` at it; `down` stops it. `serve` runs one in the foreground until SIGINT or SIGTERM.
+//! With `--registry`, `up` and `serve` also run an anonymous OCI registry (see [`Registry`]) and
+//! `env` exports its address as `WASMOP_REGISTRY`.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use wasmop_envtest::{Binaries, ControlPlane, process_running};
+use wasmop_envtest::{Binaries, ControlPlane, Registry, RegistryAuth, process_running};
 
 /// Run a real kube-apiserver and etcd on loopback for wasmop's demo and tests.
 #[derive(Parser)]
@@ -39,7 +41,14 @@ struct Shape {
     /// Add a node (kubelet, containerd, scheduler, controller-manager), so pods run; needs root.
     #[arg(long)]
     node: bool,
+    /// Add an anonymous OCI registry (CNCF Distribution, plain HTTP on loopback) for Wasm
+    /// artifacts; `env` exports its address as WASMOP_REGISTRY.
+    #[arg(long)]
+    registry: bool,
 }
+
+/// The variable `env` sets to the registry's address (`127.0.0.1:<port>`).
+const REGISTRY_VARIABLE: &str = "WASMOP_REGISTRY";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -70,18 +79,28 @@ async fn up(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
     } else {
         Binaries::locate().await?;
     }
+    if shape.registry {
+        Binaries::locate_registry().await?;
+    }
     std::fs::create_dir_all(&state.dir)?;
     let log = std::fs::File::create(state.log())?;
     let mut child = std::process::Command::new(std::env::current_exe()?)
         .arg("serve")
         .args(shape.node.then_some("--node"))
+        .args(shape.registry.then_some("--registry"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
         .process_group(0)
         .spawn()?;
     loop {
-        if state.env().is_ok() {
+        if let Ok(env) = state.env() {
+            let registry = env
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("export {REGISTRY_VARIABLE}=")));
+            if let Some(address) = registry {
+                eprintln!("[control-plane] registry on http://{address}");
+            }
             eprintln!(
                 "[control-plane] up; point kubectl at it with: eval \"$(tests/control-plane env)\""
             );
@@ -102,6 +121,11 @@ async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
     } else {
         ControlPlane::start().await?
     };
+    let registry = if shape.registry {
+        Some(Registry::start(RegistryAuth::Anonymous).await?)
+    } else {
+        None
+    };
     std::fs::create_dir_all(&state.dir)?;
     std::fs::write(state.pid(), std::process::id().to_string())?;
     let mut env = format!(
@@ -114,10 +138,20 @@ async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
         let socket = node.containerd_socket().display();
         env.push_str(&format!("export CONTAINERD_ADDRESS={socket}\n"));
     }
+    if let Some(registry) = &registry {
+        env.push_str(&format!(
+            "export {REGISTRY_VARIABLE}={}\n",
+            registry.address()
+        ));
+    }
     std::fs::write(state.env_file(), env)?;
     let [etcd, apiserver] = plane.pids();
+    let registry_field = registry
+        .as_ref()
+        .map(|registry| format!(" registry={}", registry.address()))
+        .unwrap_or_default();
     println!(
-        "ready server={} kubeconfig={} dir={} etcd-pid={etcd} apiserver-pid={apiserver}",
+        "ready server={} kubeconfig={} dir={} etcd-pid={etcd} apiserver-pid={apiserver}{registry_field}",
         plane.server_url(),
         plane.kubeconfig_path().display(),
         plane.dir().display()
@@ -127,6 +161,7 @@ async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     state.clear();
+    drop(registry);
     drop(plane);
     eprintln!("[control-plane] stopped");
     Ok(())

@@ -52,6 +52,9 @@ pub enum Power<'a> {
     ModuleObject(&'a str),
     /// Fetching a `WasmReconciler`'s module from `address`.
     ModuleAddress(IpAddr),
+    /// Running a module no key the operator trusts has signed (every module from a ConfigMap,
+    /// Secret or URL, and one from a registry that names no key to verify).
+    Unsigned,
 }
 
 impl Power<'_> {
@@ -160,6 +163,7 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
         Power::ModuleAddress(address) => {
             subject.operator(&what(power), |c| c.modules.allows_address(address))
         }
+        Power::Unsigned => subject.operator(&what(power), |c| !c.signatures.require),
     }
 }
 
@@ -286,6 +290,9 @@ fn what(power: Power<'_>) -> String {
         Power::ModuleAddress(address) => {
             format!("may not fetch a module from the private address {address}")
         }
+        Power::Unsigned => "may not run a module no trusted key signed (signatures.require; \
+             only spec.module.oci carries signatures)"
+            .to_owned(),
     }
 }
 
@@ -508,6 +515,19 @@ mod tests {
         let loopback = Power::ModuleAddress("127.0.0.1".parse().unwrap());
         assert!(check(subject, loopback).is_err());
         assert!(check(subject, Power::Call(Verb::Get, &configmap(), "a")).is_err());
+        assert!(check(subject, Power::Unsigned).is_ok());
+        let signed_only = Ceiling {
+            signatures: crate::signature::Signatures {
+                keys: Vec::new(),
+                require: true,
+            },
+            ..Ceiling::default()
+        };
+        let refused = check(Subject::tenant(&signed_only), Power::Unsigned).unwrap_err();
+        assert!(
+            refused.to_string().contains("signatures.require"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod refusal;
 pub mod registration;
 pub mod rights;
 pub mod selector;
+pub mod signature;
 pub mod webhook;
 
 pub use imports::{Observer, Services};
@@ -31,6 +32,7 @@ pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSourc
 pub use refusal::Refusal;
 pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
 pub use rights::{REVIEW_TTL, Reviewer, Rights};
+pub use signature::{Signatures, TrustedKey};
 pub use webhook::{
     AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, MAX_MESSAGE, MAX_RULES,
     MAX_WARNINGS, MAX_WEBHOOK_TIMEOUT, Operation, Rule, UserInfo, Verdict, WebhookRegistration,

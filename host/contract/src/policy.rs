@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::boundary::cut;
 use crate::object::GroupVersionKind;
 use crate::registration::Verb;
+use crate::signature::Signatures;
 use crate::webhook::{FailurePolicy, MAX_WEBHOOK_TIMEOUT};
 
 /// What the operator allows any plugin at most.
@@ -39,6 +40,8 @@ pub struct Ceiling {
     pub identities: BTreeMap<String, String>,
     /// Where `WasmReconciler` modules may be read from.
     pub modules: ModuleSources,
+    /// Who may sign modules, and whether every module from a registry must be signed.
+    pub signatures: Signatures,
 }
 
 /// A custom resource whose conversion one plugin may own.
@@ -119,6 +122,7 @@ impl Default for Ceiling {
             conversions: None,
             identities: BTreeMap::new(),
             modules: ModuleSources::default(),
+            signatures: Signatures::default(),
         }
     }
 }

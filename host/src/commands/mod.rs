@@ -3,13 +3,20 @@
 
 pub(crate) mod new;
 pub(crate) mod plugins;
+pub(crate) mod pull;
+pub(crate) mod push;
 pub(crate) mod rbac;
 pub(crate) mod run;
+pub(crate) mod sign;
 pub(crate) mod test;
 
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
+use oci_client::secrets::RegistryAuth;
+use wasmop::config::{CredentialArgs, RegistryArgs};
+use wasmop::plugins::oci::{Registries, Store};
 
 /// The kubeconfig given, else in-cluster configuration or the default kubeconfig.
 pub(crate) async fn connect(
@@ -27,4 +34,43 @@ pub(crate) async fn connect(
     };
     let client = kube::Client::try_from(config.clone())?;
     Ok((config, client))
+}
+
+/// How registries are reached, as `args` say, keeping pulled components in `store`.
+pub(crate) async fn registries(
+    args: &RegistryArgs,
+    store: Option<Store>,
+) -> anyhow::Result<Registries> {
+    let mut ca_pem = Vec::new();
+    if let Some(file) = &args.registry_ca_file {
+        let pem = tokio::fs::read(file)
+            .await
+            .with_context(|| format!("reading --registry-ca-file {}", file.display()))?;
+        ca_pem.push(pem);
+    }
+    Ok(Registries {
+        plain_http: args.registry_plain_http.clone(),
+        ca_pem,
+        store,
+    })
+}
+
+/// The credentials `args` give: anonymous without a user; the password from stdin with
+/// `--password-stdin`, else from `WASMOP_REGISTRY_PASSWORD`.
+pub(crate) fn credentials(args: &CredentialArgs) -> anyhow::Result<RegistryAuth> {
+    let Some(user) = &args.username else {
+        return Ok(RegistryAuth::Anonymous);
+    };
+    let password = match args.password_stdin {
+        true => {
+            let mut password = String::new();
+            std::io::stdin()
+                .read_to_string(&mut password)
+                .context("reading the password from stdin")?;
+            password.trim_end_matches(['\r', '\n']).to_owned()
+        }
+        false => std::env::var("WASMOP_REGISTRY_PASSWORD")
+            .context("--username needs --password-stdin or WASMOP_REGISTRY_PASSWORD")?,
+    };
+    Ok(RegistryAuth::Basic(user.clone(), password))
 }

@@ -1,10 +1,13 @@
 //! `wasmop run`: connects, loads the plugins from files, a plugin directory and
 //! WasmReconcilers, and runs the manager until SIGINT or SIGTERM.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+use oci_client::secrets::RegistryAuth;
+use wasmop::contract::TrustedKey;
+use wasmop::plugins::oci::{self, OciRef, Registries, Store};
 
 use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{LeaderArgs, RunArgs};
@@ -16,7 +19,7 @@ use wasmop::plugins::{self, crd::WasmReconcilers};
 use wasmop::record::Recorder;
 use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
 
-use super::connect;
+use super::{connect, registries};
 
 pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::Result<()> {
     let (config, client) = connect(args.kubeconfig.as_deref()).await?;
@@ -26,14 +29,17 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
         options.identities = Some(Identities::new(config, namespace.clone()));
     }
     tracing::info!(namespaces = %options.namespaces, "watching");
+    let store = Store::new(options.runtime.cache_dir.join("pulled"));
+    let registries = registries(&args.registry, Some(store)).await?;
     let mut manager = Manager::new(client.clone(), options)?;
     manager.serve().await?;
     for file in &args.plugins {
-        load(&mut manager, &args, file).await?;
+        load(&mut manager, &args, &registries, file).await?;
     }
     if args.wasm_reconcilers {
-        let (plugins, limits) = (manager.handle(), args.limits.clone());
-        let source = WasmReconcilers::new(client, plugins, limits, args.ceiling.clone());
+        let (plugins, limits, ceiling) =
+            (manager.handle(), args.limits.clone(), args.ceiling.clone());
+        let source = WasmReconcilers::new(client, plugins, limits, ceiling, registries);
         manager.add_runnable("WasmReconcilers", source.run());
     }
     if let Some(dir) = args.plugin_dir.clone() {
@@ -46,11 +52,55 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
     Ok(())
 }
 
-async fn load(manager: &mut Manager, args: &RunArgs, file: &Path) -> anyhow::Result<()> {
+async fn load(
+    manager: &mut Manager,
+    args: &RunArgs,
+    registries: &Registries,
+    file: &Path,
+) -> anyhow::Result<()> {
     tracing::info!(file = %file.display(), "loading plugin");
     let options = plugins::options(&args.plugin_limits(file));
-    manager.load_plugin(file, options).await?;
+    let module = match file.to_str().filter(|f| f.starts_with(oci::SCHEME)) {
+        Some(reference) => {
+            let keys = args.ceiling.signatures.keys_for(&[]);
+            let keys = keys.map_err(anyhow::Error::msg)?;
+            pulled(registries, reference, keys.as_deref()).await?
+        }
+        None => file.to_owned(),
+    };
+    manager.load_plugin(&module, options).await?;
     Ok(())
+}
+
+/// Pulls the `oci://` plugin `reference` (the operator named it: no address policy applies; a
+/// signature by one of `keys` when given) into a file named after its repository (the identity
+/// it runs as), in a folder named by its digest.
+async fn pulled(
+    registries: &Registries,
+    reference: &str,
+    keys: Option<&[TrustedKey]>,
+) -> anyhow::Result<PathBuf> {
+    let reference = OciRef::parse(reference)?;
+    let pulled = registries
+        .pull(&reference, &RegistryAuth::Anonymous, None, keys)
+        .await
+        .with_context(|| format!("pulling {reference}"))?;
+    let store = registries.store.as_ref().map(Store::dir);
+    let folder = store
+        .unwrap_or(Path::new("."))
+        .join("plugins")
+        .join(pulled.digest.trim_start_matches("sha256:"));
+    let name = reference
+        .oci()
+        .repository()
+        .rsplit('/')
+        .next()
+        .unwrap_or("plugin");
+    let file = folder.join(format!("{name}.wasm"));
+    tokio::fs::create_dir_all(&folder).await?;
+    tokio::fs::write(&file, &pulled.module).await?;
+    tracing::info!(%reference, file = %file.display(), "pulled plugin");
+    Ok(file)
 }
 
 /// Loads the plugin directory's files as they are now; one that fails is reported, not fatal.
@@ -62,7 +112,7 @@ async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::
         .with_context(|| format!("reading the plugin directory {}", dir.display()))?;
     for (file, stamp) in files {
         let bytes = tokio::fs::read(&file).await?;
-        if let Err(error) = load(manager, args, &file).await {
+        if let Err(error) = load(manager, args, &Registries::default(), &file).await {
             tracing::error!(file = %file.display(), "{error:#}");
         }
         watcher.loaded(&file, stamp, &bytes);

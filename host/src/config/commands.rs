@@ -4,6 +4,81 @@ use std::path::PathBuf;
 
 use super::namespace;
 
+/// How registries are reached (`wasmop run`, `push` and `pull`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RegistryArgs {
+    /// Registries (HOST[:PORT]) spoken to over plain HTTP rather than HTTPS.
+    #[arg(long, env = "WASMOP_REGISTRY_PLAIN_HTTP", value_delimiter = ',')]
+    pub registry_plain_http: Vec<String>,
+    /// A PEM file of CA certificates trusted for registries, besides the system's.
+    #[arg(long, env = "WASMOP_REGISTRY_CA_FILE")]
+    pub registry_ca_file: Option<PathBuf>,
+}
+
+/// The credentials `wasmop push` and `pull` give the registry: anonymous without `--username`;
+/// the password from stdin or `WASMOP_REGISTRY_PASSWORD`, never from an argument.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CredentialArgs {
+    /// The registry user.
+    #[arg(long, env = "WASMOP_REGISTRY_USERNAME")]
+    pub username: Option<String>,
+    /// Read the password from stdin (else from WASMOP_REGISTRY_PASSWORD).
+    #[arg(long, requires = "username")]
+    pub password_stdin: bool,
+}
+
+/// Options of `wasmop push`.
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// The plugin component.
+    pub plugin: PathBuf,
+    /// Where to push it: REGISTRY/REPOSITORY[:TAG].
+    pub reference: String,
+    /// How the registry is reached.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Who pushes.
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
+}
+
+/// Options of `wasmop pull`.
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// What to pull: REGISTRY/REPOSITORY[:TAG]@sha256:<digest>.
+    pub reference: String,
+    /// The file to write the component to.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// A public key (PEM) the component must be signed by, as `cosign verify --key` checks;
+    /// repeat for any of several.
+    #[arg(long = "key")]
+    pub keys: Vec<PathBuf>,
+    /// How the registry is reached.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Who pulls.
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
+}
+
+/// Options of `wasmop sign`.
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// What to sign: REGISTRY/REPOSITORY[:TAG]@sha256:<digest>, as `wasmop push` printed it.
+    pub reference: String,
+    /// The ECDSA P-256 private key, PKCS#8 PEM (`openssl genpkey -algorithm EC -pkeyopt
+    /// ec_paramgen_curve:P-256`; `cosign import-key-pair` takes the same file).
+    #[arg(long)]
+    pub key: PathBuf,
+    /// How the registry is reached.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Who pushes the signature.
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
+}
+
 /// Options of `wasmop compile-worker`, the child process a plugin is compiled in.
 #[derive(Debug, clap::Args)]
 pub struct CompileWorkerArgs {

@@ -25,7 +25,10 @@ mod policy;
 mod run;
 mod webhook;
 
-pub use commands::{CompileWorkerArgs, NewArgs, PluginsArgs, RbacArgs, TestArgs};
+pub use commands::{
+    CompileWorkerArgs, CredentialArgs, NewArgs, PluginsArgs, PullArgs, PushArgs, RbacArgs,
+    RegistryArgs, SignArgs, TestArgs,
+};
 pub use limits::{GuestArgs, PluginLimits};
 pub use parse::{BindAddress, MAX_DURATION};
 pub(crate) use parse::{bytes, duration, positive, rate, yaml};
@@ -106,6 +109,12 @@ pub enum Command {
     Test(TestArgs),
     /// Make a plugin folder: build configuration, a reconciler skeleton and passing fixtures.
     New(NewArgs),
+    /// Push a plugin component to a registry as a Wasm OCI artifact; prints the digest to pin.
+    Push(PushArgs),
+    /// Pull a plugin component from a registry, checked against the digest its reference pins.
+    Pull(PullArgs),
+    /// Sign a pushed plugin as cosign does (its signature verifies with `cosign verify`).
+    Sign(SignArgs),
     /// Compile the component on stdin into the artifact on stdout (the host runs this itself).
     #[command(name = "compile-worker", hide = true)]
     CompileWorker(CompileWorkerArgs),

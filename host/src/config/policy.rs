@@ -19,13 +19,18 @@
 //! modules:                        # where WasmReconciler modules may be read from
 //!   namespaces: [wasmop-system]   # ConfigMaps and Secrets in these namespaces only ([]: none)
 //!   private-addresses: false      # URLs on loopback, link-local, private addresses: refused
+//! signatures:                     # who may sign modules pulled from registries (cosign's format)
+//!   keys:                         # ECDSA P-256 public keys by name: a PEM file's path, or the PEM
+//!     release: /etc/wasmop/keys/release.pub
+//!   require: true                 # every module from a registry signed by one of them
 //! ```
 //!
 //! Without `modules.namespaces`, modules are read from the host's own namespace only
 //! (`POD_NAMESPACE`, else the pod's service-account namespace; none off-cluster).
 //!
 //! Unknown keys are errors, as in the config file. A `WasmReconciler`'s `spec.policy` has the
-//! same form without `conversions`, `identities` and `modules` (which only the operator grants)
+//! same form without `conversions`, `identities`, `modules` and `signatures` (which only the operator
+//! sets)
 //! and narrows this one for its plugin.
 
 use std::collections::BTreeMap;
@@ -37,12 +42,13 @@ use super::file::scalar;
 use super::{ConfigError, bytes, duration, positive, webhook_timeout};
 use wasmop_contract::boundary::{cut, dns_label};
 use wasmop_contract::{
-    Allowance, Ceiling, Conversion, FailurePolicy, KindPattern, ModuleSources, Verb,
+    Allowance, Ceiling, Conversion, FailurePolicy, KindPattern, ModuleSources, Signatures,
+    TrustedKey, Verb,
 };
 
 /// The settings only the operator's policy may hold: a `WasmReconciler`'s own narrows grants
 /// and limits, it never grants.
-const OPERATOR_ONLY: [&str; 3] = ["conversions", "identities", "modules"];
+const OPERATOR_ONLY: [&str; 4] = ["conversions", "identities", "modules", "signatures"];
 
 /// Reads the ceiling from the YAML file at `path`.
 pub(super) fn read(path: &Path) -> Result<Ceiling, ConfigError> {
@@ -96,12 +102,13 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             "conversions" => ceiling.conversions = Some(conversions(value).map_err(at)?),
             "identities" => ceiling.identities = identities(value).map_err(at)?,
             "modules" => ceiling.modules = modules(value).map_err(at)?,
+            "signatures" => ceiling.signatures = signatures(value).map_err(at)?,
             _ => {
                 return Err(format!(
                     "unknown setting `{}`; known: max-concurrent-reconciles, \
                      max-reconcile-timeout, max-memory-limit, max-instances, \
                      max-webhook-timeout, webhook-failure-policies, allow, conversions, \
-                     identities, modules",
+                     identities, modules, signatures",
                     cut(key)
                 ));
             }
@@ -230,6 +237,57 @@ fn modules(value: &Value) -> Result<ModuleSources, String> {
         }
     }
     Ok(modules)
+}
+
+/// `signatures`: trusted keys by name (a PEM, or the path of a PEM file), and whether every
+/// module from a registry must be signed by one.
+fn signatures(value: &Value) -> Result<Signatures, String> {
+    let Value::Object(fields) = value else {
+        return Err(format!("expected a mapping, found {}", kind_of(value)));
+    };
+    let mut signatures = Signatures::default();
+    for (key, value) in fields {
+        match key.as_str() {
+            "keys" => {
+                signatures.keys = names(value, key_name)?
+                    .into_iter()
+                    .map(|(name, key)| trusted_key(&name, &key))
+                    .collect::<Result<_, _>>()?
+            }
+            "require" => {
+                signatures.require = match value {
+                    Value::Bool(required) => *required,
+                    _ => return Err("`require`: expected true or false".into()),
+                }
+            }
+            _ => return Err(format!("unknown key `{}`; known: keys, require", cut(key))),
+        }
+    }
+    if signatures.require && signatures.keys.is_empty() {
+        return Err("`require: true` needs at least one key in `keys`".into());
+    }
+    Ok(signatures)
+}
+
+/// A key's name: a DNS label, as statuses and `spec.module.oci.verify` spell it.
+fn key_name(name: &str, _: &str) -> Result<(), String> {
+    match dns_label(name) {
+        true => Ok(()),
+        false => Err(format!(
+            "key name `{}` is not a DNS label (lowercase letters, digits and '-')",
+            cut(name)
+        )),
+    }
+}
+
+/// The key `name`, from its PEM or from the file `key` names.
+fn trusted_key(name: &str, key: &str) -> Result<TrustedKey, String> {
+    if key.trim_start().starts_with("-----BEGIN") {
+        return TrustedKey::from_pem(name, key);
+    }
+    let pem = std::fs::read_to_string(key)
+        .map_err(|e| format!("key `{}`: reading {}: {e}", cut(name), cut(key)))?;
+    TrustedKey::from_pem(name, &pem)
 }
 
 /// What any value is, for an error that does not quote it.
@@ -401,6 +459,46 @@ mod tests {
         assert!(refused.contains("only by the operator"), "{refused}");
         let own = super::super::yaml("max-instances: 2\n").unwrap();
         assert_eq!(narrowing(&own).unwrap().max_instances, 2);
+    }
+
+    const PEM: &str = "-----BEGIN PUBLIC KEY-----\n\
+        MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEW7LikAeRMLlfBEqv///tRgkfcIcR\n\
+        0t2Mcqh4RHnAPsfmG3VfMK1rhCXhmLLGEqiZoOiJzvB1CfmOFRIIIHkC5g==\n\
+        -----END PUBLIC KEY-----\n";
+
+    #[test]
+    fn trusted_keys_come_inline_or_from_files_and_only_from_the_operator() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ops.pub");
+        std::fs::write(&file, PEM).unwrap();
+        let inline = PEM.trim_end().replace('\n', "\n      ");
+        let text = format!(
+            "signatures:\n  keys:\n    release: |\n      {inline}\n    ops: {}\n  require: true\n",
+            file.display()
+        );
+        let ceiling = parse(&text).unwrap();
+        let names: Vec<&str> = ceiling.signatures.keys.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["ops", "release"]);
+        assert!(ceiling.signatures.require);
+        let error = |yaml: &str| parse(yaml).unwrap_err();
+        assert!(error("signatures: {require: true}\n").contains("at least one key"));
+        assert!(error("signatures: {keys: {Release: x}}\n").contains("not a DNS label"));
+        let missing = error("signatures: {keys: {release: /nonexistent/release.pub}}\n");
+        assert!(
+            missing.contains("reading /nonexistent/release.pub"),
+            "{missing}"
+        );
+        let garbage = format!(
+            "signatures: {{keys: {{release: \"{}\"}}}}\n",
+            "-----BEGIN x"
+        );
+        assert!(error(&garbage).contains("not an ECDSA P-256 public key"));
+        let document = super::super::yaml(&text).unwrap();
+        assert!(
+            narrowing(&document)
+                .unwrap_err()
+                .contains("only by the operator")
+        );
     }
 
     #[test]

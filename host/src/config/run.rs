@@ -8,8 +8,8 @@ use crate::http::SecureServing;
 use wasmop_contract::Ceiling;
 
 use super::{
-    BindAddress, ConfigError, PluginLimits, PluginOverrides, WebhookArgs, bytes, duration,
-    namespace,
+    BindAddress, ConfigError, PluginLimits, PluginOverrides, RegistryArgs, WebhookArgs, bytes,
+    duration, namespace,
 };
 
 /// Options of `wasmop run`.
@@ -46,6 +46,9 @@ pub struct RunArgs {
     /// else ~/.cache/wasmop/compiled].
     #[arg(long, env = "WASMOP_COMPILE_CACHE")]
     pub compile_cache: Option<PathBuf>,
+    /// How registries are reached, for `oci://` plugins and WasmReconcilers' `spec.module.oci`.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Compile plugins inside the host process rather than in a child process of this binary;
     /// a plugin whose compile exhausts the memory limit then takes the host down with it.
     #[arg(long, env = "WASMOP_COMPILE_IN_PROCESS")]

@@ -85,6 +85,13 @@ impl CheckedAddresses {
     }
 }
 
+impl CheckedAddresses {
+    /// The checked addresses with `port`, to connect to.
+    pub fn with_port(&self, port: u16) -> Vec<SocketAddr> {
+        self.0.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
+    }
+}
+
 impl tower_service::Service<Name> for CheckedAddresses {
     type Response = std::vec::IntoIter<SocketAddr>;
     type Error = std::io::Error;
@@ -96,8 +103,7 @@ impl tower_service::Service<Name> for CheckedAddresses {
 
     /// The checked addresses, whatever the name: port 0, which the connector replaces.
     fn call(&mut self, _: Name) -> Self::Future {
-        let addresses: Vec<SocketAddr> = self.0.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
-        std::future::ready(Ok(addresses.into_iter()))
+        std::future::ready(Ok(self.with_port(0).into_iter()))
     }
 }
 

@@ -41,6 +41,7 @@ use tokio::time::Instant;
 
 use super::PluginError;
 use super::module::{ModuleError, ModuleRef};
+use super::oci::{OciError, Registries};
 use super::{PluginHandle, PluginStatus};
 use crate::cache::dynamic_resource;
 use crate::config::{PluginLimits, PluginOverrides};
@@ -137,16 +138,20 @@ struct Installer {
     limits: PluginLimits,
     /// The operator's policy, which says where modules may be read from.
     ceiling: Ceiling,
+    /// How registries are reached.
+    registries: Registries,
 }
 
 impl WasmReconcilers {
     /// A source installing through `plugins`, with `limits` as the defaults spec overrides,
-    /// reading modules only from where the operator's `ceiling` allows.
+    /// reading modules only from where the operator's `ceiling` allows, reaching registries as
+    /// `registries` says.
     pub fn new(
         client: kube::Client,
         plugins: PluginHandle,
         limits: PluginLimits,
         ceiling: Ceiling,
+        registries: Registries,
     ) -> Self {
         let kind = GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
         let resource = ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
@@ -158,6 +163,7 @@ impl WasmReconcilers {
                 plugins: plugins.clone(),
                 limits,
                 ceiling,
+                registries,
             },
             plugins,
             handled: Mutex::default(),
@@ -402,12 +408,53 @@ impl Installer {
         let limits = self
             .limits_for(&spec)
             .map_err(|message| ("InvalidSpec", message))?;
-        let bytes = match spec.module.fetch(&self.client, &self.ceiling).await {
-            Ok(bytes) => bytes,
-            Err(error @ ModuleError::Digest) => return Err(("DigestMismatch", error.to_string())),
-            Err(error @ (ModuleError::Namespace { .. } | ModuleError::Address { .. })) => {
+        let fetched = spec
+            .module
+            .fetch(&self.client, &self.ceiling, &self.registries);
+        let bytes = match fetched.await {
+            Ok(fetched) => {
+                if let Some(key) = &fetched.signed_by {
+                    tracing::info!(source, key = %key, "the module's signature verifies");
+                }
+                fetched.bytes
+            }
+            Err(
+                error @ (ModuleError::Digest
+                | ModuleError::Oci {
+                    source: OciError::Digest(_),
+                    ..
+                }),
+            ) => return Err(("DigestMismatch", error.to_string())),
+            Err(
+                error @ (ModuleError::Namespace { .. }
+                | ModuleError::Address { .. }
+                | ModuleError::Oci {
+                    source: OciError::Refused(_),
+                    ..
+                }),
+            ) => {
                 return Err(("SourceRefused", error.to_string()));
             }
+            Err(
+                error @ ModuleError::Oci {
+                    source: OciError::TagMoved(_),
+                    ..
+                },
+            ) => return Err(("TagMoved", error.to_string())),
+            Err(
+                error @ (ModuleError::Unsigned(_)
+                | ModuleError::Oci {
+                    source: OciError::Unsigned { .. },
+                    ..
+                }),
+            ) => return Err(("Unsigned", error.to_string())),
+            Err(
+                error @ ModuleError::Oci {
+                    source: OciError::Untrusted { .. },
+                    ..
+                },
+            ) => return Err(("UntrustedSignature", error.to_string())),
+            Err(error @ ModuleError::Verify(_)) => return Err(("InvalidSpec", error.to_string())),
             Err(error @ ModuleError::Invalid(_)) => {
                 return Err(("InvalidSpec", error.to_string()));
             }

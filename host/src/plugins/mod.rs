@@ -22,6 +22,7 @@ pub mod dir;
 mod handle;
 mod loader;
 pub mod module;
+pub mod oci;
 mod options;
 mod registry;
 mod supervisor;

@@ -1,16 +1,18 @@
 //! Where a `WasmReconciler`'s component comes from — a ConfigMap's `binaryData` key, a Secret's
-//! key, or a URL — and fetching it with its digest checked.
+//! key, a URL, or an OCI registry ([`super::oci`]) — and fetching it with its digest checked.
 //!
-//! Every source must come with the module's sha256, so what runs is exactly what was reviewed:
-//! whoever can write the ConfigMap, Secret or URL cannot swap the code. A module whose digest
-//! differs is refused before it is compiled. Downloads connect within [`CONNECT_TIMEOUT`], finish
+//! Every source must come with a digest, so what runs is exactly what was reviewed: whoever can
+//! write the ConfigMap, Secret, URL or registry cannot swap the code. For the first three it is
+//! the module's sha256; an OCI reference pins its manifest, which pins the component (a sha256
+//! given too must then match the component). A module whose digest differs is refused before it
+//! is compiled. Downloads connect within [`CONNECT_TIMEOUT`], finish
 //! within [`FETCH_TIMEOUT`], are capped at [`MAX_MODULE_BYTES`] and follow no redirect; a failed
 //! download is reported by its status alone, never by the body the server sent.
 //!
 //! A read is one the host performs for whoever wrote the `WasmReconciler`, so it passes the
-//! capability check first: a ConfigMap or Secret only in a namespace the operator's policy lists
-//! (`modules.namespaces`), a URL only on addresses it allows (`modules.private-addresses`, see
-//! [`CheckedAddresses`]). And it answers nothing about what it read: a missing object, a missing
+//! capability check first: a ConfigMap, Secret or registry pull secret only in a namespace the
+//! operator's policy lists (`modules.namespaces`), a URL or registry only on addresses it allows
+//! (`modules.private-addresses`, see [`CheckedAddresses`]). And it answers nothing about what it read: a missing object, a missing
 //! key and a read the apiserver refused give one message, and a module that does not match its
 //! pin is never described by its own digest.
 
@@ -28,8 +30,9 @@ use kube::Api;
 
 use super::address::{AddressError, CheckedAddresses};
 use super::digest;
+use super::oci::{OciError, OciRef, PullSecretError, Registries, auth_from_dockerconfig};
 use wasmop_contract::capability::{self, Power, Subject};
-use wasmop_contract::{Ceiling, boundary};
+use wasmop_contract::{Ceiling, TrustedKey, boundary};
 
 /// The largest module a URL may serve.
 pub const MAX_MODULE_BYTES: usize = 64 << 20;
@@ -76,7 +79,37 @@ impl KeyRef {
     }
 }
 
-/// `spec.module` of a `WasmReconciler`: exactly one of `configMap`, `secret`, `url`.
+/// A Secret in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub struct SecretRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// `spec.module.oci`: a component in an OCI registry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OciSource {
+    /// `REGISTRY/REPOSITORY[:TAG]@sha256:<digest>`.
+    pub reference: String,
+    /// A `kubernetes.io/dockerconfigjson` Secret holding the registry's credentials.
+    pub pull_secret: Option<SecretRef>,
+    /// The signature the module must carry.
+    pub verify: Option<Verify>,
+}
+
+/// `spec.module.oci.verify`: the keys of the operator's policy the module must be signed by one
+/// of (all the policy trusts when it names none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub struct Verify {
+    /// Names of keys under the policy's `signatures.keys`.
+    #[serde(default)]
+    pub keys: Vec<String>,
+}
+
+/// `spec.module` of a `WasmReconciler`: exactly one of `configMap`, `secret`, `url`, `oci`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModuleRef {
@@ -86,7 +119,9 @@ pub struct ModuleRef {
     pub secret: Option<KeyRef>,
     /// An `http(s)` URL.
     pub url: Option<String>,
-    /// The module's sha256 in hex; required.
+    /// A component in an OCI registry.
+    pub oci: Option<OciSource>,
+    /// The module's sha256 in hex; required but for `oci`, whose reference pins it.
     pub sha256: Option<String>,
 }
 
@@ -95,6 +130,7 @@ enum Source<'a> {
     ConfigMap(&'a KeyRef),
     Secret(&'a KeyRef),
     Url(&'a str),
+    Oci(&'a OciSource, OciRef),
 }
 
 /// A module could not be fetched, or is not the one asked for.
@@ -136,24 +172,79 @@ pub enum ModuleError {
     /// The module is not the one the digest names (whose own digest is never told).
     #[error("the module does not match spec.module.sha256")]
     Digest,
+    /// The registry pull failed.
+    #[error("pulling {reference}: {source}")]
+    Oci {
+        /// The reference.
+        reference: String,
+        /// Why.
+        source: OciError,
+    },
+    /// The pull secret gives no credentials for the registry.
+    #[error("spec.module.oci.pullSecret: {0}")]
+    PullSecret(#[from] PullSecretError),
+    /// `spec.module.oci.verify` names a key the operator does not trust.
+    #[error("spec.module.oci.verify: {0}")]
+    Verify(String),
+    /// The module would run unsigned, which the operator's policy does not allow.
+    #[error("spec.module: the module {0}")]
+    Unsigned(String),
+}
+
+/// A fetched module.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The component.
+    pub bytes: Vec<u8>,
+    /// The trusted key that signed it, if one was asked for.
+    pub signed_by: Option<String>,
 }
 
 impl ModuleRef {
-    /// Fetches the module, from a source the operator's `policy` allows, and checks its digest.
+    /// Fetches the module, from a source the operator's `policy` allows (registries reached as
+    /// `registries` says), and checks its digest and, where asked for, its signature; a module
+    /// no trusted key is to verify must pass the capability check as [`Power::Unsigned`].
     pub async fn fetch(
         &self,
         client: &kube::Client,
         policy: &Ceiling,
-    ) -> Result<Vec<u8>, ModuleError> {
-        let bytes = match self.source()? {
-            Source::ConfigMap(key) => {
-                from_key(client, policy, key, |c: ConfigMap| c.binary_data).await?
+        registries: &Registries,
+    ) -> Result<Fetched, ModuleError> {
+        let source = self.source()?;
+        let keys = match &source {
+            Source::Oci(oci, _) => {
+                let named = oci.verify.clone().unwrap_or_default().keys;
+                policy
+                    .signatures
+                    .keys_for(&named)
+                    .map_err(ModuleError::Verify)?
             }
-            Source::Secret(key) => from_key(client, policy, key, |s: Secret| s.data).await?,
-            Source::Url(url) => from_url(url, policy).await?,
+            _ => None,
         };
-        self.check(&bytes)?;
-        Ok(bytes)
+        if keys.is_none() {
+            capability::check(Subject::tenant(policy), Power::Unsigned)
+                .map_err(|denied| ModuleError::Unsigned(denied.to_string()))?;
+        }
+        let fetched = match source {
+            Source::ConfigMap(key) => {
+                unsigned(from_key(client, policy, key, |c: ConfigMap| c.binary_data).await?)
+            }
+            Source::Secret(key) => {
+                unsigned(from_key(client, policy, key, |s: Secret| s.data).await?)
+            }
+            Source::Url(url) => unsigned(from_url(url, policy).await?),
+            Source::Oci(oci, reference) => {
+                let pull = Pull {
+                    client,
+                    policy,
+                    registries,
+                    keys: keys.as_deref(),
+                };
+                pull.run(&reference, oci.pull_secret.as_ref()).await?
+            }
+        };
+        self.check(&fetched.bytes)?;
+        Ok(fetched)
     }
 
     /// Checks the reference before anything is fetched: exactly one source, pinned by a sha256 of
@@ -165,17 +256,21 @@ impl ModuleRef {
 
     /// The one source, checked as [`ModuleRef::validate`] says.
     fn source(&self) -> Result<Source<'_>, ModuleError> {
-        let Some(sha256) = &self.sha256 else {
-            return Err(ModuleError::Invalid("pin the module with its sha256"));
-        };
-        let hex = sha256.strip_prefix("sha256:").unwrap_or(sha256);
-        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(ModuleError::Invalid("sha256 must be 64 hex digits"));
+        match (&self.sha256, &self.oci) {
+            (None, Some(_)) => {}
+            (None, None) => return Err(ModuleError::Invalid("pin the module with its sha256")),
+            (Some(sha256), _) => {
+                let hex = sha256.strip_prefix("sha256:").unwrap_or(sha256);
+                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(ModuleError::Invalid("sha256 must be 64 hex digits"));
+                }
+            }
         }
-        match (&self.config_map, &self.secret, &self.url) {
-            (Some(key), None, None) => key.validate().map(|()| Source::ConfigMap(key)),
-            (None, Some(key), None) => key.validate().map(|()| Source::Secret(key)),
-            (None, None, Some(url)) => match url.parse::<hyper::Uri>() {
+        match (&self.config_map, &self.secret, &self.url, &self.oci) {
+            (Some(key), None, None, None) => key.validate().map(|()| Source::ConfigMap(key)),
+            (None, Some(key), None, None) => key.validate().map(|()| Source::Secret(key)),
+            (None, None, None, Some(oci)) => oci.validate(),
+            (None, None, Some(url), None) => match url.parse::<hyper::Uri>() {
                 Ok(uri)
                     if url.len() <= MAX_URL
                         && matches!(uri.scheme_str(), Some("http" | "https")) =>
@@ -187,7 +282,7 @@ impl ModuleRef {
                 )),
             },
             _ => Err(ModuleError::Invalid(
-                "set exactly one of configMap, secret, url",
+                "set exactly one of configMap, secret, url, oci",
             )),
         }
     }
@@ -202,6 +297,80 @@ impl ModuleRef {
             true => Ok(()),
             false => Err(ModuleError::Digest),
         }
+    }
+}
+
+impl OciSource {
+    /// The parsed reference and the pull secret, each checked as it will be used.
+    fn validate(&self) -> Result<Source<'_>, ModuleError> {
+        let reference = OciRef::parse(&self.reference).map_err(|e| match e {
+            OciError::Reference(why) => ModuleError::Invalid(why),
+            _ => ModuleError::Invalid("oci.reference is invalid"),
+        })?;
+        if let Some(secret) = &self.pull_secret {
+            let as_key = KeyRef {
+                namespace: secret.namespace.clone(),
+                name: secret.name.clone(),
+                key: ".dockerconfigjson".to_owned(),
+            };
+            as_key.validate()?;
+        }
+        Ok(Source::Oci(self, reference))
+    }
+}
+
+fn unsigned(bytes: Vec<u8>) -> Fetched {
+    Fetched {
+        bytes,
+        signed_by: None,
+    }
+}
+
+/// A pull for a tenant: every connection checked against `policy`, the module verified against
+/// `keys` when given.
+struct Pull<'a> {
+    client: &'a kube::Client,
+    policy: &'a Ceiling,
+    registries: &'a Registries,
+    keys: Option<&'a [TrustedKey]>,
+}
+
+impl Pull<'_> {
+    /// Pulls the component `reference` names, with the credentials of `secret` if given.
+    async fn run(
+        &self,
+        reference: &OciRef,
+        secret: Option<&SecretRef>,
+    ) -> Result<Fetched, ModuleError> {
+        let auth = match secret {
+            None => oci_client::secrets::RegistryAuth::Anonymous,
+            Some(secret) => {
+                let key = KeyRef {
+                    namespace: secret.namespace.clone(),
+                    name: secret.name.clone(),
+                    key: ".dockerconfigjson".to_owned(),
+                };
+                let json = from_key(self.client, self.policy, &key, |s: Secret| {
+                    (s.type_.as_deref() == Some("kubernetes.io/dockerconfigjson"))
+                        .then_some(s.data)
+                        .flatten()
+                })
+                .await?;
+                auth_from_dockerconfig(&json, reference.registry())?
+            }
+        };
+        let pulled = self
+            .registries
+            .pull(reference, &auth, Some(self.policy), self.keys)
+            .await;
+        let pulled = pulled.map_err(|source| ModuleError::Oci {
+            reference: reference.to_string(),
+            source,
+        })?;
+        Ok(Fetched {
+            bytes: pulled.module,
+            signed_by: pulled.signed_by,
+        })
     }
 }
 
@@ -307,7 +476,7 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let error = unpinned
-            .fetch(&client, &Ceiling::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default())
             .await
             .unwrap_err();
         assert!(error.to_string().contains("sha256"), "{error}");
@@ -320,7 +489,7 @@ mod tests {
             ..ModuleRef::default()
         };
         let error = unpinned_key
-            .fetch(&client, &Ceiling::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default())
             .await
             .unwrap_err();
         assert!(error.to_string().contains("sha256"), "{error}");
@@ -328,7 +497,10 @@ mod tests {
             sha256: Some("0".repeat(64)),
             ..ModuleRef::default()
         };
-        let empty = empty.fetch(&client, &Ceiling::default()).await.unwrap_err();
+        let empty = empty
+            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .await
+            .unwrap_err();
         assert!(empty.to_string().contains("exactly one"), "{empty}");
     }
 
@@ -345,7 +517,9 @@ mod tests {
             sha256: Some("0".repeat(64)),
             ..ModuleRef::default()
         };
-        let refused = secret.fetch(&client, &Ceiling::default()).await;
+        let refused = secret
+            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .await;
         let refused = refused.unwrap_err();
         assert!(
             matches!(refused, ModuleError::Namespace { .. }),
@@ -364,8 +538,69 @@ mod tests {
         };
         // Allowed, the read is tried: the apiserver is unreachable, which says what a missing
         // object or key says.
-        let unread = secret.fetch(&client, &allowed).await.unwrap_err();
+        let unread = secret
+            .fetch(&client, &allowed, &Registries::default())
+            .await
+            .unwrap_err();
         assert_eq!(unread.to_string(), ModuleError::Unreadable.to_string());
+    }
+
+    #[tokio::test]
+    async fn a_policy_that_requires_signatures_runs_no_module_unverified() {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let pem = "-----BEGIN PUBLIC KEY-----\n\
+            MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEW7LikAeRMLlfBEqv///tRgkfcIcR\n\
+            0t2Mcqh4RHnAPsfmG3VfMK1rhCXhmLLGEqiZoOiJzvB1CfmOFRIIIHkC5g==\n\
+            -----END PUBLIC KEY-----\n";
+        let key = TrustedKey::from_pem("release", pem).unwrap();
+        let policy = Ceiling {
+            modules: wasmop_contract::ModuleSources {
+                namespaces: Some(vec!["plugins".into()]),
+                private_addresses: false,
+            },
+            signatures: wasmop_contract::Signatures {
+                keys: vec![key],
+                require: true,
+            },
+            ..Ceiling::default()
+        };
+        let config_map = ModuleRef {
+            config_map: Some(KeyRef {
+                namespace: "plugins".into(),
+                name: "webapp".into(),
+                key: "webapp.wasm".into(),
+            }),
+            sha256: Some("0".repeat(64)),
+            ..ModuleRef::default()
+        };
+        let refused = config_map
+            .fetch(&client, &policy, &Registries::default())
+            .await;
+        let refused = refused.unwrap_err();
+        assert!(matches!(refused, ModuleError::Unsigned(_)), "{refused}");
+        assert!(
+            refused.to_string().contains("signatures.require"),
+            "{refused}"
+        );
+        let oci = |keys: &[&str]| ModuleRef {
+            oci: Some(OciSource {
+                reference: format!("registry.example/webapp@sha256:{}", "a".repeat(64)),
+                pull_secret: None,
+                verify: Some(Verify {
+                    keys: keys.iter().map(|k| k.to_string()).collect(),
+                }),
+            }),
+            ..ModuleRef::default()
+        };
+        let unknown = oci(&["dev"])
+            .fetch(&client, &policy, &Registries::default())
+            .await;
+        let unknown = unknown.unwrap_err().to_string();
+        assert!(
+            unknown.contains("`dev`") && unknown.contains("release"),
+            "{unknown}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod logged;
+pub mod reconcilers;
 pub mod scrape;
 pub mod tls;
 
@@ -104,6 +105,15 @@ pub async fn converged(
 pub fn host(plane: &wasmop_envtest::ControlPlane) -> tokio::process::Command {
     host_as(plane, plane.kubeconfig_path())
 }
+
+/// `wasmop run` options that serve metrics and probes on no port, for hosts that run beside
+/// others.
+pub const NO_PORTS: [&str; 4] = [
+    "--metrics-bind-address",
+    "0",
+    "--health-probe-bind-address",
+    "0",
+];
 
 /// [`host`] speaking to the apiserver with the identity in `kubeconfig`.
 pub fn host_as(

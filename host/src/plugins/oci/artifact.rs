@@ -1,0 +1,189 @@
+//! The Wasm OCI artifact layout (CNCF TAG Runtime, Wasm working group): an OCI image manifest
+//! whose config is [`CONFIG_MEDIA_TYPE`] — the component's top-level imports and exports — and
+//! whose one layer, [`LAYER_MEDIA_TYPE`], is the component. Pushing builds one; pulling takes a
+//! manifest only if it is one. A pushed artifact names no creation time, so pushing the same
+//! component twice gives the same digest.
+
+use hyper::header::HeaderValue;
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
+use serde_json::json;
+
+use super::{MAX_MANIFEST_BYTES, MAX_MODULE_BYTES, OciError, OciRef};
+use crate::plugins::digest;
+
+/// The media type of a Wasm artifact's config.
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+
+/// The media type of a Wasm artifact's component layer.
+pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
+
+/// The manifest types a pull accepts.
+pub(super) const MANIFEST_MEDIA_TYPES: &[&str] = &[OCI_IMAGE_MEDIA_TYPE];
+
+/// An artifact ready to push: its blobs and its manifest's bytes.
+pub(super) struct Artifact {
+    config: Vec<u8>,
+    layer: Vec<u8>,
+    pub manifest: Vec<u8>,
+}
+
+impl Artifact {
+    /// The artifact of the component `module`.
+    pub fn of(module: Vec<u8>) -> Result<Self, OciError> {
+        if !wasmparser::Parser::is_component(&module) {
+            return Err(OciError::NotAComponent);
+        }
+        let (imports, exports) = names(&module)?;
+        let layer_digest = digest(&module);
+        let config = json!({
+            "architecture": "wasm",
+            "os": "wasip2",
+            "layerDigests": [layer_digest],
+            "component": {"imports": imports, "exports": exports},
+        });
+        let config = serde_json::to_vec(&config).map_err(|e| OciError::Client(e.to_string()))?;
+        let manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_owned()),
+            config: descriptor(CONFIG_MEDIA_TYPE, &config),
+            layers: vec![descriptor(LAYER_MEDIA_TYPE, &module)],
+            ..OciImageManifest::default()
+        };
+        let manifest =
+            serde_json::to_vec(&manifest).map_err(|e| OciError::Client(e.to_string()))?;
+        Ok(Artifact {
+            config,
+            layer: module,
+            manifest,
+        })
+    }
+
+    /// The blobs to push before the manifest, with their digests.
+    pub fn blobs(&self) -> [(Vec<u8>, String); 2] {
+        [
+            (self.config.clone(), digest(&self.config)),
+            (self.layer.clone(), digest(&self.layer)),
+        ]
+    }
+
+    /// The manifest's digest: what a reference pins.
+    pub fn digest(&self) -> String {
+        digest(&self.manifest)
+    }
+}
+
+/// The `Content-Type` a manifest is pushed with.
+pub(super) fn content_type() -> HeaderValue {
+    HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE)
+}
+
+fn descriptor(media_type: &str, bytes: &[u8]) -> OciDescriptor {
+    OciDescriptor {
+        media_type: media_type.to_owned(),
+        digest: digest(bytes),
+        size: bytes.len() as i64,
+        ..OciDescriptor::default()
+    }
+}
+
+/// The component layer of the manifest `raw`, once `raw` is shown to be the one `reference`
+/// pins and a Wasm artifact of one component no larger than a module may be.
+pub(super) fn component_layer(reference: &OciRef, raw: &[u8]) -> Result<OciDescriptor, OciError> {
+    if raw.len() > MAX_MANIFEST_BYTES {
+        return Err(OciError::TooLarge("manifest", MAX_MANIFEST_BYTES));
+    }
+    if digest(raw) != reference.digest() {
+        return Err(OciError::Digest("manifest"));
+    }
+    let manifest: OciImageManifest =
+        serde_json::from_slice(raw).map_err(|_| OciError::Layout("not an OCI image manifest"))?;
+    if manifest.config.media_type != CONFIG_MEDIA_TYPE {
+        return Err(OciError::Layout(
+            "its config is not application/vnd.wasm.config.v0+json (push it with wasmop push)",
+        ));
+    }
+    let [layer] = <[OciDescriptor; 1]>::try_from(manifest.layers)
+        .map_err(|_| OciError::Layout("a Wasm artifact has exactly one layer"))?;
+    if layer.media_type != LAYER_MEDIA_TYPE {
+        return Err(OciError::Layout("its layer is not application/wasm"));
+    }
+    if !(1..=MAX_MODULE_BYTES as i64).contains(&layer.size) {
+        return Err(OciError::TooLarge("component", MAX_MODULE_BYTES));
+    }
+    let hex = layer.digest.strip_prefix("sha256:").unwrap_or_default();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(OciError::Layout("its layer's digest is not sha256"));
+    }
+    Ok(layer)
+}
+
+/// The names of the component's own (top-level) imports and exports.
+fn names(module: &[u8]) -> Result<(Vec<String>, Vec<String>), OciError> {
+    use wasmparser::Payload;
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(module) {
+        match payload.map_err(|_| OciError::NotAComponent)? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let import = import.map_err(|_| OciError::NotAComponent)?;
+                    imports.push(import.name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    let export = export.map_err(|_| OciError::NotAComponent)?;
+                    exports.push(export.name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((imports, exports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn webapp() -> Vec<u8> {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../target/components/webapp.wasm"
+        );
+        std::fs::read(file).expect("build the guests first with `make guests`")
+    }
+
+    #[test]
+    fn an_artifact_is_one_component_layer_under_a_wasm_config() {
+        let artifact = Artifact::of(webapp()).unwrap();
+        let manifest: serde_json::Value = serde_json::from_slice(&artifact.manifest).unwrap();
+        assert_eq!(manifest["config"]["mediaType"], CONFIG_MEDIA_TYPE);
+        assert_eq!(manifest["layers"][0]["mediaType"], LAYER_MEDIA_TYPE);
+        assert_eq!(manifest["layers"][0]["digest"], digest(&webapp()));
+        let config: serde_json::Value = serde_json::from_slice(&artifact.config).unwrap();
+        let exports = config["component"]["exports"].as_array().unwrap();
+        assert!(
+            exports
+                .iter()
+                .any(|e| e.as_str().unwrap().starts_with("wasmop:reconciler/"))
+        );
+        assert_eq!(Artifact::of(webapp()).unwrap().digest(), artifact.digest());
+        let reference = format!("r.example/webapp@{}", artifact.digest());
+        let reference = OciRef::parse(&reference).unwrap();
+        let layer = component_layer(&reference, &artifact.manifest).unwrap();
+        assert_eq!(layer.digest, digest(&webapp()));
+        let elsewhere = format!("r.example/webapp@{}", digest(b"another manifest"));
+        let moved = component_layer(&OciRef::parse(&elsewhere).unwrap(), &artifact.manifest);
+        assert!(
+            matches!(moved, Err(OciError::Digest("manifest"))),
+            "{moved:?}"
+        );
+        assert!(matches!(
+            Artifact::of(b"\0asm\x01\0\0\0".to_vec()),
+            Err(OciError::NotAComponent)
+        ));
+    }
+}

@@ -1,0 +1,131 @@
+//! Why a pull or push failed, said without repeating what a registry sent: its status, its
+//! error codes, or what the host found wrong — never a body, a URL's query or a credential.
+
+use std::time::Duration;
+
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+
+use super::proxy::Proxy;
+
+/// What [`OciError::Registry`] says when the registry has no such manifest.
+pub(super) const NOT_FOUND: &str = "has no such manifest";
+
+/// A pull or push failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// The reference is not one the host pulls.
+    #[error("the OCI reference is invalid: {0}")]
+    Reference(&'static str),
+    /// A connection went to an address the operator's policy does not allow.
+    #[error("{0}")]
+    Refused(String),
+    /// The registry could not be reached, or did not answer in time.
+    #[error("the registry {0}")]
+    Unreachable(&'static str),
+    /// The registry answered an error.
+    #[error("the registry {0}")]
+    Registry(String),
+    /// The reference's tag names another manifest than its digest pins.
+    #[error("the tag {0} no longer names the pinned digest: pin the new digest, or drop the tag")]
+    TagMoved(String),
+    /// The manifest or component is larger than the host takes.
+    #[error("the {0} is larger than {1} bytes")]
+    TooLarge(&'static str, usize),
+    /// A manifest or blob is not what its digest names.
+    #[error("the {0} does not match its digest")]
+    Digest(&'static str),
+    /// The manifest is not a Wasm artifact the host loads.
+    #[error("not a Wasm component artifact: {0}")]
+    Layout(&'static str),
+    /// What would be pushed is not a component.
+    #[error("not a WebAssembly component")]
+    NotAComponent,
+    /// The pull did not end in time.
+    #[error("the pull did not end within {0:?}")]
+    Timeout(Duration),
+    /// The policy asks for a signature and the registry holds none of the pinned digest.
+    #[error(
+        "{digest} is not signed (no cosign signature in its repository); it must be signed by one of the keys {keys}"
+    )]
+    Unsigned {
+        /// The pinned digest.
+        digest: String,
+        /// The keys it must be signed by.
+        keys: String,
+    },
+    /// The pinned digest's signatures are by none of the keys the policy trusts.
+    #[error("none of the {found} signature(s) of {digest} is by one of the keys {keys}")]
+    Untrusted {
+        /// The pinned digest.
+        digest: String,
+        /// The keys it must be signed by.
+        keys: String,
+        /// How many signatures were found.
+        found: usize,
+    },
+    /// The client could not be set up.
+    #[error("setting up the registry client: {0}")]
+    Client(String),
+}
+
+impl OciError {
+    /// What `error` says that is safe to show; a refusal by the `proxy` the pull went through
+    /// explains a failed connection.
+    pub(super) fn registry(error: OciDistributionError, proxy: Option<&Proxy>) -> Self {
+        if let Some(refusal) = proxy.and_then(Proxy::refusal) {
+            return refusal;
+        }
+        if proxy.is_some_and(Proxy::unreachable) {
+            return OciError::Unreachable("could not be connected to");
+        }
+        use OciDistributionError as E;
+        let said = match error {
+            E::UnauthorizedError { .. } | E::ServerError { code: 401, .. } => {
+                "refused the credentials (401 Unauthorized)".to_owned()
+            }
+            E::AuthenticationFailure(_) | E::RegistryTokenDecodeError(_) => {
+                "did not authenticate the host".to_owned()
+            }
+            E::ImageManifestNotFoundError(_) | E::ServerError { code: 404, .. } => {
+                NOT_FOUND.to_owned()
+            }
+            E::RegistryError { envelope, .. }
+                if !envelope.errors.is_empty() && envelope.errors.iter().all(unknown) =>
+            {
+                NOT_FOUND.to_owned()
+            }
+            E::ServerError { code, .. } => format!("answered {code}"),
+            E::RegistryError { envelope, .. } => {
+                let codes: Vec<String> = envelope.errors.iter().map(|e| code(&e.code)).collect();
+                format!("answered {}", codes.join(", "))
+            }
+            E::DigestError(_) => return OciError::Digest("blob"),
+            E::RequestError(e) if e.is_timeout() => {
+                return OciError::Unreachable("did not answer in time");
+            }
+            E::RequestError(e) if e.is_connect() => {
+                return OciError::Unreachable("could not be connected to");
+            }
+            E::RequestError(e) if e.is_redirect() => "redirected too often".to_owned(),
+            E::RequestError(_) | E::IoError(_) => "connection failed".to_owned(),
+            _ => "sent an answer that breaks the distribution spec".to_owned(),
+        };
+        OciError::Registry(said)
+    }
+}
+
+/// Whether `error` says the manifest or repository does not exist.
+fn unknown(error: &oci_client::errors::OciError) -> bool {
+    matches!(
+        error.code,
+        OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown
+    )
+}
+
+/// An error code the spec defines, by name; anything else is not repeated.
+fn code(code: &OciErrorCode) -> String {
+    match code {
+        OciErrorCode::Other(_) => "an unknown error code".to_owned(),
+        known => format!("{known:?}"),
+    }
+}

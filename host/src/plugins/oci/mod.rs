@@ -1,0 +1,532 @@
+//! Plugins as Wasm OCI artifacts: references pinned by digest, pulled from a registry with
+//! oci-client and pushed by `wasmop push`.
+//!
+//! An artifact is laid out as the CNCF TAG Runtime's Wasm working group specifies ([`artifact`]):
+//! an OCI image manifest whose config is `application/vnd.wasm.config.v0+json` and whose one layer
+//! is the component, `application/wasm` — what `wkg oci push` and `oras push` of that convention
+//! make too.
+//!
+//! Invariants of a pull: the reference names a digest, and the manifest's bytes hash to it (a
+//! reference that names a tag too is refused once the tag names another manifest); the
+//! component's bytes hash to the layer's digest; the manifest is at most [`MAX_MANIFEST_BYTES`] and
+//! the component at most [`MAX_MODULE_BYTES`] (what a registry sends beyond either is cut off);
+//! the whole pull ends within [`FETCH_TIMEOUT`], each connection within [`CONNECT_TIMEOUT`]. Every
+//! connection of a pull — to the registry, its token service, and wherever a redirect leads —
+//! goes through a [`proxy`] that enforces those caps and, when the pull is made for a tenant,
+//! connects only to addresses the operator's policy allows. Credentials reach the registry's own host alone (a redirect
+//! elsewhere carries none), and no error repeats what a registry sent: it says the status, the
+//! registry's error codes or what the host found wrong.
+
+mod artifact;
+mod auth;
+mod error;
+#[cfg(test)]
+mod hostile_tests;
+mod proxy;
+mod reference;
+mod signature;
+mod store;
+
+use std::time::Duration;
+
+use futures::future::OptionFuture;
+use oci_client::Client;
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::manifest::OciDescriptor;
+use oci_client::secrets::RegistryAuth;
+use tokio::io::AsyncWrite;
+
+pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
+pub use auth::{PullSecretError, auth_from_dockerconfig};
+pub use error::OciError;
+pub use reference::{OciRef, SCHEME};
+pub use signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION};
+pub use store::Store;
+
+use super::module::{CONNECT_TIMEOUT, FETCH_TIMEOUT, MAX_MODULE_BYTES};
+use proxy::Proxy;
+use signature::Signature;
+use wasmop_contract::{Ceiling, TrustedKey};
+
+/// The largest manifest a registry may send.
+pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
+
+/// How long a connection may sit without a byte read.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the host reaches registries: which it speaks plain HTTP to, which CAs it trusts beyond
+/// the system's, and the policy its connections are checked against (none for the CLI, which
+/// acts for the person running it).
+#[derive(Debug, Clone, Default)]
+pub struct Registries {
+    /// Registries (`HOST[:PORT]`) reached over plain HTTP.
+    pub plain_http: Vec<String>,
+    /// PEM certificates of CAs trusted beyond the system's.
+    pub ca_pem: Vec<Vec<u8>>,
+    /// Where pulled components are kept, if anywhere.
+    pub store: Option<Store>,
+}
+
+/// A component pulled from a registry.
+#[derive(Debug)]
+pub struct Pulled {
+    /// The component's bytes.
+    pub module: Vec<u8>,
+    /// The manifest's digest (`sha256:…`), as the reference pins it.
+    pub digest: String,
+    /// The trusted key that signed it, when a signature was asked for.
+    pub signed_by: Option<String>,
+    /// Why the registry could not be reached, when the component came from the store instead.
+    pub unreachable: Option<OciError>,
+}
+
+/// What one pull brought: the component and, when asked for, the digest's signatures.
+struct Fetched {
+    module: Vec<u8>,
+    signatures: Vec<Signature>,
+}
+
+impl Registries {
+    /// Pulls the component `reference` names with `auth`; for a tenant, with `policy` checking
+    /// every address connected to; with `keys`, only if one of them signed the pinned digest.
+    /// When the registry cannot be reached, the component (and signatures) pulled from the
+    /// same repository before are given, if the store holds them, and checked the same way.
+    pub async fn pull(
+        &self,
+        reference: &OciRef,
+        auth: &RegistryAuth,
+        policy: Option<&Ceiling>,
+        keys: Option<&[TrustedKey]>,
+    ) -> Result<Pulled, OciError> {
+        let signed = keys.is_some();
+        let fetched =
+            tokio::time::timeout(FETCH_TIMEOUT, self.fetch(reference, auth, policy, signed))
+                .await
+                .unwrap_or(Err(OciError::Unreachable("did not answer in time")));
+        let (fetched, unreachable) = match fetched {
+            Ok(fetched) => (fetched, None),
+            Err(error @ OciError::Unreachable(_)) => match self.stored(reference, signed).await {
+                Some(stored) => {
+                    tracing::warn!(reference = %reference, "{error}; loading the component pulled before");
+                    (stored, Some(error))
+                }
+                None => return Err(error),
+            },
+            Err(error) => return Err(error),
+        };
+        let signed_by = keys
+            .map(|keys| signature::verified_by(&fetched.signatures, reference.digest(), keys))
+            .transpose()?;
+        Ok(Pulled {
+            module: fetched.module,
+            digest: reference.digest().to_owned(),
+            signed_by,
+            unreachable,
+        })
+    }
+
+    /// The component of `reference` the store holds, if it holds its manifest too (and the
+    /// signatures kept with it, when `signed`).
+    async fn stored(&self, reference: &OciRef, signed: bool) -> Option<Fetched> {
+        let store = self.store.as_ref()?;
+        let manifest = store.manifest(reference).await?;
+        let layer = artifact::component_layer(reference, &manifest).ok()?;
+        let module = store.blob(&layer.digest).await?;
+        let signatures = match signed {
+            true => store.signatures(reference).await,
+            false => Vec::new(),
+        };
+        Some(Fetched { module, signatures })
+    }
+
+    async fn fetch(
+        &self,
+        reference: &OciRef,
+        auth: &RegistryAuth,
+        policy: Option<&Ceiling>,
+        signed: bool,
+    ) -> Result<Fetched, OciError> {
+        let anywhere = Ceiling {
+            modules: wasmop_contract::ModuleSources {
+                namespaces: None,
+                private_addresses: true,
+            },
+            ..Ceiling::default()
+        };
+        let proxy = Proxy::start(policy.unwrap_or(&anywhere).clone()).await?;
+        let client = self.client(Some(&proxy))?;
+        let pull = Pull {
+            client: &client,
+            proxy: &proxy,
+            reference,
+            auth,
+        };
+        pull.check_tag().await?;
+        let manifest = pull
+            .manifest(reference.oci(), artifact::MANIFEST_MEDIA_TYPES)
+            .await?;
+        let layer = artifact::component_layer(reference, &manifest)?;
+        let signatures = match signed {
+            true => pull.signatures().await?,
+            false => Vec::new(),
+        };
+        let store = self.store.as_ref();
+        let held = OptionFuture::from(store.map(|s| s.blob(&layer.digest)));
+        let module = match held.await.flatten() {
+            Some(module) => module,
+            None => pull.blob(&layer, "component").await?,
+        };
+        if let Some(store) = store {
+            store
+                .keep(reference, &manifest, &layer.digest, &module)
+                .await;
+            if signed {
+                store.keep_signatures(reference, &signatures).await;
+            }
+        }
+        Ok(Fetched { module, signatures })
+    }
+
+    /// Pushes `module` as a Wasm artifact to `reference` (a tag or a bare repository) with
+    /// `auth`, and returns the manifest's digest to pin.
+    pub async fn push(
+        &self,
+        reference: &oci_client::Reference,
+        module: Vec<u8>,
+        auth: &RegistryAuth,
+    ) -> Result<String, OciError> {
+        let client = self.client(None)?;
+        let artifact = artifact::Artifact::of(module)?;
+        let registry = |e| OciError::registry(e, None);
+        client
+            .store_auth_if_needed(reference.resolve_registry(), auth)
+            .await;
+        client
+            .auth(reference, auth, oci_client::RegistryOperation::Push)
+            .await
+            .map_err(registry)?;
+        for (bytes, digest) in artifact.blobs() {
+            client
+                .push_blob(reference, bytes, &digest)
+                .await
+                .map_err(registry)?;
+        }
+        client
+            .push_manifest_raw(
+                reference,
+                artifact.manifest.clone(),
+                artifact::content_type(),
+            )
+            .await
+            .map_err(registry)?;
+        Ok(artifact.digest())
+    }
+
+    /// Signs the artifact `reference` pins with `key` as cosign does, adding the signature to
+    /// the ones its repository holds; returns the reference of the signature manifest.
+    pub async fn sign(
+        &self,
+        reference: &OciRef,
+        key: &p256::ecdsa::SigningKey,
+        auth: &RegistryAuth,
+    ) -> Result<String, OciError> {
+        let client = self.client(None)?;
+        let registry = |e| OciError::registry(e, None);
+        let oci = reference.oci();
+        client
+            .fetch_manifest_digest(oci, auth)
+            .await
+            .map_err(registry)?;
+        let tag = signature::tag(reference.digest());
+        let tagged = oci_client::Reference::with_tag(
+            oci.registry().to_owned(),
+            oci.repository().to_owned(),
+            tag,
+        );
+        let existing = match client
+            .pull_manifest_raw(&tagged, auth, signature::MANIFEST_MEDIA_TYPES)
+            .await
+            .map_err(registry)
+        {
+            Ok((raw, _)) => Some(raw.to_vec()),
+            Err(OciError::Registry(said)) if said == error::NOT_FOUND => None,
+            Err(error) => return Err(error),
+        };
+        let signed = Signature::sign(reference, key);
+        let (manifest, blobs) = signature::manifest(existing.as_deref(), &signed)?;
+        client
+            .auth(&tagged, auth, oci_client::RegistryOperation::Push)
+            .await
+            .map_err(registry)?;
+        for blob in blobs {
+            let digest = crate::plugins::digest(&blob);
+            client
+                .push_blob(&tagged, blob, &digest)
+                .await
+                .map_err(registry)?;
+        }
+        client
+            .push_manifest_raw(&tagged, manifest, artifact::content_type())
+            .await
+            .map_err(registry)?;
+        Ok(tagged.whole())
+    }
+
+    fn client(&self, proxy: Option<&Proxy>) -> Result<Client, OciError> {
+        install_crypto_provider();
+        let mut config = ClientConfig {
+            protocol: match self.plain_http.is_empty() {
+                true => ClientProtocol::Https,
+                false => ClientProtocol::HttpsExcept(self.plain_http.clone()),
+            },
+            extra_root_certificates: self
+                .ca_pem
+                .iter()
+                .map(|pem| Certificate {
+                    encoding: CertificateEncoding::Pem,
+                    data: pem.clone(),
+                })
+                .collect(),
+            platform_resolver: None,
+            max_concurrent_download: 1,
+            connect_timeout: Some(CONNECT_TIMEOUT),
+            read_timeout: Some(READ_TIMEOUT),
+            user_agent: concat!("wasmop/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        if let Some(proxy) = proxy {
+            config.https_proxy = Some(proxy.url().to_owned());
+            config.http_proxy = Some(proxy.url().to_owned());
+        }
+        Client::try_from(config).map_err(|e| OciError::Client(e.to_string()))
+    }
+}
+
+/// One pull's requests, each through the pull's proxy and within its caps.
+struct Pull<'a> {
+    client: &'a Client,
+    proxy: &'a Proxy,
+    reference: &'a OciRef,
+    auth: &'a RegistryAuth,
+}
+
+impl Pull<'_> {
+    fn failed(&self, error: oci_client::errors::OciDistributionError) -> OciError {
+        OciError::registry(error, Some(self.proxy))
+    }
+
+    /// Refuses the reference when its tag (if it names one) now names another manifest.
+    async fn check_tag(&self) -> Result<(), OciError> {
+        let Some(tag) = self.reference.oci().tag() else {
+            return Ok(());
+        };
+        self.proxy.allow(MAX_MANIFEST_BYTES);
+        let now = self
+            .client
+            .fetch_manifest_digest(&self.tagged(tag), self.auth)
+            .await
+            .map_err(|e| self.failed(e))?;
+        match now == self.reference.digest() {
+            true => Ok(()),
+            false => Err(OciError::TagMoved(tag.to_owned())),
+        }
+    }
+
+    /// The reference's repository at `tag`.
+    fn tagged(&self, tag: &str) -> oci_client::Reference {
+        let oci = self.reference.oci();
+        let registry = oci.registry().to_owned();
+        oci_client::Reference::with_tag(registry, oci.repository().to_owned(), tag.to_owned())
+    }
+
+    /// The raw manifest `reference` names, at most [`MAX_MANIFEST_BYTES`].
+    async fn manifest(
+        &self,
+        reference: &oci_client::Reference,
+        media_types: &[&str],
+    ) -> Result<Vec<u8>, OciError> {
+        self.proxy.allow(MAX_MANIFEST_BYTES);
+        let (raw, _) = self
+            .client
+            .pull_manifest_raw(reference, self.auth, media_types)
+            .await
+            .map_err(|e| self.failed(e))?;
+        match raw.len() <= MAX_MANIFEST_BYTES {
+            true => Ok(raw.to_vec()),
+            false => Err(OciError::TooLarge("manifest", MAX_MANIFEST_BYTES)),
+        }
+    }
+
+    /// The blob `layer` describes, checked against its size and digest.
+    async fn blob(&self, layer: &OciDescriptor, what: &'static str) -> Result<Vec<u8>, OciError> {
+        let size = usize::try_from(layer.size).unwrap_or(usize::MAX);
+        self.proxy.allow(size);
+        let mut out = Capped::new(size);
+        self.client
+            .pull_blob(self.reference.oci(), layer, &mut out)
+            .await
+            .or_else(|e| match out.overflowed {
+                true => Ok(()),
+                false => Err(self.failed(e)),
+            })?;
+        if out.overflowed {
+            return Err(OciError::TooLarge(what, size));
+        }
+        match out.bytes.len() == size && crate::plugins::digest(&out.bytes) == layer.digest {
+            true => Ok(out.bytes),
+            false => Err(OciError::Digest(what)),
+        }
+    }
+
+    /// The cosign signatures of the pinned digest in its repository (none when it has none).
+    async fn signatures(&self) -> Result<Vec<Signature>, OciError> {
+        let tagged = self.tagged(&signature::tag(self.reference.digest()));
+        let raw = match self
+            .manifest(&tagged, signature::MANIFEST_MEDIA_TYPES)
+            .await
+        {
+            Err(OciError::Registry(said)) if said == error::NOT_FOUND => return Ok(Vec::new()),
+            raw => raw?,
+        };
+        let mut found = Vec::new();
+        for (layer, signature) in signature::layers(&raw)? {
+            let payload = self.blob(&layer, "signature payload").await?;
+            found.push(Signature::of(&payload, signature));
+        }
+        Ok(found)
+    }
+}
+
+/// Makes ring rustls's process-wide provider (the one the host's other TLS uses), once.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let ring = tokio_rustls::rustls::crypto::ring::default_provider();
+        let _ = ring.install_default();
+    });
+}
+
+/// A buffer that takes at most `limit` bytes and fails the write that would pass it.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+    overflowed: bool,
+}
+
+impl Capped {
+    fn new(limit: usize) -> Self {
+        Capped {
+            bytes: Vec::with_capacity(limit.min(MAX_MODULE_BYTES)),
+            limit: limit.min(MAX_MODULE_BYTES),
+            overflowed: false,
+        }
+    }
+}
+
+impl AsyncWrite for Capped {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if this.bytes.len() + buf.len() > this.limit {
+            this.overflowed = true;
+            let message = format!("the blob is longer than its {} bytes", this.limit);
+            return std::task::Poll::Ready(Err(std::io::Error::other(message)));
+        }
+        this.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn reference(registry: &str) -> OciRef {
+        let digest = crate::plugins::digest(b"manifest");
+        OciRef::parse(&format!("{registry}/webapp@{digest}")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_tenants_pull_reaches_no_address_the_policy_refuses() {
+        let registries = Registries::default();
+        let anonymous = RegistryAuth::Anonymous;
+        for registry in ["127.0.0.1:5000", "169.254.169.254", "localhost:5000"] {
+            let pulled = registries
+                .pull(
+                    &reference(registry),
+                    &anonymous,
+                    Some(&Ceiling::default()),
+                    None,
+                )
+                .await;
+            let error = pulled.unwrap_err();
+            assert!(matches!(error, OciError::Refused(_)), "{registry}: {error}");
+            assert!(
+                error.to_string().contains("modules.private-addresses"),
+                "{error}"
+            );
+        }
+    }
+
+    /// A server that answers every request with an endless body.
+    async fn endless() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let _ = stream.read(&mut [0u8; 4096]).await;
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\n\r\n";
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let chunk = vec![b' '; 64 << 10];
+                    while stream.write_all(&chunk).await.is_ok() {}
+                });
+            }
+        });
+        address
+    }
+
+    #[tokio::test]
+    async fn an_endless_manifest_is_cut_off_at_its_cap() {
+        let registry = endless().await;
+        let registries = Registries {
+            plain_http: vec![registry.clone()],
+            ..Registries::default()
+        };
+        let policy = Ceiling {
+            modules: wasmop_contract::ModuleSources {
+                namespaces: None,
+                private_addresses: true,
+            },
+            ..Ceiling::default()
+        };
+        let pulled = registries
+            .pull(
+                &reference(&registry),
+                &RegistryAuth::Anonymous,
+                Some(&policy),
+                None,
+            )
+            .await;
+        let error = pulled.unwrap_err();
+        assert!(error.to_string().contains("sent more than"), "{error}");
+    }
+}

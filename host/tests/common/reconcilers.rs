@@ -1,0 +1,45 @@
+//! WasmReconcilers on the test control plane: their API, their conditions, and waiting for a
+//! status.
+
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject};
+use serde_json::Value;
+
+/// The cluster's WasmReconcilers.
+pub fn api(client: kube::Client) -> Api<DynamicObject> {
+    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
+    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
+    Api::all_with(client, &resource)
+}
+
+/// Installs the WasmReconciler CRD on `plane` (idempotent).
+pub async fn install_crd(plane: &wasmop_envtest::ControlPlane) -> anyhow::Result<()> {
+    let crd =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
+    plane.install_crds(&[crd]).await?;
+    Ok(())
+}
+
+/// The condition of type `kind` in `status`, or null.
+pub fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+/// Waits until `name`'s status satisfies `check`; returns it.
+pub async fn status_until(
+    api: &Api<DynamicObject>,
+    name: &str,
+    check: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    loop {
+        let status = api.get(name).await?.data["status"].clone();
+        if check(&status) {
+            return Ok(status);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

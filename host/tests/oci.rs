@@ -1,0 +1,500 @@
+//! Plugins as Wasm OCI artifacts in a real registry (the CNCF Distribution registry beside the
+//! real control plane): `wasmop push` prints the digest to pin and `wasmop pull` gives the same
+//! bytes back; a WasmReconciler loads from `spec.module.oci`, swaps to a new digest, refuses a
+//! reference whose tag has moved, and after a host restart with the registry down loads what was
+//! pulled before, as `--plugin oci://` does; a private registry (TLS + htpasswd) answers only
+//! with the pull secret's credentials, which appear nowhere in the status; and under a policy
+//! that requires signatures, only modules signed by a trusted key load, signed by the real
+//! `cosign` or by `wasmop sign` (which `cosign verify` accepts), pushed by the real ORAS CLI.
+
+mod common;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use wasmop::plugins::digest;
+use wasmop_envtest::{ControlPlane, Registry, RegistryAuth, shared, within};
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs `wasmop ARGS` with `env`, and returns its stdout; fails with its stderr.
+async fn wasmop(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<String> {
+    let program = std::path::Path::new(env!("CARGO_BIN_EXE_wasmop"));
+    run(program, args, std::path::Path::new("."), env).await
+}
+
+fn component(name: &str) -> String {
+    common::component(name).display().to_string()
+}
+
+fn module_digest(name: &str) -> anyhow::Result<String> {
+    Ok(digest(&std::fs::read(common::component(name))?))
+}
+
+fn reconciler(name: &str, module: Value) -> anyhow::Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+        "metadata": {"name": name}, "spec": {"module": module},
+    }))?)
+}
+
+/// A policy letting the host read modules (and pull secrets) from `namespace`, reach loopback
+/// registries, and let `webapp` convert WebApps.
+fn policy(plane: &ControlPlane, namespace: &str) -> anyhow::Result<std::path::PathBuf> {
+    let file = plane.dir().join(format!("{namespace}-policy.yaml"));
+    let text = format!(
+        "modules: {{namespaces: [{namespace}], private-addresses: true}}\n\
+         conversions: {{example.wasmop.dev/WebApp: webapp}}\n"
+    );
+    std::fs::write(&file, text)?;
+    Ok(file)
+}
+
+/// Both scenarios in turn: WasmReconcilers are cluster-scoped, and every host writes the status
+/// of every one, so two hosts at once would each report on the other's.
+#[tokio::test]
+async fn modules_travel_through_registries() -> anyhow::Result<()> {
+    within(LIMIT, "OCI modules", async {
+        let plane = shared().await?;
+        common::reconcilers::install_crd(plane).await?;
+        common::install_webapp_crd(plane).await?;
+        pushed_modules_load_swap_and_survive_a_registry_outage(plane).await?;
+        a_private_registry_answers_only_with_the_pull_secret(plane).await?;
+        signatures_decide_what_runs(plane).await
+    })
+    .await
+}
+
+async fn pushed_modules_load_swap_and_survive_a_registry_outage(
+    plane: &ControlPlane,
+) -> anyhow::Result<()> {
+    let client = plane.client().await?;
+    let work = plane.create_namespace("oci-work").await?;
+    let mut registry = Registry::start(RegistryAuth::Anonymous).await?;
+    let address = registry.address().to_owned();
+    let plain = ["--registry-plain-http", address.as_str()];
+    let push = |file: String, to: String| {
+        let args = [
+            vec!["push".to_owned(), file, to],
+            plain.map(str::to_owned).to_vec(),
+        ];
+        async move {
+            let args: Vec<&str> = args.iter().flatten().map(String::as_str).collect();
+            wasmop(&args, &[]).await
+        }
+    };
+
+    // `push` prints the reference pinned by the manifest's digest; `pull` gives the bytes back.
+    let v1 = push(component("webapp"), format!("{address}/team/webapp:v1")).await?;
+    println!("pushed: {v1}");
+    assert!(
+        v1.starts_with(&format!("{address}/team/webapp@sha256:")),
+        "{v1}"
+    );
+    let again = push(component("webapp"), format!("{address}/team/webapp:v1")).await?;
+    assert_eq!(again, v1, "the same component pushes to the same digest");
+    let pulled = tempfile::tempdir()?.keep().join("webapp.wasm");
+    let output = pulled.display().to_string();
+    wasmop(&[&["pull", &v1, "-o", &output][..], &plain].concat(), &[]).await?;
+    assert_eq!(
+        std::fs::read(&pulled)?,
+        std::fs::read(common::component("webapp"))?
+    );
+    let v2 = push(component("webapp-v2"), format!("{address}/team/webapp:v2")).await?;
+    let good = push(component("guest-good"), format!("{address}/good")).await?;
+
+    let start_host = || {
+        common::host(plane)
+            .args(["--wasm-reconcilers", "--namespaces", &work])
+            .arg("--policy")
+            .arg(policy(plane, &work).unwrap())
+            .args(plain)
+            .args(["--plugin", &format!("oci://{good}")])
+            .args(common::NO_PORTS)
+            .spawn()
+    };
+    let host = start_host()?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &work);
+    common::seen_by_good(&configmaps, "pulled-by-the-host").await?;
+
+    let api = common::reconcilers::api(client.clone());
+    let oci = |reference: &str| json!({"oci": {"reference": reference}});
+    api.create(&PostParams::default(), &reconciler("oci-webapp", oci(&v1))?)
+        .await?;
+    let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
+    let status = common::reconcilers::status_until(&api, "oci-webapp", ready).await?;
+    assert_eq!(status["digest"], module_digest("webapp")?);
+    let apps = common::webapps(client.clone(), &work);
+    apps.create(&PostParams::default(), &common::webapp("shop"))
+        .await?;
+    common::converged(&apps, "shop").await?;
+
+    // A new digest swaps the plugin.
+    let swap = json!({"spec": {"module": oci(&v2)}});
+    api.patch("oci-webapp", &PatchParams::default(), &Patch::Merge(&swap))
+        .await?;
+    let v2_digest = module_digest("webapp-v2")?;
+    let swapped = common::reconcilers::status_until(&api, "oci-webapp", |s| {
+        ready(s) && s["digest"] == v2_digest.as_str()
+    })
+    .await?;
+    println!("swapped: {swapped}");
+
+    // The tag `v2` moves to another manifest: a reference naming it with the old digest is
+    // refused, and the running version stays.
+    let moved = push(component("webapp"), format!("{address}/team/webapp:v2")).await?;
+    assert_eq!(moved, v1);
+    let pinned_digest = v2.rsplit_once('@').unwrap().1;
+    let tagged = format!("{address}/team/webapp:v2@{pinned_digest}");
+    let stale = json!({"spec": {"module": oci(&tagged)}});
+    api.patch("oci-webapp", &PatchParams::default(), &Patch::Merge(&stale))
+        .await?;
+    let degraded = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
+    let status = common::reconcilers::status_until(&api, "oci-webapp", degraded).await?;
+    println!("tag moved: {status}");
+    assert_eq!(
+        common::reconcilers::condition(&status, "Degraded")["reason"],
+        "TagMoved"
+    );
+    assert_eq!(status["digest"], v2_digest, "the running version stays");
+
+    // The registry goes down and the host restarts: both plugins load from what it pulled.
+    api.patch("oci-webapp", &PatchParams::default(), &Patch::Merge(&swap))
+        .await?;
+    common::reconcilers::status_until(&api, "oci-webapp", ready).await?;
+    common::terminate(host).await?;
+    registry.stop();
+    let host = start_host()?;
+    common::seen_by_good(&configmaps, "while-the-registry-is-down").await?;
+    apps.patch(
+        "shop",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await?;
+    common::converged(&apps, "shop").await?;
+    let status = common::reconcilers::status_until(&api, "oci-webapp", ready).await?;
+    assert_eq!(status["digest"], v2_digest);
+    api.delete("oci-webapp", &Default::default()).await?;
+    common::terminate(host).await
+}
+
+async fn a_private_registry_answers_only_with_the_pull_secret(
+    plane: &ControlPlane,
+) -> anyhow::Result<()> {
+    let client = plane.client().await?;
+    let modules = plane.create_namespace("oci-modules").await?;
+    let work = plane.create_namespace("oci-private").await?;
+    let password = "pw-that-must-not-leak";
+    let auth = RegistryAuth::Htpasswd {
+        user: "alice".into(),
+        password: password.into(),
+    };
+    let registry = Registry::start(auth).await?;
+    let address = registry.address();
+    let ca = registry
+        .ca_file()
+        .expect("a TLS registry")
+        .display()
+        .to_string();
+    let to = format!("{address}/private/good:v1");
+    let args = [
+        "push",
+        &component("guest-good"),
+        &to,
+        "--registry-ca-file",
+        &ca,
+    ];
+    let anonymous = wasmop(&args, &[]).await.unwrap_err().to_string();
+    assert!(anonymous.contains("refused the credentials"), "{anonymous}");
+    let with_user = [&args[..], &["--username", "alice"]].concat();
+    let reference = wasmop(&with_user, &[("WASMOP_REGISTRY_PASSWORD", password)]).await?;
+
+    let host = common::host(plane)
+        .args(["--wasm-reconcilers", "--namespaces", &work])
+        .arg("--policy")
+        .arg(policy(plane, &modules)?)
+        .args(["--registry-ca-file", &ca])
+        .args(common::NO_PORTS)
+        .spawn()?;
+    let api = common::reconcilers::api(client.clone());
+    let module = |secret: Option<(&str, &str)>| {
+        let pull_secret =
+            secret.map(|(namespace, name)| json!({"namespace": namespace, "name": name}));
+        json!({"oci": {"reference": reference, "pullSecret": pull_secret}})
+    };
+    api.create(
+        &PostParams::default(),
+        &reconciler("oci-private", module(None))?,
+    )
+    .await?;
+    let degraded = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
+    let status = common::reconcilers::status_until(&api, "oci-private", degraded).await?;
+    println!("without credentials: {status}");
+    assert_eq!(
+        common::reconcilers::condition(&status, "Degraded")["reason"],
+        "FetchFailed"
+    );
+
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "registry"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": registry.dockerconfigjson().unwrap()},
+    }))?;
+    for namespace in [&modules, &work] {
+        Api::<Secret>::namespaced(client.clone(), namespace)
+            .create(&PostParams::default(), &secret)
+            .await?;
+    }
+    // A pull secret in a namespace the policy does not list is never read.
+    let elsewhere = json!({"spec": {"module": module(Some((&work, "registry")))}});
+    api.patch(
+        "oci-private",
+        &PatchParams::default(),
+        &Patch::Merge(&elsewhere),
+    )
+    .await?;
+    let refused =
+        |s: &Value| common::reconcilers::condition(s, "Degraded")["reason"] == "SourceRefused";
+    let status = common::reconcilers::status_until(&api, "oci-private", refused).await?;
+    println!("secret elsewhere: {status}");
+
+    let listed = json!({"spec": {"module": module(Some((&modules, "registry")))}});
+    api.patch(
+        "oci-private",
+        &PatchParams::default(),
+        &Patch::Merge(&listed),
+    )
+    .await?;
+    let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
+    let status = common::reconcilers::status_until(&api, "oci-private", ready).await?;
+    assert_eq!(status["digest"], module_digest("guest-good")?);
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &work);
+    common::seen_by_good(&configmaps, "from-a-private-registry").await?;
+    let object = serde_json::to_string(&api.get("oci-private").await?)?;
+    assert!(!object.contains(password), "{object}");
+    api.delete("oci-private", &Default::default()).await?;
+    common::terminate(host).await
+}
+
+/// Runs `program ARGS` in `dir` with `env`, and returns its stdout; fails with its stderr.
+async fn run(
+    program: &std::path::Path,
+    args: &[&str],
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<String> {
+    let output = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .await?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    anyhow::ensure!(output.status.success(), "{program:?} {args:?}: {stderr}");
+    Ok(String::from_utf8(output.stdout)?.trim().to_owned())
+}
+
+/// A P-256 key pair made without cosign: the private key (PKCS#8 PEM, as `wasmop sign` reads
+/// it) and the public key (PEM), written to `dir/name.pem` and `dir/name.pub`.
+fn key_pair(dir: &std::path::Path, name: &str, seed: u8) -> anyhow::Result<(String, String)> {
+    use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+    let key = p256::ecdsa::SigningKey::from_slice(&[seed; 32])?;
+    let private = dir.join(format!("{name}.pem"));
+    let public = dir.join(format!("{name}.pub"));
+    std::fs::write(&private, key.to_pkcs8_pem(LineEnding::LF)?.as_bytes())?;
+    std::fs::write(
+        &public,
+        key.verifying_key().to_public_key_pem(LineEnding::LF)?,
+    )?;
+    Ok((private.display().to_string(), public.display().to_string()))
+}
+
+/// Under a policy that requires signatures by `release` (a cosign key) or `ops` (a key of
+/// wasmop's): a module pushed by the ORAS CLI is refused unsigned, refused when signed by an
+/// untrusted key, and loads once `cosign sign` signed it; a module `wasmop sign` signed with
+/// `ops` passes `cosign verify`, and loads only where `spec.module.oci.verify` allows `ops`.
+async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()> {
+    let client = plane.client().await?;
+    let work = plane.create_namespace("oci-signed").await?;
+    let tools = wasmop_envtest::Binaries::locate_registry().await?;
+    let registry = Registry::start(RegistryAuth::Anonymous).await?;
+    let address = registry.address().to_owned();
+    let plain = ["--registry-plain-http", address.as_str()];
+    let dir = tempfile::tempdir()?;
+    let keys = dir.path();
+    let cosign_env = [("COSIGN_PASSWORD", "")];
+    let cosign_http = ["--allow-http-registry", "--allow-insecure-registry"];
+    let cosign = tools.cosign();
+    run(
+        &cosign,
+        &["generate-key-pair", "--output-key-prefix", "release"],
+        keys,
+        &cosign_env,
+    )
+    .await?;
+    let (_, ops_pub) = key_pair(keys, "ops", 0x0b)?;
+    let (stranger, _) = key_pair(keys, "stranger", 0x5e)?;
+    let ops = keys.join("ops.pem").display().to_string();
+    let file = plane.dir().join("signatures-policy.yaml");
+    let release_pub = keys.join("release.pub").display().to_string();
+    std::fs::write(
+        &file,
+        format!(
+            "modules: {{private-addresses: true}}\n\
+             conversions: {{example.wasmop.dev/WebApp: webapp}}\n\
+             signatures:\n  keys: {{release: {release_pub}, ops: {ops_pub}}}\n  require: true\n"
+        ),
+    )?;
+
+    // The ORAS CLI pushes the component in the Wasm artifact layout.
+    let components = common::component("webapp");
+    let components = components.parent().unwrap();
+    std::fs::write(keys.join("config.json"), "{}")?;
+    let oras = tools.oras();
+    let tagged = format!("{address}/oras/webapp:v1");
+    let config = format!(
+        "{}:application/vnd.wasm.config.v0+json",
+        keys.join("config.json").display()
+    );
+    run(
+        &oras,
+        &[
+            "push",
+            "--plain-http",
+            "--config",
+            &config,
+            &tagged,
+            "webapp.wasm:application/wasm",
+        ],
+        components,
+        &[],
+    )
+    .await?;
+    let digest = run(
+        &oras,
+        &["resolve", "--plain-http", &tagged],
+        components,
+        &[],
+    )
+    .await?;
+    let pushed = format!("{address}/oras/webapp@{digest}");
+
+    let host = common::host(plane)
+        .args(["--wasm-reconcilers", "--namespaces", &work, "--policy"])
+        .arg(&file)
+        .args(plain)
+        .args(common::NO_PORTS)
+        .spawn()?;
+    let api = common::reconcilers::api(client.clone());
+    let degraded = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
+    let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
+    let attempt = |name: &'static str, module: Value| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &reconciler(name, module)?)
+                .await?;
+            let done = |s: &Value| degraded(s) || ready(s);
+            let status = common::reconcilers::status_until(&api, name, done).await?;
+            api.delete(name, &Default::default()).await?;
+            println!("{name}: {status}");
+            anyhow::Ok(status)
+        }
+    };
+    let degraded_by = |status: &Value| {
+        let condition = common::reconcilers::condition(status, "Degraded");
+        (
+            condition["reason"].as_str().unwrap_or_default().to_owned(),
+            condition["message"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+
+    let status = attempt("unsigned", json!({"oci": {"reference": pushed}})).await?;
+    let (reason, message) = degraded_by(&status);
+    assert_eq!(reason, "Unsigned");
+    assert!(
+        message.contains(&digest) && message.contains("ops, release"),
+        "{message}"
+    );
+
+    wasmop(
+        &[&["sign", "--key", &stranger, &pushed][..], &plain].concat(),
+        &[],
+    )
+    .await?;
+    let status = attempt("stranger-signed", json!({"oci": {"reference": pushed}})).await?;
+    let (reason, message) = degraded_by(&status);
+    assert_eq!(reason, "UntrustedSignature");
+    assert!(
+        message.contains(&digest) && message.contains("ops, release"),
+        "{message}"
+    );
+
+    let sign = [
+        &["sign", "--key", "release.key", "--tlog-upload=false", "-y"][..],
+        &cosign_http,
+        &[&pushed],
+    ]
+    .concat();
+    run(&cosign, &sign, keys, &cosign_env).await?;
+    let status = attempt("cosign-signed", json!({"oci": {"reference": pushed}})).await?;
+    assert!(ready(&status), "{status}");
+    assert_eq!(status["digest"], module_digest("webapp")?);
+
+    // `wasmop sign` with ops: cosign verifies it; a WasmReconciler narrowed to release refuses it.
+    let to = format!("{address}/team/webapp-v2:v2");
+    let v2 = wasmop(
+        &[&["push", &component("webapp-v2"), &to][..], &plain].concat(),
+        &[],
+    )
+    .await?;
+    wasmop(&[&["sign", "--key", &ops, &v2][..], &plain].concat(), &[]).await?;
+    let verify = [
+        &["verify", "--key", &ops_pub, "--insecure-ignore-tlog=true"][..],
+        &cosign_http,
+        &[&v2],
+    ]
+    .concat();
+    let verified = run(&cosign, &verify, keys, &cosign_env).await?;
+    assert!(
+        verified.contains(v2.rsplit_once('@').unwrap().1),
+        "{verified}"
+    );
+    let pulled = keys.join("v2.wasm").display().to_string();
+    let pull = |key: &str| {
+        [&["pull", &v2, "-o", &pulled, "--key", key][..], &plain]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    let refused = wasmop(
+        &pull(&release_pub)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &[],
+    )
+    .await;
+    assert!(
+        refused.unwrap_err().to_string().contains("none of the"),
+        "pull --key release"
+    );
+    wasmop(
+        &pull(&ops_pub)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &[],
+    )
+    .await?;
+    let only_release = json!({"oci": {"reference": v2, "verify": {"keys": ["release"]}}});
+    let status = attempt("narrowed", only_release).await?;
+    assert_eq!(degraded_by(&status).0, "UntrustedSignature");
+    let ops_allowed = json!({"oci": {"reference": v2, "verify": {"keys": ["ops"]}}});
+    let status = attempt("ops-signed", ops_allowed).await?;
+    assert!(ready(&status), "{status}");
+    common::terminate(host).await
+}

@@ -315,7 +315,8 @@ fn key_pair(dir: &std::path::Path, name: &str, seed: u8) -> anyhow::Result<(Stri
 /// Under a policy that requires signatures by `release` (a cosign key) or `ops` (a key of
 /// wasmop's): a module pushed by the ORAS CLI is refused unsigned, refused when signed by an
 /// untrusted key, and loads once `cosign sign` signed it; a module `wasmop sign` signed with
-/// `ops` passes `cosign verify`, and loads only where `spec.module.oci.verify` allows `ops`.
+/// `ops` passes `cosign verify`, is refused where `spec.module.oci.verify` allows only
+/// `release`, and — pushed with its precompiled form — loads on a host that cannot compile.
 async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()> {
     let client = plane.client().await?;
     let work = plane.create_namespace("oci-signed").await?;
@@ -382,12 +383,15 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     .await?;
     let pushed = format!("{address}/oras/webapp@{digest}");
 
-    let host = common::host(plane)
-        .args(["--wasm-reconcilers", "--namespaces", &work, "--policy"])
-        .arg(&file)
-        .args(plain)
-        .args(common::NO_PORTS)
-        .spawn()?;
+    let start_host = || {
+        let mut host = common::host(plane);
+        host.args(["--wasm-reconcilers", "--namespaces", &work, "--policy"])
+            .arg(&file)
+            .args(plain)
+            .args(common::NO_PORTS);
+        host
+    };
+    let host = start_host().spawn()?;
     let api = common::reconcilers::api(client.clone());
     let degraded = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
     let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
@@ -443,13 +447,12 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     assert!(ready(&status), "{status}");
     assert_eq!(status["digest"], module_digest("webapp")?);
 
-    // `wasmop sign` with ops: cosign verifies it; a WasmReconciler narrowed to release refuses it.
+    // `wasmop push --precompile` adds the compiled component; `wasmop sign` with ops: cosign
+    // verifies it, `wasmop pull --key` too, and a WasmReconciler narrowed to release refuses it.
     let to = format!("{address}/team/webapp-v2:v2");
-    let v2 = wasmop(
-        &[&["push", &component("webapp-v2"), &to][..], &plain].concat(),
-        &[],
-    )
-    .await?;
+    let v2_file = component("webapp-v2");
+    let push = [&["push", "--precompile", &v2_file, &to][..], &plain].concat();
+    let v2 = wasmop(&push, &[]).await?;
     wasmop(&[&["sign", "--key", &ops, &v2][..], &plain].concat(), &[]).await?;
     let verify = [
         &["verify", "--key", &ops_pub, "--insecure-ignore-tlog=true"][..],
@@ -463,38 +466,29 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
         "{verified}"
     );
     let pulled = keys.join("v2.wasm").display().to_string();
-    let pull = |key: &str| {
-        [&["pull", &v2, "-o", &pulled, "--key", key][..], &plain]
-            .concat()
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>()
-    };
-    let refused = wasmop(
-        &pull(&release_pub)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-        &[],
-    )
-    .await;
-    assert!(
-        refused.unwrap_err().to_string().contains("none of the"),
-        "pull --key release"
-    );
-    wasmop(
-        &pull(&ops_pub)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-        &[],
-    )
-    .await?;
+    let pull = |key| [&["pull", &v2, "-o", &pulled, "--key", key][..], &plain].concat();
+    let refused = wasmop(&pull(&release_pub), &[]).await.unwrap_err();
+    assert!(refused.to_string().contains("none of the"), "{refused}");
+    wasmop(&pull(&ops_pub), &[]).await?;
     let only_release = json!({"oci": {"reference": v2, "verify": {"keys": ["release"]}}});
     let status = attempt("narrowed", only_release).await?;
     assert_eq!(degraded_by(&status).0, "UntrustedSignature");
+    common::terminate(host).await?;
+
+    // A host that cannot compile — an empty compile cache and a compile memory limit no compile
+    // fits — loads the module whose signed artifact carries it precompiled, and no other.
+    let cache = tempfile::tempdir()?;
+    let host = start_host()
+        .arg("--compile-cache")
+        .arg(cache.path())
+        .args(["--compile-memory-limit", "4Mi"])
+        .spawn()?;
     let ops_allowed = json!({"oci": {"reference": v2, "verify": {"keys": ["ops"]}}});
-    let status = attempt("ops-signed", ops_allowed).await?;
+    let status = attempt("precompiled", ops_allowed).await?;
     assert!(ready(&status), "{status}");
+    let status = attempt("compiled-here", json!({"oci": {"reference": pushed}})).await?;
+    let (reason, message) = degraded_by(&status);
+    assert_eq!(reason, "CompileKilled");
+    assert!(message.contains("compile"), "{message}");
     common::terminate(host).await
 }

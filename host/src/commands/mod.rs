@@ -52,6 +52,7 @@ pub(crate) async fn registries(
         plain_http: args.registry_plain_http.clone(),
         ca_pem,
         store,
+        engine: None,
     })
 }
 

@@ -3,6 +3,8 @@
 
 use anyhow::Context;
 use wasmop::config::PushArgs;
+use wasmop::plugins::oci::Precompiled;
+use wasmop::runtime::{Runtime, RuntimeConfig};
 
 use super::{credentials, registries};
 
@@ -17,13 +19,17 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<()> {
         .with_context(|| format!("reading {}", args.plugin.display()))?;
     let auth = credentials(&args.credentials)?;
     let registries = registries(&args.registry, None).await?;
+    let precompiled = match args.precompile {
+        true => Some(precompiled(&module).await?),
+        false => None,
+    };
     eprintln!(
         "pushing {} ({} bytes) to {reference}",
         args.plugin.display(),
         module.len()
     );
     let digest = registries
-        .push(&reference, module, &auth)
+        .push(&reference, module, precompiled, &auth)
         .await
         .with_context(|| format!("pushing to {reference}"))?;
     println!(
@@ -32,4 +38,21 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<()> {
         reference.repository()
     );
     Ok(())
+}
+
+/// `module` compiled ahead of time by an engine of this build's default settings.
+async fn precompiled(module: &[u8]) -> anyhow::Result<Precompiled> {
+    let cache = tempfile::tempdir()?;
+    let config = RuntimeConfig {
+        cache_dir: cache.path().to_owned(),
+        ..RuntimeConfig::default()
+    };
+    let runtime = Runtime::new(config)?;
+    let engine = runtime.engine_fingerprint();
+    eprintln!("compiling ahead of time for {engine} (a large plugin takes a minute)");
+    let module = module.to_vec();
+    let artifact = tokio::task::spawn_blocking(move || runtime.precompile(&module)).await?;
+    let artifact = artifact.map_err(|e| anyhow::anyhow!("compiling: {e:#}"))?;
+    eprintln!("compiled: {} bytes", artifact.len());
+    Ok(Precompiled { engine, artifact })
 }

@@ -30,8 +30,9 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
     }
     tracing::info!(namespaces = %options.namespaces, "watching");
     let store = Store::new(options.runtime.cache_dir.join("pulled"));
-    let registries = registries(&args.registry, Some(store)).await?;
+    let mut registries = registries(&args.registry, Some(store)).await?;
     let mut manager = Manager::new(client.clone(), options)?;
+    registries.engine = Some(manager.handle().runtime().engine_fingerprint());
     manager.serve().await?;
     for file in &args.plugins {
         load(&mut manager, &args, &registries, file).await?;
@@ -64,7 +65,12 @@ async fn load(
         Some(reference) => {
             let keys = args.ceiling.signatures.keys_for(&[]);
             let keys = keys.map_err(anyhow::Error::msg)?;
-            pulled(registries, reference, keys.as_deref()).await?
+            let pulled = pulled(registries, reference, keys.as_deref()).await?;
+            if let Some(artifact) = pulled.precompiled {
+                let runtime = manager.handle();
+                runtime.runtime().adopt(pulled.module, artifact).await?;
+            }
+            pulled.file
         }
         None => file.to_owned(),
     };
@@ -79,7 +85,7 @@ async fn pulled(
     registries: &Registries,
     reference: &str,
     keys: Option<&[TrustedKey]>,
-) -> anyhow::Result<PathBuf> {
+) -> anyhow::Result<PulledPlugin> {
     let reference = OciRef::parse(reference)?;
     let pulled = registries
         .pull(&reference, &RegistryAuth::Anonymous, None, keys)
@@ -100,7 +106,18 @@ async fn pulled(
     tokio::fs::create_dir_all(&folder).await?;
     tokio::fs::write(&file, &pulled.module).await?;
     tracing::info!(%reference, file = %file.display(), "pulled plugin");
-    Ok(file)
+    Ok(PulledPlugin {
+        file,
+        module: pulled.module,
+        precompiled: pulled.precompiled,
+    })
+}
+
+/// An `oci://` plugin, pulled into a file.
+struct PulledPlugin {
+    file: PathBuf,
+    module: Vec<u8>,
+    precompiled: Option<Vec<u8>>,
 }
 
 /// Loads the plugin directory's files as they are now; one that fails is reported, not fatal.

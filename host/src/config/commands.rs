@@ -34,6 +34,11 @@ pub struct PushArgs {
     pub plugin: PathBuf,
     /// Where to push it: REGISTRY/REPOSITORY[:TAG].
     pub reference: String,
+    /// Add the component compiled ahead of time for this build's engine, which hosts of the
+    /// same build use instead of compiling — only once a key they trust has signed the artifact
+    /// (`wasmop sign`).
+    #[arg(long)]
+    pub precompile: bool,
     /// How the registry is reached.
     #[command(flatten)]
     pub registry: RegistryArgs,

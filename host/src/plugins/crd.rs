@@ -40,7 +40,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::PluginError;
-use super::module::{ModuleError, ModuleRef};
+use super::module::{Fetched, ModuleError, ModuleRef};
 use super::oci::{OciError, Registries};
 use super::{PluginHandle, PluginStatus};
 use crate::cache::dynamic_resource;
@@ -416,6 +416,7 @@ impl Installer {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
                 }
+                self.adopt(source, &fetched).await;
                 fetched.bytes
             }
             Err(
@@ -467,6 +468,19 @@ impl Installer {
             options.ceiling = Some(ceiling);
         }
         Ok(Some((bytes, options)))
+    }
+
+    /// Gives the runtime the module's signed precompiled form, if it came with one, so loading
+    /// it compiles nothing; a failure to keep it costs a compile.
+    async fn adopt(&self, source: &str, fetched: &Fetched) {
+        let Some(artifact) = &fetched.precompiled else {
+            return;
+        };
+        let runtime = self.plugins.runtime();
+        match runtime.adopt(fetched.bytes.clone(), artifact.clone()).await {
+            Ok(()) => tracing::info!(source, "using the module's signed precompiled layer"),
+            Err(error) => tracing::warn!(source, "keeping the precompiled layer: {error}"),
+        }
     }
 
     fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, String> {

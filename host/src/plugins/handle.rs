@@ -115,6 +115,12 @@ impl PluginHandle {
         })
     }
 
+    /// The runtime plugins load into (to adopt precompiled components, and say which engine
+    /// they must be for).
+    pub fn runtime(&self) -> &crate::runtime::Runtime {
+        self.loader.runtime()
+    }
+
     /// Records that a new module for `source` did not load, for `error` (shown as the source's
     /// last error beside the version still running); returns once it is recorded.
     pub async fn failed(&self, source: &str, error: String) -> Result<(), PluginError> {

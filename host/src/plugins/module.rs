@@ -198,6 +198,9 @@ pub struct Fetched {
     pub bytes: Vec<u8>,
     /// The trusted key that signed it, if one was asked for.
     pub signed_by: Option<String>,
+    /// The component compiled ahead of time for the host's engine, from a layer the signature
+    /// covers.
+    pub precompiled: Option<Vec<u8>>,
 }
 
 impl ModuleRef {
@@ -323,6 +326,7 @@ fn unsigned(bytes: Vec<u8>) -> Fetched {
     Fetched {
         bytes,
         signed_by: None,
+        precompiled: None,
     }
 }
 
@@ -370,6 +374,7 @@ impl Pull<'_> {
         Ok(Fetched {
             bytes: pulled.module,
             signed_by: pulled.signed_by,
+            precompiled: pulled.precompiled,
         })
     }
 }

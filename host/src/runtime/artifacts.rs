@@ -93,6 +93,25 @@ impl Artifacts {
         map(engine, &path)
     }
 
+    /// Takes `artifact` as the compiled form of the component `bytes` — a precompiled layer that a
+    /// key the operator trusts signed — unless the cache holds one already. The engine checks its
+    /// header and settings when it is first mapped, and compiles again if it refuses it.
+    /// Blocking: call it off the async runtime.
+    pub(crate) fn adopt(&self, bytes: &[u8], artifact: &[u8]) -> std::io::Result<()> {
+        let path = self.path(bytes);
+        if path.exists() {
+            return Ok(());
+        }
+        self.store(&path, artifact)?;
+        self.evict(&path);
+        Ok(())
+    }
+
+    /// The engine's compilation settings, as artifact names carry them.
+    pub(crate) fn settings(&self) -> &str {
+        &self.settings
+    }
+
     /// Loads served from the cache so far.
     pub(crate) fn hits(&self) -> usize {
         self.hits.load(Ordering::Relaxed)
@@ -151,7 +170,9 @@ fn map(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // is not modified while mapped. Only this user may write the cache directory (`private_dir`),
     // this module writes each artifact whole under a temporary name before renaming it into
     // place and never writes it again (eviction unlinks, which leaves mappings intact), and
-    // wasmtime checks the artifact's header and settings against `engine` before using it.
+    // wasmtime checks the artifact's header and settings against `engine` before using it. An
+    // artifact not compiled here was adopted only from a layer signed by a key the operator
+    // trusts (`adopt`), which is as far as native code from elsewhere can be checked.
     unsafe { Component::deserialize_file(engine, path) }
 }
 

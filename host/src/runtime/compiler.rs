@@ -19,6 +19,7 @@ use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::runtime::Runtime;
 use crate::runtime::artifacts::Artifacts;
 use crate::runtime::engine::compilation_config;
 
@@ -109,10 +110,42 @@ impl Compiler {
     /// configured when the cache has no artifact for it. Blocking: call it off the async runtime.
     pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
         self.artifacts
-            .load(&self.engine, bytes, |bytes| match &self.place {
-                CompileIn::Process => precompile(bytes),
-                CompileIn::Child(worker) => Ok(worker.compile(bytes)?),
-            })
+            .load(&self.engine, bytes, |bytes| self.artifact(bytes))
+    }
+
+    /// The artifact of `bytes`, compiled where this compiler compiles, not cached.
+    fn artifact(&self, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        match &self.place {
+            CompileIn::Process => precompile(bytes),
+            CompileIn::Child(worker) => Ok(worker.compile(bytes)?),
+        }
+    }
+}
+
+impl Runtime {
+    /// What a precompiled component must have been compiled for to be used here: this build of
+    /// wasmop (and so of wasmtime), the engine's compilation settings and the target.
+    pub fn engine_fingerprint(&self) -> String {
+        let settings = self.compiler.artifacts.settings();
+        let (arch, os) = (std::env::consts::ARCH, std::env::consts::OS);
+        format!(
+            "wasmop-{}/{settings}/{arch}-{os}",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
+    /// Compiles `bytes` ahead of time for engines of [`Runtime::engine_fingerprint`], where
+    /// this runtime compiles. Blocking: call it off the async runtime.
+    pub fn precompile(&self, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        self.compiler.artifact(bytes)
+    }
+
+    /// Takes `artifact`, compiled ahead of time and signed by a key the operator trusts, as the
+    /// compiled form of the component `bytes`, so loading it compiles nothing.
+    pub async fn adopt(&self, bytes: Vec<u8>, artifact: Vec<u8>) -> std::io::Result<()> {
+        let artifacts = self.compiler.artifacts.clone();
+        let adopted = tokio::task::spawn_blocking(move || artifacts.adopt(&bytes, &artifact));
+        adopted.await.map_err(std::io::Error::other)?
     }
 }
 

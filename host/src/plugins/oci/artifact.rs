@@ -3,6 +3,11 @@
 //! whose one layer, [`LAYER_MEDIA_TYPE`], is the component. Pushing builds one; pulling takes a
 //! manifest only if it is one. A pushed artifact names no creation time, so pushing the same
 //! component twice gives the same digest.
+//!
+//! `wasmop push --precompile` adds a layer of wasmop's own, [`PRECOMPILED_MEDIA_TYPE`]: the
+//! component compiled ahead of time for the engine its [`ENGINE_ANNOTATION`] names. Tools of the
+//! convention read the component layer and pass it by; the host uses it only when the engine is
+//! its own and a key the operator trusts signed the manifest, and so the layer.
 
 use hyper::header::HeaderValue;
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
@@ -17,19 +22,38 @@ pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The media type of a Wasm artifact's component layer.
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
 
+/// The media type of a component compiled ahead of time for one engine.
+pub const PRECOMPILED_MEDIA_TYPE: &str = "application/vnd.wasmop.component.precompiled.v1";
+
+/// The annotation of a precompiled layer naming the engine it was compiled for.
+pub const ENGINE_ANNOTATION: &str = "dev.wasmop.engine";
+
+/// The most precompiled layers (one per engine) an artifact may have.
+const MAX_PRECOMPILED_LAYERS: usize = 4;
+
+/// The largest precompiled component a pull takes.
+pub const MAX_PRECOMPILED_BYTES: usize = 256 << 20;
+
+/// A component compiled ahead of time, and the engine it was compiled for.
+pub struct Precompiled {
+    /// The engine's fingerprint (`Runtime::engine_fingerprint`).
+    pub engine: String,
+    /// The artifact.
+    pub artifact: Vec<u8>,
+}
+
 /// The manifest types a pull accepts.
 pub(super) const MANIFEST_MEDIA_TYPES: &[&str] = &[OCI_IMAGE_MEDIA_TYPE];
 
 /// An artifact ready to push: its blobs and its manifest's bytes.
 pub(super) struct Artifact {
-    config: Vec<u8>,
-    layer: Vec<u8>,
+    blobs: Vec<Vec<u8>>,
     pub manifest: Vec<u8>,
 }
 
 impl Artifact {
-    /// The artifact of the component `module`.
-    pub fn of(module: Vec<u8>) -> Result<Self, OciError> {
+    /// The artifact of the component `module`, with its `precompiled` form if given.
+    pub fn of(module: Vec<u8>, precompiled: Option<Precompiled>) -> Result<Self, OciError> {
         if !wasmparser::Parser::is_component(&module) {
             return Err(OciError::NotAComponent);
         }
@@ -42,28 +66,29 @@ impl Artifact {
             "component": {"imports": imports, "exports": exports},
         });
         let config = serde_json::to_vec(&config).map_err(|e| OciError::Client(e.to_string()))?;
+        let mut layers = vec![descriptor(LAYER_MEDIA_TYPE, &module)];
+        let mut blobs = vec![config, module];
+        if let Some(precompiled) = precompiled {
+            let mut layer = descriptor(PRECOMPILED_MEDIA_TYPE, &precompiled.artifact);
+            layer.annotations = Some([(ENGINE_ANNOTATION.to_owned(), precompiled.engine)].into());
+            layers.push(layer);
+            blobs.push(precompiled.artifact);
+        }
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_owned()),
-            config: descriptor(CONFIG_MEDIA_TYPE, &config),
-            layers: vec![descriptor(LAYER_MEDIA_TYPE, &module)],
+            config: descriptor(CONFIG_MEDIA_TYPE, &blobs[0]),
+            layers,
             ..OciImageManifest::default()
         };
         let manifest =
             serde_json::to_vec(&manifest).map_err(|e| OciError::Client(e.to_string()))?;
-        Ok(Artifact {
-            config,
-            layer: module,
-            manifest,
-        })
+        Ok(Artifact { blobs, manifest })
     }
 
     /// The blobs to push before the manifest, with their digests.
-    pub fn blobs(&self) -> [(Vec<u8>, String); 2] {
-        [
-            (self.config.clone(), digest(&self.config)),
-            (self.layer.clone(), digest(&self.layer)),
-        ]
+    pub fn blobs(&self) -> impl Iterator<Item = (Vec<u8>, String)> + '_ {
+        self.blobs.iter().map(|blob| (blob.clone(), digest(blob)))
     }
 
     /// The manifest's digest: what a reference pins.
@@ -102,10 +127,17 @@ pub(super) fn component_layer(reference: &OciRef, raw: &[u8]) -> Result<OciDescr
             "its config is not application/vnd.wasm.config.v0+json (push it with wasmop push)",
         ));
     }
-    let [layer] = <[OciDescriptor; 1]>::try_from(manifest.layers)
-        .map_err(|_| OciError::Layout("a Wasm artifact has exactly one layer"))?;
-    if layer.media_type != LAYER_MEDIA_TYPE {
-        return Err(OciError::Layout("its layer is not application/wasm"));
+    let (components, others): (Vec<_>, Vec<_>) = manifest
+        .layers
+        .into_iter()
+        .partition(|layer| layer.media_type == LAYER_MEDIA_TYPE);
+    let [layer] = <[OciDescriptor; 1]>::try_from(components)
+        .map_err(|_| OciError::Layout("a Wasm artifact has exactly one application/wasm layer"))?;
+    let precompiled = |l: &OciDescriptor| l.media_type == PRECOMPILED_MEDIA_TYPE;
+    if others.len() > MAX_PRECOMPILED_LAYERS || !others.iter().all(precompiled) {
+        return Err(OciError::Layout(
+            "its other layers must be at most 4 precompiled components",
+        ));
     }
     if !(1..=MAX_MODULE_BYTES as i64).contains(&layer.size) {
         return Err(OciError::TooLarge("component", MAX_MODULE_BYTES));
@@ -115,6 +147,21 @@ pub(super) fn component_layer(reference: &OciRef, raw: &[u8]) -> Result<OciDescr
         return Err(OciError::Layout("its layer's digest is not sha256"));
     }
     Ok(layer)
+}
+
+/// The layer of the manifest `raw` (already checked by [`component_layer`]) that holds the
+/// component precompiled for `engine`, if it has one of a size the host takes.
+pub(super) fn precompiled_layer(raw: &[u8], engine: &str) -> Option<OciDescriptor> {
+    let manifest: OciImageManifest = serde_json::from_slice(raw).ok()?;
+    manifest.layers.into_iter().find(|layer| {
+        let named = layer
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ENGINE_ANNOTATION));
+        layer.media_type == PRECOMPILED_MEDIA_TYPE
+            && named.is_some_and(|named| named == engine)
+            && (1..=MAX_PRECOMPILED_BYTES as i64).contains(&layer.size)
+    })
 }
 
 /// The names of the component's own (top-level) imports and exports.
@@ -158,19 +205,22 @@ mod tests {
 
     #[test]
     fn an_artifact_is_one_component_layer_under_a_wasm_config() {
-        let artifact = Artifact::of(webapp()).unwrap();
+        let artifact = Artifact::of(webapp(), None).unwrap();
         let manifest: serde_json::Value = serde_json::from_slice(&artifact.manifest).unwrap();
         assert_eq!(manifest["config"]["mediaType"], CONFIG_MEDIA_TYPE);
         assert_eq!(manifest["layers"][0]["mediaType"], LAYER_MEDIA_TYPE);
         assert_eq!(manifest["layers"][0]["digest"], digest(&webapp()));
-        let config: serde_json::Value = serde_json::from_slice(&artifact.config).unwrap();
+        let config: serde_json::Value = serde_json::from_slice(&artifact.blobs[0]).unwrap();
         let exports = config["component"]["exports"].as_array().unwrap();
         assert!(
             exports
                 .iter()
                 .any(|e| e.as_str().unwrap().starts_with("wasmop:reconciler/"))
         );
-        assert_eq!(Artifact::of(webapp()).unwrap().digest(), artifact.digest());
+        assert_eq!(
+            Artifact::of(webapp(), None).unwrap().digest(),
+            artifact.digest()
+        );
         let reference = format!("r.example/webapp@{}", artifact.digest());
         let reference = OciRef::parse(&reference).unwrap();
         let layer = component_layer(&reference, &artifact.manifest).unwrap();
@@ -181,8 +231,21 @@ mod tests {
             matches!(moved, Err(OciError::Digest("manifest"))),
             "{moved:?}"
         );
+        let precompiled = Precompiled {
+            engine: "wasmop-test/engine".into(),
+            artifact: b"native code".to_vec(),
+        };
+        let both = Artifact::of(webapp(), Some(precompiled)).unwrap();
+        let pinned = OciRef::parse(&format!("r.example/webapp@{}", both.digest())).unwrap();
+        assert_eq!(
+            component_layer(&pinned, &both.manifest).unwrap().digest,
+            digest(&webapp())
+        );
+        let found = precompiled_layer(&both.manifest, "wasmop-test/engine").unwrap();
+        assert_eq!(found.digest, digest(b"native code"));
+        assert!(precompiled_layer(&both.manifest, "wasmop-other/engine").is_none());
         assert!(matches!(
-            Artifact::of(b"\0asm\x01\0\0\0".to_vec()),
+            Artifact::of(b"\0asm\x01\0\0\0".to_vec(), None),
             Err(OciError::NotAComponent)
         ));
     }

@@ -36,7 +36,10 @@ use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use tokio::io::AsyncWrite;
 
-pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
+pub use artifact::{
+    CONFIG_MEDIA_TYPE, ENGINE_ANNOTATION, LAYER_MEDIA_TYPE, MAX_PRECOMPILED_BYTES,
+    PRECOMPILED_MEDIA_TYPE, Precompiled,
+};
 pub use auth::{PullSecretError, auth_from_dockerconfig};
 pub use error::OciError;
 pub use reference::{OciRef, SCHEME};
@@ -65,6 +68,9 @@ pub struct Registries {
     pub ca_pem: Vec<Vec<u8>>,
     /// Where pulled components are kept, if anywhere.
     pub store: Option<Store>,
+    /// The engine a precompiled layer must be for to be pulled (the host's
+    /// `Runtime::engine_fingerprint`); none are pulled without it.
+    pub engine: Option<String>,
 }
 
 /// A component pulled from a registry.
@@ -76,6 +82,9 @@ pub struct Pulled {
     pub digest: String,
     /// The trusted key that signed it, when a signature was asked for.
     pub signed_by: Option<String>,
+    /// The component compiled ahead of time for [`Registries::engine`], when the artifact has
+    /// such a layer and a trusted key signed it.
+    pub precompiled: Option<Vec<u8>>,
     /// Why the registry could not be reached, when the component came from the store instead.
     pub unreachable: Option<OciError>,
 }
@@ -84,6 +93,7 @@ pub struct Pulled {
 struct Fetched {
     module: Vec<u8>,
     signatures: Vec<Signature>,
+    precompiled: Option<Vec<u8>>,
 }
 
 impl Registries {
@@ -120,6 +130,7 @@ impl Registries {
         Ok(Pulled {
             module: fetched.module,
             digest: reference.digest().to_owned(),
+            precompiled: fetched.precompiled.filter(|_| signed_by.is_some()),
             signed_by,
             unreachable,
         })
@@ -136,7 +147,11 @@ impl Registries {
             true => store.signatures(reference).await,
             false => Vec::new(),
         };
-        Some(Fetched { module, signatures })
+        Some(Fetched {
+            module,
+            signatures,
+            precompiled: None,
+        })
     }
 
     async fn fetch(
@@ -170,6 +185,13 @@ impl Registries {
             true => pull.signatures().await?,
             false => Vec::new(),
         };
+        let precompiled = match (signed, &self.engine) {
+            (true, Some(engine)) => match artifact::precompiled_layer(&manifest, engine) {
+                Some(layer) => Some(pull.blob(&layer, "precompiled component").await?),
+                None => None,
+            },
+            _ => None,
+        };
         let store = self.store.as_ref();
         let held = OptionFuture::from(store.map(|s| s.blob(&layer.digest)));
         let module = match held.await.flatten() {
@@ -184,19 +206,25 @@ impl Registries {
                 store.keep_signatures(reference, &signatures).await;
             }
         }
-        Ok(Fetched { module, signatures })
+        Ok(Fetched {
+            module,
+            signatures,
+            precompiled,
+        })
     }
 
-    /// Pushes `module` as a Wasm artifact to `reference` (a tag or a bare repository) with
-    /// `auth`, and returns the manifest's digest to pin.
+    /// Pushes `module` (with its `precompiled` form, if given) as a Wasm artifact to
+    /// `reference` (a tag or a bare repository) with `auth`, and returns the manifest's digest
+    /// to pin.
     pub async fn push(
         &self,
         reference: &oci_client::Reference,
         module: Vec<u8>,
+        precompiled: Option<Precompiled>,
         auth: &RegistryAuth,
     ) -> Result<String, OciError> {
         let client = self.client(None)?;
-        let artifact = artifact::Artifact::of(module)?;
+        let artifact = artifact::Artifact::of(module, precompiled)?;
         let registry = |e| OciError::registry(e, None);
         client
             .store_auth_if_needed(reference.resolve_registry(), auth)
@@ -417,7 +445,7 @@ impl Capped {
     fn new(limit: usize) -> Self {
         Capped {
             bytes: Vec::with_capacity(limit.min(MAX_MODULE_BYTES)),
-            limit: limit.min(MAX_MODULE_BYTES),
+            limit: limit.min(MAX_PRECOMPILED_BYTES),
             overflowed: false,
         }
     }

@@ -394,6 +394,9 @@ mod tests {
         let readme = std::fs::read_to_string(created.folder.join("README.md")).unwrap();
         let test = "/opt/wasmop/target/debug/wasmop test my-widgets-python.wasm fixtures/";
         assert!(readme.contains(test), "{readme}");
+        let push = "/opt/wasmop/target/debug/wasmop push my-widgets-python.wasm registry.example.com/team/my-widgets:v1";
+        assert!(readme.contains(push), "{readme}");
+        assert!(readme.contains("metadata: {name: my-widgets}"), "{readme}");
         let again = create(
             Language::Python,
             "my-widgets",

@@ -105,12 +105,14 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
     let v2 = push(component("webapp-v2"), format!("{address}/team/webapp:v2")).await?;
     let good = push(component("guest-good"), format!("{address}/good")).await?;
 
+    let (stalling, connections) = stalling_registry().await?;
+    let plain_http = format!("{address},{stalling}");
     let start_host = || {
         common::host(plane)
             .args(["--wasm-reconcilers", "--namespaces", &work])
             .arg("--policy")
             .arg(policy(plane, &work).unwrap())
-            .args(plain)
+            .args(["--registry-plain-http", &plain_http])
             .args(["--plugin", &format!("oci://{good}")])
             .args(common::NO_PORTS)
             .spawn()
@@ -121,11 +123,25 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
 
     let api = common::reconcilers::api(client.clone());
     let oci = |reference: &str| json!({"oci": {"reference": reference}});
+    // A registry that answers a byte at a time, never finishing, holds up no other module's
+    // load: the other is Ready while this pull is still in flight.
+    let stalled = format!("{stalling}/stalled@sha256:{}", "0".repeat(64));
+    api.create(
+        &PostParams::default(),
+        &reconciler("oci-stalled", oci(&stalled))?,
+    )
+    .await?;
+    while connections.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     api.create(&PostParams::default(), &reconciler("oci-webapp", oci(&v1))?)
         .await?;
     let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
     let status = common::reconcilers::status_until(&api, "oci-webapp", ready).await?;
     assert_eq!(status["digest"], module_digest("webapp")?);
+    let held = api.get("oci-stalled").await?.data["status"].clone();
+    assert!(held["conditions"].is_null(), "still in flight: {held}");
+    api.delete("oci-stalled", &Default::default()).await?;
     let apps = common::webapps(client.clone(), &work);
     apps.create(&PostParams::default(), &common::webapp("shop"))
         .await?;
@@ -277,6 +293,31 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
     assert!(!object.contains(password), "{object}");
     api.delete("oci-private", &Default::default()).await?;
     common::terminate(host).await
+}
+
+/// A plain-HTTP server that answers every request with a header line every few seconds and
+/// never ends the headers; its address and how many connections it took.
+async fn stalling_registry()
+-> anyhow::Result<(String, std::sync::Arc<std::sync::atomic::AtomicUsize>)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?.to_string();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = stream.read(&mut [0u8; 4096]).await;
+                let mut line: &[u8] = b"HTTP/1.1 200 OK\r\n";
+                while stream.write_all(line).await.is_ok() {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    line = b"x-still-thinking: yes\r\n";
+                }
+            });
+        }
+    });
+    Ok((address, connections))
 }
 
 /// Runs `program ARGS` in `dir` with `env`, and returns its stdout; fails with its stderr.

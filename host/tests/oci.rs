@@ -354,7 +354,7 @@ fn key_pair(dir: &std::path::Path, name: &str, seed: u8) -> anyhow::Result<(Stri
 }
 
 /// Under a policy that requires signatures by `release` (a cosign key) or `ops` (a key of
-/// wasmop's): a module pushed by the ORAS CLI is refused unsigned, refused when signed by an
+/// wasmop's): a plugin file loads only once `cosign sign-blob` signed it; a module pushed by the ORAS CLI is refused unsigned, refused when signed by an
 /// untrusted key, and loads once `cosign sign` signed it; a module `wasmop sign` signed with
 /// `ops` passes `cosign verify`, is refused where `spec.module.oci.verify` allows only
 /// `release`, and — pushed with its precompiled form — loads on a host that cannot compile.
@@ -424,6 +424,9 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     .await?;
     let pushed = format!("{address}/oras/webapp@{digest}");
 
+    // A plugin file needs a trusted cosign blob signature beside it.
+    let good = keys.join("good.wasm");
+    std::fs::copy(common::component("guest-good"), &good)?;
     let start_host = || {
         let mut host = common::host(plane);
         host.args(["--wasm-reconcilers", "--namespaces", &work, "--policy"])
@@ -432,7 +435,34 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
             .args(common::NO_PORTS);
         host
     };
-    let host = start_host().spawn()?;
+    let with_good = || {
+        let mut host = start_host();
+        host.arg("--plugin").arg(&good);
+        host
+    };
+    let refused = with_good()
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .await?;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("no trusted key signed"), "{stderr}");
+    let signature = format!("{}.sig", good.display());
+    let good_file = good.display().to_string();
+    let sign_blob = [
+        "sign-blob",
+        "--key",
+        "release.key",
+        "--tlog-upload=false",
+        "-y",
+        "--output-signature",
+        &signature,
+        &good_file,
+    ];
+    run(&cosign, &sign_blob, keys, &cosign_env).await?;
+    let host = with_good().spawn()?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &work);
+    common::seen_by_good(&configmaps, "signed-file").await?;
     let api = common::reconcilers::api(client.clone());
     let degraded = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
     let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";

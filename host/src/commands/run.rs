@@ -72,7 +72,13 @@ async fn load(
             }
             pulled.file
         }
-        None => file.to_owned(),
+        None => {
+            let bytes = tokio::fs::read(file)
+                .await
+                .with_context(|| format!("reading plugin {}", file.display()))?;
+            plugins::signed::check(&args.ceiling, file, &bytes).await?;
+            file.to_owned()
+        }
     };
     manager.load_plugin(&module, options).await?;
     Ok(())

@@ -176,6 +176,10 @@ impl PluginDir {
         }
         seen.digest = Some(digest);
         let source = file.display().to_string();
+        if let Err(error) = super::signed::check(plugins.runtime().ceiling(), file, &bytes).await {
+            tracing::warn!(%source, "plugin file not installed: {error}");
+            return;
+        }
         match plugins.install(&source, file, bytes, options(file)).await {
             Ok(installed) => {
                 tracing::info!(%source, loaded_in = ?installed.loaded_in, swapped_in = ?installed.swapped_in, "plugin file installed")

@@ -25,6 +25,7 @@ pub mod module;
 pub mod oci;
 mod options;
 mod registry;
+pub mod signed;
 mod supervisor;
 
 pub use handle::{Installed, PluginHandle};
@@ -73,6 +74,16 @@ pub enum PluginError {
         plugin: String,
         /// The request's error.
         source: Box<kube::Error>,
+    },
+    /// The plugin file is not signed by a key the operator trusts, which its policy requires.
+    #[error(
+        "plugin {file} {denied}; sign it with `cosign sign-blob --key KEY --output-signature {file}.sig {file}`"
+    )]
+    Unsigned {
+        /// The file.
+        file: String,
+        /// The capability check's refusal.
+        denied: String,
     },
     /// Another source already supplies a plugin of that name.
     #[error("a plugin named {name} is already loaded from {source_name}")]

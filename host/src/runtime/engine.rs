@@ -112,6 +112,11 @@ impl Runtime {
         })
     }
 
+    /// The operator's ceiling over every plugin this runtime loads.
+    pub fn ceiling(&self) -> &Ceiling {
+        &self.config.ceiling
+    }
+
     /// Promises `instances` of the pool to one plugin version until the reservation is dropped,
     /// so no plugin can take another's share; `None` when the pool has not that many left.
     pub(crate) fn reserve(&self, instances: u32) -> Option<Reservation> {

@@ -191,7 +191,12 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
     )
     .await?;
     common::converged(&apps, "shop").await?;
-    let status = common::reconcilers::status_until(&api, "oci-webapp", ready).await?;
+    let from_the_store = |s: &Value| {
+        let message = common::reconcilers::condition(s, "Ready")["message"].as_str();
+        ready(s) && message.is_some_and(|m| m.contains("pulled before"))
+    };
+    let status = common::reconcilers::status_until(&api, "oci-webapp", from_the_store).await?;
+    println!("registry down: {status}");
     assert_eq!(status["digest"], v2_digest);
     api.delete("oci-webapp", &Default::default()).await?;
     common::terminate(host).await

@@ -77,7 +77,9 @@ struct Spec {
 /// How the last attempt at an object's generation went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
-    Installed,
+    /// Loaded; with why its registry could not be reached, when it came from the copy pulled
+    /// before.
+    Installed(Option<String>),
     Paused,
     Failed {
         reason: &'static str,
@@ -364,7 +366,7 @@ impl Installer {
     /// last error, which `wasmop plugins` shows beside the version still running.
     async fn install(&self, name: &str, watched: &Watched) -> Outcome {
         let source = source(name);
-        let (bytes, options) = match self.module(&source, watched).await {
+        let (bytes, options, unreachable) = match self.module(&source, watched).await {
             Ok(Some(module)) => module,
             Ok(None) => return Outcome::Paused,
             Err((reason, message)) => {
@@ -378,7 +380,7 @@ impl Installer {
         // The manager records what goes wrong from here as the source's last error.
         let file = PathBuf::from(format!("{source}.wasm"));
         match self.plugins.install(&source, &file, bytes, options).await {
-            Ok(_) => Outcome::Installed,
+            Ok(_) => Outcome::Installed(unreachable),
             Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
             Err(error @ PluginError::Load(RuntimeError::CompileKilled { .. })) => {
                 failed("CompileKilled", error.to_string())
@@ -394,7 +396,7 @@ impl Installer {
         &self,
         source: &str,
         watched: &Watched,
-    ) -> Result<Option<(Vec<u8>, PluginOptions)>, (&'static str, String)> {
+    ) -> Result<Option<Module>, (&'static str, String)> {
         if watched.too_deep {
             let message = format!("the object is nested deeper than {MAX_DEPTH} levels");
             return Err(("InvalidSpec", message));
@@ -411,13 +413,13 @@ impl Installer {
         let fetched = spec
             .module
             .fetch(&self.client, &self.ceiling, &self.registries);
-        let bytes = match fetched.await {
+        let (bytes, unreachable) = match fetched.await {
             Ok(fetched) => {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
                 }
                 self.adopt(source, &fetched).await;
-                fetched.bytes
+                (fetched.bytes, fetched.unreachable)
             }
             Err(
                 error @ (ModuleError::Digest
@@ -467,7 +469,7 @@ impl Installer {
                 .map_err(|message| ("InvalidSpec", format!("spec.policy: {message}")))?;
             options.ceiling = Some(ceiling);
         }
-        Ok(Some((bytes, options)))
+        Ok(Some((bytes, options, unreachable)))
     }
 
     /// Gives the runtime the module's signed precompiled form, if it came with one, so loading
@@ -570,6 +572,10 @@ fn failed(reason: &'static str, message: String) -> Outcome {
     Outcome::Failed { reason, message }
 }
 
+/// A module to install: its bytes, the options to load it with, and why its registry could not
+/// be reached when it came from the copy pulled before.
+type Module = (Vec<u8>, PluginOptions, Option<String>);
+
 /// What every WasmReconciler's source name starts with.
 const SOURCE_PREFIX: &str = "wasmreconciler/";
 
@@ -598,8 +604,19 @@ fn status(object: &DynamicObject, outcome: &Outcome, plugin: Option<&PluginStatu
         })
     };
     let (ready, degraded) = match outcome {
-        Outcome::Installed => (
+        Outcome::Installed(None) => (
             condition("Ready", true, "Loaded", "the latest generation is loaded"),
+            condition("Degraded", false, "Loaded", ""),
+        ),
+        Outcome::Installed(Some(unreachable)) => (
+            condition(
+                "Ready",
+                true,
+                "Loaded",
+                &format!(
+                    "the latest generation is loaded, from the copy pulled before: {unreachable}"
+                ),
+            ),
             condition("Degraded", false, "Loaded", ""),
         ),
         Outcome::Paused => (

@@ -201,6 +201,8 @@ pub struct Fetched {
     /// The component compiled ahead of time for the host's engine, from a layer the signature
     /// covers.
     pub precompiled: Option<Vec<u8>>,
+    /// Why the registry could not be reached, when the module is the copy pulled before.
+    pub unreachable: Option<String>,
 }
 
 impl ModuleRef {
@@ -327,6 +329,7 @@ fn unsigned(bytes: Vec<u8>) -> Fetched {
         bytes,
         signed_by: None,
         precompiled: None,
+        unreachable: None,
     }
 }
 
@@ -375,6 +378,7 @@ impl Pull<'_> {
             bytes: pulled.module,
             signed_by: pulled.signed_by,
             precompiled: pulled.precompiled,
+            unreachable: pulled.unreachable.map(|error| error.to_string()),
         })
     }
 }

@@ -77,14 +77,13 @@ impl Signatures {
 }
 
 fn untrusted(name: &str, keys: &[TrustedKey]) -> String {
-    let known: Vec<&str> = keys.iter().map(TrustedKey::name).collect();
+    let known = match keys.is_empty() {
+        true => "none".to_owned(),
+        false => names(keys),
+    };
     format!(
-        "the operator's policy trusts no key named `{}` (signatures.keys: {})",
-        cut(name),
-        match known.is_empty() {
-            true => "none".to_owned(),
-            false => known.join(", "),
-        }
+        "the operator's policy trusts no key named `{}` (signatures.keys: {known})",
+        cut(name)
     )
 }
 

@@ -40,7 +40,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::PluginError;
-use super::module::{Fetched, ModuleError, ModuleRef};
+use super::module::{ModuleError, ModuleRef};
 use super::oci::{OciError, Registries};
 use super::{PluginHandle, PluginStatus};
 use crate::cache::dynamic_resource;
@@ -418,7 +418,9 @@ impl Installer {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
                 }
-                self.adopt(source, &fetched).await;
+                if let Some(artifact) = fetched.precompiled {
+                    self.adopt(source, &fetched.bytes, artifact).await;
+                }
                 (fetched.bytes, fetched.unreachable)
             }
             Err(
@@ -472,14 +474,11 @@ impl Installer {
         Ok(Some((bytes, options, unreachable)))
     }
 
-    /// Gives the runtime the module's signed precompiled form, if it came with one, so loading
-    /// it compiles nothing; a failure to keep it costs a compile.
-    async fn adopt(&self, source: &str, fetched: &Fetched) {
-        let Some(artifact) = &fetched.precompiled else {
-            return;
-        };
+    /// Gives the runtime the module's signed precompiled form, so loading it compiles nothing;
+    /// a failure to keep it costs a compile.
+    async fn adopt(&self, source: &str, module: &[u8], artifact: Vec<u8>) {
         let runtime = self.plugins.runtime();
-        match runtime.adopt(fetched.bytes.clone(), artifact.clone()).await {
+        match runtime.adopt(module.to_vec(), artifact).await {
             Ok(()) => tracing::info!(source, "using the module's signed precompiled layer"),
             Err(error) => tracing::warn!(source, "keeping the precompiled layer: {error}"),
         }

@@ -86,9 +86,9 @@ impl Artifact {
         Ok(Artifact { blobs, manifest })
     }
 
-    /// The blobs to push before the manifest, with their digests.
-    pub fn blobs(&self) -> impl Iterator<Item = (Vec<u8>, String)> + '_ {
-        self.blobs.iter().map(|blob| (blob.clone(), digest(blob)))
+    /// The blobs to push before the manifest, and the manifest.
+    pub fn into_parts(self) -> (Vec<Vec<u8>>, Vec<u8>) {
+        (self.blobs, self.manifest)
     }
 
     /// The manifest's digest: what a reference pins.

@@ -7,9 +7,6 @@ use oci_client::errors::{OciDistributionError, OciErrorCode};
 
 use super::proxy::Proxy;
 
-/// What [`OciError::Registry`] says when the registry has no such manifest.
-pub(super) const NOT_FOUND: &str = "has no such manifest";
-
 /// A pull or push failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
@@ -25,6 +22,9 @@ pub enum OciError {
     /// The registry answered an error.
     #[error("the registry {0}")]
     Registry(String),
+    /// The registry has no manifest (or repository) of that name.
+    #[error("the registry has no such manifest")]
+    NotFound,
     /// The reference's tag names another manifest than its digest pins.
     #[error("the tag {0} no longer names the pinned digest: pin the new digest, or drop the tag")]
     TagMoved(String),
@@ -87,12 +87,12 @@ impl OciError {
                 "did not authenticate the host".to_owned()
             }
             E::ImageManifestNotFoundError(_) | E::ServerError { code: 404, .. } => {
-                NOT_FOUND.to_owned()
+                return OciError::NotFound;
             }
             E::RegistryError { envelope, .. }
                 if !envelope.errors.is_empty() && envelope.errors.iter().all(unknown) =>
             {
-                NOT_FOUND.to_owned()
+                return OciError::NotFound;
             }
             E::ServerError { code, .. } => format!("answered {code}"),
             E::RegistryError { envelope, .. } => {

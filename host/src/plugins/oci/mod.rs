@@ -223,31 +223,11 @@ impl Registries {
         precompiled: Option<Precompiled>,
         auth: &RegistryAuth,
     ) -> Result<String, OciError> {
-        let client = self.client(None)?;
         let artifact = artifact::Artifact::of(module, precompiled)?;
-        let registry = |e| OciError::registry(e, None);
-        client
-            .store_auth_if_needed(reference.resolve_registry(), auth)
-            .await;
-        client
-            .auth(reference, auth, oci_client::RegistryOperation::Push)
-            .await
-            .map_err(registry)?;
-        for (bytes, digest) in artifact.blobs() {
-            client
-                .push_blob(reference, bytes, &digest)
-                .await
-                .map_err(registry)?;
-        }
-        client
-            .push_manifest_raw(
-                reference,
-                artifact.manifest.clone(),
-                artifact::content_type(),
-            )
-            .await
-            .map_err(registry)?;
-        Ok(artifact.digest())
+        let digest = artifact.digest();
+        let (blobs, manifest) = artifact.into_parts();
+        upload(&self.client(None)?, reference, blobs, manifest, auth).await?;
+        Ok(digest)
     }
 
     /// Signs the artifact `reference` pins with `key` as cosign does, adding the signature to
@@ -260,43 +240,23 @@ impl Registries {
     ) -> Result<String, OciError> {
         let client = self.client(None)?;
         let registry = |e| OciError::registry(e, None);
-        let oci = reference.oci();
         client
-            .fetch_manifest_digest(oci, auth)
+            .fetch_manifest_digest(reference.oci(), auth)
             .await
             .map_err(registry)?;
-        let tag = signature::tag(reference.digest());
-        let tagged = oci_client::Reference::with_tag(
-            oci.registry().to_owned(),
-            oci.repository().to_owned(),
-            tag,
-        );
+        let tagged = reference.tagged(&signature::tag(reference.digest()));
         let existing = match client
             .pull_manifest_raw(&tagged, auth, signature::MANIFEST_MEDIA_TYPES)
             .await
             .map_err(registry)
         {
             Ok((raw, _)) => Some(raw.to_vec()),
-            Err(OciError::Registry(said)) if said == error::NOT_FOUND => None,
+            Err(OciError::NotFound) => None,
             Err(error) => return Err(error),
         };
         let signed = Signature::sign(reference, key);
         let (manifest, blobs) = signature::manifest(existing.as_deref(), &signed)?;
-        client
-            .auth(&tagged, auth, oci_client::RegistryOperation::Push)
-            .await
-            .map_err(registry)?;
-        for blob in blobs {
-            let digest = crate::plugins::digest(&blob);
-            client
-                .push_blob(&tagged, blob, &digest)
-                .await
-                .map_err(registry)?;
-        }
-        client
-            .push_manifest_raw(&tagged, manifest, artifact::content_type())
-            .await
-            .map_err(registry)?;
+        upload(&client, &tagged, blobs, manifest, auth).await?;
         Ok(tagged.whole())
     }
 
@@ -330,6 +290,36 @@ impl Registries {
     }
 }
 
+/// Pushes `blobs`, then the image `manifest` naming them, to `reference` with `auth`.
+async fn upload(
+    client: &Client,
+    reference: &oci_client::Reference,
+    blobs: Vec<Vec<u8>>,
+    manifest: Vec<u8>,
+    auth: &RegistryAuth,
+) -> Result<(), OciError> {
+    let registry = |e| OciError::registry(e, None);
+    client
+        .store_auth_if_needed(reference.resolve_registry(), auth)
+        .await;
+    client
+        .auth(reference, auth, oci_client::RegistryOperation::Push)
+        .await
+        .map_err(registry)?;
+    for blob in blobs {
+        let digest = crate::plugins::digest(&blob);
+        client
+            .push_blob(reference, blob, &digest)
+            .await
+            .map_err(registry)?;
+    }
+    client
+        .push_manifest_raw(reference, manifest, artifact::content_type())
+        .await
+        .map_err(registry)?;
+    Ok(())
+}
+
 /// One pull's requests, each through the pull's proxy and within its caps.
 struct Pull<'a> {
     client: &'a Client,
@@ -351,20 +341,13 @@ impl Pull<'_> {
         self.proxy.allow(MAX_MANIFEST_BYTES);
         let now = self
             .client
-            .fetch_manifest_digest(&self.tagged(tag), self.auth)
+            .fetch_manifest_digest(&self.reference.tagged(tag), self.auth)
             .await
             .map_err(|e| self.failed(e))?;
         match now == self.reference.digest() {
             true => Ok(()),
             false => Err(OciError::TagMoved(tag.to_owned())),
         }
-    }
-
-    /// The reference's repository at `tag`.
-    fn tagged(&self, tag: &str) -> oci_client::Reference {
-        let oci = self.reference.oci();
-        let registry = oci.registry().to_owned();
-        oci_client::Reference::with_tag(registry, oci.repository().to_owned(), tag.to_owned())
     }
 
     /// The raw manifest `reference` names, at most [`MAX_MANIFEST_BYTES`].
@@ -408,12 +391,14 @@ impl Pull<'_> {
 
     /// The cosign signatures of the pinned digest in its repository (none when it has none).
     async fn signatures(&self) -> Result<Vec<Signature>, OciError> {
-        let tagged = self.tagged(&signature::tag(self.reference.digest()));
+        let tagged = self
+            .reference
+            .tagged(&signature::tag(self.reference.digest()));
         let raw = match self
             .manifest(&tagged, signature::MANIFEST_MEDIA_TYPES)
             .await
         {
-            Err(OciError::Registry(said)) if said == error::NOT_FOUND => return Ok(Vec::new()),
+            Err(OciError::NotFound) => return Ok(Vec::new()),
             raw => raw?,
         };
         let mut found = Vec::new();

@@ -50,6 +50,13 @@ impl OciRef {
         &self.parsed
     }
 
+    /// The same repository at `tag`.
+    pub fn tagged(&self, tag: &str) -> oci_client::Reference {
+        let registry = self.parsed.registry().to_owned();
+        let repository = self.parsed.repository().to_owned();
+        oci_client::Reference::with_tag(registry, repository, tag.to_owned())
+    }
+
     /// The registry it names (`HOST[:PORT]`).
     pub fn registry(&self) -> &str {
         self.parsed.resolve_registry()

@@ -221,3 +221,41 @@ async fn a_redirect_to_another_host_carries_no_credentials() {
     );
     assert_eq!(storage.authorizations(), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn an_unsigned_precompiled_layer_is_never_taken() {
+    let engine = "wasmop-test/engine/x86_64-linux";
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": digest(b"{}"), "size": 2},
+        "layers": [
+            {"mediaType": LAYER_MEDIA_TYPE, "digest": digest(COMPONENT), "size": COMPONENT.len()},
+            {"mediaType": PRECOMPILED_MEDIA_TYPE, "digest": digest(COMPONENT), "size": COMPONENT.len(),
+             "annotations": {ENGINE_ANNOTATION: engine}},
+        ],
+    });
+    let manifest = serde_json::to_vec(&manifest).unwrap();
+    let registry = Hostile::start(
+        "127.0.0.1",
+        manifest.clone(),
+        Blob::Bytes(COMPONENT.to_vec()),
+    )
+    .await;
+    let registries = Registries {
+        plain_http: vec![registry.address.clone()],
+        engine: Some(engine.to_owned()),
+        ..Registries::default()
+    };
+    let reference = format!("{}/team/webapp@{}", registry.address, digest(&manifest));
+    let reference = OciRef::parse(&reference).unwrap();
+    let pulled = registries
+        .pull(&reference, &RegistryAuth::Anonymous, Some(&policy()), None)
+        .await
+        .unwrap();
+    assert_eq!(pulled.module, COMPONENT);
+    assert!(
+        pulled.precompiled.is_none(),
+        "native code taken without a signature"
+    );
+}

@@ -5,8 +5,10 @@
 #   tests/k8s/build.sh            build (or reuse) the binaries, print their directory
 #   tests/k8s/build.sh --node     also a node's: kubelet, kube-scheduler, kube-controller-manager,
 #                                 the pod sandbox's pause (static, from Kubernetes' own source),
-#                                 helm (HELM_VERSION) to install the chart on it, and (as root,
-#                                 with apt-get) Debian's containerd, runc and CNI plugins
+#                                 helm (HELM_VERSION) to install the chart on it, the registry its
+#                                 containerd pulls images from (REGISTRY_VERSION), and (as root,
+#                                 with apt-get) Debian's containerd, runc, CNI plugins, static
+#                                 busybox (test images) and skopeo (pushes images, no daemon)
 #   tests/k8s/build.sh --controller-manager
 #                                 also kube-controller-manager alone, for tests of its garbage
 #                                 collector beside the apiserver (no node)
@@ -52,13 +54,15 @@ update_module() {
      k8s.io/kubernetes/cmd/kube-controller-manager && go mod tidy)
 }
 
-# What a node runs from Debian: containerd, runc, the CNI plugins, and busybox for test images.
+# What a node runs from Debian: containerd, runc, the CNI plugins, busybox for test images, and
+# skopeo to push images to the node's registry without a daemon.
 node_packages() {
   local missing=()
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
   [ -x /usr/bin/busybox ] || missing+=(busybox-static)
+  command -v skopeo >/dev/null || missing+=(skopeo)
   [ ${#missing[@]} -eq 0 ] && return
   [ "$(id -u)" = 0 ] || { say "error: a node needs ${missing[*]} (Debian packages) and root"; exit 1; }
   say "installing ${missing[*]} from Debian (a minute)"
@@ -68,7 +72,7 @@ node_packages() {
 
 case "${1:-}" in
   --update) update_module; exit 0 ;;
-  --node) node_packages; tools+=("${node_tools[@]}" pause helm) ;;
+  --node) node_packages; tools+=("${node_tools[@]}" pause helm registry) ;;
   --controller-manager) tools+=(kube-controller-manager) ;;
   --registry) tools+=(registry oras cosign) ;;
   "") ;;

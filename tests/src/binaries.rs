@@ -14,12 +14,13 @@ use crate::Error;
 
 const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/k8s/build.sh");
 const TOOLS: [&str; 3] = ["kube-apiserver", "kubectl", "etcd"];
-const NODE_TOOLS: [&str; 5] = [
+const NODE_TOOLS: [&str; 6] = [
     "kubelet",
     "kube-scheduler",
     "kube-controller-manager",
     "pause",
     "helm",
+    "registry",
 ];
 
 /// The directory holding the control-plane binaries.
@@ -46,7 +47,7 @@ impl Binaries {
     }
 
     /// [`Binaries::locate`] with a node's binaries too (kubelet, kube-scheduler,
-    /// kube-controller-manager, pause): `tests/k8s/build.sh --node`.
+    /// kube-controller-manager, pause, helm, its image registry): `tests/k8s/build.sh --node`.
     pub async fn locate_node() -> Result<Self, Error> {
         let all: Vec<&str> = TOOLS.iter().chain(&NODE_TOOLS).copied().collect();
         NODE_LOCATED
@@ -161,7 +162,8 @@ impl Binaries {
         self.dir.join("helm")
     }
 
-    /// CNCF Distribution's `registry` (from [`Binaries::locate_registry`]).
+    /// CNCF Distribution's `registry` (from [`Binaries::locate_registry`] or
+    /// [`Binaries::locate_node`]).
     pub fn registry(&self) -> PathBuf {
         self.dir.join("registry")
     }

@@ -41,7 +41,7 @@ pub use audit::{AuditEvent, AuditLog};
 pub use binaries::{Binaries, kubernetes_version};
 pub use control_plane::ControlPlane;
 pub use error::Error;
-pub use network::{APISERVER_PORT, BRIDGE, NODE_IP};
+pub use network::{APISERVER_PORT, BRIDGE, NODE_IP, REGISTRY_ADDRESS};
 pub use node::{CGROUP_ROOT, NODE_NAME, Node};
 pub use registry::{Registry, RegistryAuth};
 pub use shared::shared;

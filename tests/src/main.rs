@@ -4,7 +4,8 @@
 //! (`$WASMOP_DEV_DIR`, default `~/.cache/wasmop/dev`); `env` prints the shell lines that point
 //! `kubectl` at it; `down` stops it. `serve` runs one in the foreground until SIGINT or SIGTERM.
 //! With `--registry`, `up` and `serve` also run an anonymous OCI registry (see [`Registry`]) and
-//! `env` exports its address as `WASMOP_REGISTRY`.
+//! `env` exports its address as `WASMOP_REGISTRY`; a node has its own, on its bridge, which pods
+//! and containerd reach, and `env` exports that one.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -42,12 +43,12 @@ struct Shape {
     #[arg(long)]
     node: bool,
     /// Add an anonymous OCI registry (CNCF Distribution, plain HTTP on loopback) for Wasm
-    /// artifacts; `env` exports its address as WASMOP_REGISTRY.
+    /// artifacts; `env` exports its address as WASMOP_REGISTRY. A node brings its own.
     #[arg(long)]
     registry: bool,
 }
 
-/// The variable `env` sets to the registry's address (`127.0.0.1:<port>`).
+/// The variable `env` sets to the registry's address (`127.0.0.1:<port>`, or the node's).
 const REGISTRY_VARIABLE: &str = "WASMOP_REGISTRY";
 
 #[tokio::main]
@@ -79,7 +80,7 @@ async fn up(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
     } else {
         Binaries::locate().await?;
     }
-    if shape.registry {
+    if shape.registry && !shape.node {
         Binaries::locate_registry().await?;
     }
     std::fs::create_dir_all(&state.dir)?;
@@ -121,7 +122,7 @@ async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
     } else {
         ControlPlane::start().await?
     };
-    let registry = if shape.registry {
+    let registry = if shape.registry && !shape.node {
         Some(Registry::start(RegistryAuth::Anonymous).await?)
     } else {
         None
@@ -138,17 +139,17 @@ async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
         let socket = node.containerd_socket().display();
         env.push_str(&format!("export CONTAINERD_ADDRESS={socket}\n"));
     }
-    if let Some(registry) = &registry {
-        env.push_str(&format!(
-            "export {REGISTRY_VARIABLE}={}\n",
-            registry.address()
-        ));
+    let registry_address = registry
+        .as_ref()
+        .or(plane.node().map(|node| node.registry()))
+        .map(|registry| registry.address().to_owned());
+    if let Some(address) = &registry_address {
+        env.push_str(&format!("export {REGISTRY_VARIABLE}={address}\n"));
     }
     std::fs::write(state.env_file(), env)?;
     let [etcd, apiserver] = plane.pids();
-    let registry_field = registry
-        .as_ref()
-        .map(|registry| format!(" registry={}", registry.address()))
+    let registry_field = registry_address
+        .map(|address| format!(" registry={address}"))
         .unwrap_or_default();
     println!(
         "ready server={} kubeconfig={} dir={} etcd-pid={etcd} apiserver-pid={apiserver}{registry_field}",

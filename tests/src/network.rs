@@ -19,6 +19,9 @@ pub const NODE_IP: &str = "10.213.0.1";
 /// The port kube-apiserver listens on at [`NODE_IP`] when a node runs; pods are told it with
 /// `KUBERNETES_SERVICE_PORT`.
 pub const APISERVER_PORT: u16 = 6443;
+/// Where the node's image registry serves, plain HTTP on [`NODE_IP`]: its containerd pulls from
+/// it (`hosts.toml` says so) and its pods reach it.
+pub const REGISTRY_ADDRESS: &str = "10.213.0.1:5000";
 const SUBNET: &str = "10.213.0.0/24";
 const PREFIX: u8 = 24;
 const LOCK: &str = "/run/lock/wasmop-node.lock";

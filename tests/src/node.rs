@@ -1,6 +1,7 @@
 //! A node for the test control plane: kube-scheduler and kube-controller-manager beside the
 //! apiserver, containerd, and a kubelet registered as the Node [`NODE_NAME`], its pods on the
-//! [`Network`]'s bridge.
+//! [`Network`]'s bridge, and an image registry at [`REGISTRY_ADDRESS`] that containerd pulls
+//! from over plain HTTP ([`Node::push_image`] puts images there, with no daemon).
 //!
 //! Everything lives under one directory of the control plane's: containerd's root and state (so
 //! sandboxes' network namespaces too), runc's state, the kubelet's root, the pods' logs and IPAM
@@ -17,7 +18,8 @@ use k8s_openapi::api::core::v1::Node as NodeObject;
 use kube::Api;
 
 use crate::command::run;
-use crate::network::{self, Network};
+use crate::network::{self, Network, REGISTRY_ADDRESS};
+use crate::registry::Registry;
 use crate::supervisor::Supervised;
 use crate::{Binaries, Error};
 
@@ -68,6 +70,7 @@ pub struct Node {
     socket: PathBuf,
     kubelet: Option<Supervised>,
     containerd: Option<Supervised>,
+    registry: Option<Registry>,
     controllers: Vec<Supervised>,
     sysctls: Vec<(PathBuf, String)>,
     /// The shim sockets that were there before this node's containerd started.
@@ -85,11 +88,13 @@ impl Node {
             dir,
             kubelet: None,
             containerd: None,
+            registry: None,
             controllers: Vec::new(),
             sysctls: Vec::new(),
             shim_sockets: list_dir(Path::new(SHIM_SOCKETS)),
         };
         node.controllers = node.start_controllers(&join)?;
+        node.registry = Some(Registry::start_on_node(join.binaries).await?);
         node.containerd = Some(node.start_containerd(join.binaries).await?);
         node.prepare_cgroups()?;
         node.sysctls = KUBELET_SYSCTLS
@@ -118,6 +123,30 @@ impl Node {
         let archive = archive.to_string_lossy();
         run("ctr", &self.ctr(&["images", "import", &archive]))?;
         Ok(())
+    }
+
+    /// Pushes a docker-archive tarball to the node's registry as `name` (`REPOSITORY:TAG`) with
+    /// skopeo, and returns the reference pods pull it by (`10.213.0.1:5000/REPOSITORY:TAG`).
+    pub fn push_image(&self, archive: &Path, name: &str) -> Result<String, Error> {
+        let reference = format!("{REGISTRY_ADDRESS}/{name}");
+        run(
+            "skopeo",
+            &[
+                "copy",
+                "--quiet",
+                "--dest-tls-verify=false",
+                &format!("docker-archive:{}", archive.display()),
+                &format!("docker://{reference}"),
+            ],
+        )?;
+        Ok(reference)
+    }
+
+    /// The node's image registry.
+    pub fn registry(&self) -> &Registry {
+        self.registry
+            .as_ref()
+            .expect("a started node has its registry")
     }
 
     fn ctr<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
@@ -175,6 +204,11 @@ impl Node {
         let config = containerd_config(&dir, &self.socket, cni.parent().expect("in a directory"));
         let config_path = dir.join("config.toml");
         std::fs::write(&config_path, config).map_err(Error::io("writing containerd's config"))?;
+        let hosts = dir.join("certs.d").join(REGISTRY_ADDRESS);
+        std::fs::create_dir_all(&hosts)
+            .map_err(Error::io("creating containerd's hosts directory"))?;
+        std::fs::write(hosts.join("hosts.toml"), registry_hosts())
+            .map_err(Error::io("writing the registry's hosts.toml"))?;
         let containerd = self.spawn(
             "containerd",
             Path::new("containerd"),
@@ -289,6 +323,9 @@ impl Node {
         if let Some(mut containerd) = self.containerd.take() {
             containerd.stop();
         }
+        if let Some(mut registry) = self.registry.take() {
+            registry.stop();
+        }
         for mut controller in self.controllers.drain(..) {
             controller.stop();
         }
@@ -357,9 +394,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "/usr/lib/cni"
     conf_dir = "{cni}"
     max_conf_num = 1
+
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{d}/certs.d"
 "#,
         socket = socket.display(),
         cni = cni_dir.display(),
+    )
+}
+
+/// containerd's `hosts.toml` for the node's registry: plain HTTP, pulls only.
+fn registry_hosts() -> String {
+    format!(
+        "server = \"http://{REGISTRY_ADDRESS}\"\n\n[host.\"http://{REGISTRY_ADDRESS}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
     )
 }
 

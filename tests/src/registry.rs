@@ -1,9 +1,10 @@
-//! A real OCI registry on loopback: CNCF Distribution's `registry`, for tests that push and pull
-//! Wasm OCI artifacts.
+//! A real OCI registry: CNCF Distribution's `registry`, for tests that push and pull Wasm OCI
+//! artifacts, and the node's image registry.
 //!
 //! [`Registry::start`] builds (once per machine, `tests/k8s/build.sh --registry`) or reuses the
 //! pinned `registry`, writes its configuration into a directory of its own and serves on a free
-//! loopback port; it returns once `GET /v2/` answers. [`RegistryAuth::Anonymous`] serves plain
+//! loopback port; it returns once `GET /v2/` answers. A node runs one more, anonymous, at
+//! [`REGISTRY_ADDRESS`] on its bridge, where both its containerd and its pods reach it. [`RegistryAuth::Anonymous`] serves plain
 //! HTTP to anyone; [`RegistryAuth::Htpasswd`] serves TLS with a freshly generated CA (for clients
 //! to trust, see [`Registry::ca_file`]) and asks for the one user's password (HTTP basic auth,
 //! checked against a bcrypt htpasswd file). Dropping it stops the registry and removes its
@@ -23,6 +24,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 use crate::certs;
+use crate::network::REGISTRY_ADDRESS;
 use crate::ports::free_ports;
 use crate::supervisor::Supervised;
 use crate::{Binaries, Error};
@@ -69,14 +71,31 @@ impl Registry {
         let binaries = Binaries::locate_registry().await?;
         let mut attempt = 1;
         loop {
-            match Self::start_with(&binaries, &auth).await {
+            let [port] = free_ports()?;
+            let address = format!("127.0.0.1:{port}");
+            match Self::start_with(&binaries, &auth, address).await {
                 Err(e) if e.is_port_clash() && attempt < START_ATTEMPTS => attempt += 1,
                 result => return result,
             }
         }
     }
 
-    async fn start_with(binaries: &Binaries, auth: &RegistryAuth) -> Result<Self, Error> {
+    /// Starts the node's registry: anonymous, plain HTTP, at [`REGISTRY_ADDRESS`] on the node's
+    /// bridge (which must exist), with `binaries` holding the `registry`.
+    pub(crate) async fn start_on_node(binaries: &Binaries) -> Result<Self, Error> {
+        Self::start_with(
+            binaries,
+            &RegistryAuth::Anonymous,
+            REGISTRY_ADDRESS.to_owned(),
+        )
+        .await
+    }
+
+    async fn start_with(
+        binaries: &Binaries,
+        auth: &RegistryAuth,
+        address: String,
+    ) -> Result<Self, Error> {
         let started = Instant::now();
         // Removed on an early error; once the registry runs, its supervisor removes it.
         let temp = tempfile::Builder::new()
@@ -84,8 +103,6 @@ impl Registry {
             .tempdir()
             .map_err(Error::io("creating the registry's directory"))?;
         let dir = temp.path().to_owned();
-        let [port] = free_ports()?;
-        let address = format!("127.0.0.1:{port}");
         let mut config = Config {
             root: dir.join("storage"),
             address: address.clone(),
@@ -174,7 +191,8 @@ impl Registry {
         }
     }
 
-    /// `127.0.0.1:<port>`, the host part of an OCI reference (`127.0.0.1:<port>/name:tag`).
+    /// `127.0.0.1:<port>` (or the node's [`REGISTRY_ADDRESS`]), the host part of an OCI
+    /// reference (`127.0.0.1:<port>/name:tag`).
     pub fn address(&self) -> &str {
         &self.address
     }

@@ -1,6 +1,7 @@
-//! The test control plane with a node: a Deployment's pods are scheduled, run in containerd,
-//! get addresses on the node's bridge, answer the host, each other and `kubectl logs`/`exec`,
-//! are replaced when deleted, and stopping the node leaves nothing behind. Needs root and the
+//! The test control plane with a node: a Deployment's pods are scheduled, run in containerd
+//! from an image it pulled from the node's registry, get addresses on the node's bridge, answer
+//! the host, each other and `kubectl logs`/`exec`, reach the apiserver and the registry, are
+//! replaced when deleted, and stopping the node leaves nothing behind. Needs root and the
 //! node's binaries (`tests/k8s/build.sh --node`): run with `make test-cluster`.
 
 use std::path::{Path, PathBuf};
@@ -9,10 +10,14 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
-use wasmop_envtest::{BRIDGE, CGROUP_ROOT, ControlPlane, NODE_IP, NODE_NAME, within};
+use wasmop_envtest::{
+    BRIDGE, CGROUP_ROOT, ControlPlane, NODE_IP, NODE_NAME, REGISTRY_ADDRESS, within,
+};
 
 const ARCHIVE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/image/archive.py");
 const IMAGE: &str = "wasmop.dev/busybox:envtest";
+/// Where the test pushes [`IMAGE`] in the node's registry.
+const PUSHED: &str = "busybox:envtest";
 const WAIT: Duration = Duration::from_secs(120);
 
 /// A Deployment of two busybox pods, each logging a greeting and serving its name over HTTP.
@@ -32,8 +37,8 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
         - name: hello
-          image: wasmop.dev/busybox:envtest
-          imagePullPolicy: Never
+          image: 10.213.0.1:5000/busybox:envtest
+          imagePullPolicy: Always
           command:
             - sh
             - -c
@@ -157,7 +162,9 @@ async fn pods_run_on_the_node_reach_each_other_and_leave_nothing_behind() {
     .unwrap();
     let dir = plane.dir().to_owned();
     let node = plane.node().expect("started with a node");
-    node.import_image(&busybox_image(&dir)).unwrap();
+    let pushed = node.push_image(&busybox_image(&dir), PUSHED).unwrap();
+    assert_eq!(pushed, format!("{REGISTRY_ADDRESS}/{PUSHED}"));
+    assert!(DEPLOYMENT.contains(&format!("image: {pushed}\n")));
     let namespace = plane.create_namespace("node").await.unwrap();
     plane
         .run_kubectl(&["apply", "-n", &namespace, "-f", "-"], Some(DEPLOYMENT))
@@ -233,6 +240,18 @@ async fn pods_run_on_the_node_reach_each_other_and_leave_nothing_behind() {
         reach.contains("400 Bad Request"),
         "a pod reaches the apiserver: {reach:?}"
     );
+    // The registry containerd pulled the image from, which pods reach too.
+    let catalog = format!("http://{REGISTRY_ADDRESS}/v2/_catalog");
+    let listed = plane
+        .run_kubectl(
+            &[
+                "exec", "-n", &namespace, &first, "--", "busybox", "wget", "-qO-", &catalog,
+            ],
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.trim(), r#"{"repositories":["busybox"]}"#);
 
     pods.delete(&first, &DeleteParams::default()).await.unwrap();
     let replaced = running_pods(&pods, 2).await;

@@ -343,26 +343,12 @@ async fn run(
     Ok(String::from_utf8(output.stdout)?.trim().to_owned())
 }
 
-/// A P-256 key pair made without cosign: the private key (PKCS#8 PEM, as `wasmop sign` reads
-/// it) and the public key (PEM), written to `dir/name.pem` and `dir/name.pub`.
-fn key_pair(dir: &std::path::Path, name: &str, seed: u8) -> anyhow::Result<(String, String)> {
-    use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
-    let key = p256::ecdsa::SigningKey::from_slice(&[seed; 32])?;
-    let private = dir.join(format!("{name}.pem"));
-    let public = dir.join(format!("{name}.pub"));
-    std::fs::write(&private, key.to_pkcs8_pem(LineEnding::LF)?.as_bytes())?;
-    std::fs::write(
-        &public,
-        key.verifying_key().to_public_key_pem(LineEnding::LF)?,
-    )?;
-    Ok((private.display().to_string(), public.display().to_string()))
-}
-
 /// Under a policy that requires signatures by `release` (a cosign key) or `ops` (a key of
 /// wasmop's): a plugin file loads only once `cosign sign-blob` signed it; a module pushed by the ORAS CLI is refused unsigned, refused when signed by an
 /// untrusted key, and loads once `cosign sign` signed it; a module `wasmop sign` signed with
 /// `ops` passes `cosign verify`, is refused where `spec.module.oci.verify` allows only
-/// `release`, and — pushed with its precompiled form — loads on a host that cannot compile.
+/// `release`, and — pushed with its precompiled form — loads on a host that cannot compile, also
+/// where the policy trusts the keys without requiring signatures.
 async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()> {
     let client = plane.client().await?;
     let work = plane.create_namespace("oci-signed").await?;
@@ -382,19 +368,22 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
         &cosign_env,
     )
     .await?;
-    let (_, ops_pub) = key_pair(keys, "ops", 0x0b)?;
-    let (stranger, _) = key_pair(keys, "stranger", 0x5e)?;
+    let (_, ops_pub) = common::keys::key_pair(keys, "ops", 0x0b)?;
+    let (stranger, _) = common::keys::key_pair(keys, "stranger", 0x5e)?;
     let ops = keys.join("ops.pem").display().to_string();
-    let file = plane.dir().join("signatures-policy.yaml");
     let release_pub = keys.join("release.pub").display().to_string();
-    std::fs::write(
-        &file,
-        format!(
+    let signatures_policy = |require: bool| {
+        let file = plane
+            .dir()
+            .join(format!("signatures-required-{require}.yaml"));
+        let text = format!(
             "modules: {{private-addresses: true}}\n\
              conversions: {{example.wasmop.dev/WebApp: webapp}}\n\
-             signatures:\n  keys: {{release: {release_pub}, ops: {ops_pub}}}\n  require: true\n"
-        ),
-    )?;
+             signatures:\n  keys: {{release: {release_pub}, ops: {ops_pub}}}\n  require: {require}\n"
+        );
+        std::fs::write(&file, text).map(|()| file)
+    };
+    let file = signatures_policy(true)?;
 
     // The ORAS CLI pushes the component in the Wasm artifact layout.
     let components = common::component("webapp");
@@ -432,14 +421,15 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     // A plugin file needs a trusted cosign blob signature beside it.
     let good = keys.join("good.wasm");
     std::fs::copy(common::component("guest-good"), &good)?;
-    let start_host = || {
+    let start_host_with = |policy: &std::path::Path| {
         let mut host = common::host(plane);
         host.args(["--wasm-reconcilers", "--namespaces", &work, "--policy"])
-            .arg(&file)
+            .arg(policy)
             .args(plain)
             .args(common::NO_PORTS);
         host
     };
+    let start_host = || start_host_with(&file);
     let with_good = || {
         let mut host = start_host();
         host.arg("--plugin").arg(&good);
@@ -552,15 +542,19 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     common::terminate(host).await?;
 
     // A host that cannot compile — an empty compile cache and a compile memory limit no compile
-    // fits — loads the module whose signed artifact carries it precompiled, and no other.
+    // fits — under a policy that trusts the keys without requiring signatures: it loads the
+    // module whose artifact carries it precompiled and signed by a trusted key, whether the
+    // WasmReconciler asks for that key or not, and no other.
     let cache = tempfile::tempdir()?;
-    let host = start_host()
+    let host = start_host_with(&signatures_policy(false)?)
         .arg("--compile-cache")
         .arg(cache.path())
         .args(["--compile-memory-limit", "4Mi"])
         .spawn()?;
     let ops_allowed = json!({"oci": {"reference": v2, "verify": {"keys": ["ops"]}}});
     let status = attempt("precompiled", ops_allowed).await?;
+    assert!(ready(&status), "{status}");
+    let status = attempt("precompiled-trusted", json!({"oci": {"reference": v2}})).await?;
     assert!(ready(&status), "{status}");
     let status = attempt("compiled-here", json!({"oci": {"reference": pushed}})).await?;
     let (reason, message) = degraded_by(&status);

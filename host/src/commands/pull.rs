@@ -4,7 +4,7 @@
 use anyhow::Context;
 use wasmop::config::PullArgs;
 use wasmop::contract::TrustedKey;
-use wasmop::plugins::oci::OciRef;
+use wasmop::plugins::oci::{OciRef, SignatureCheck};
 
 use super::{credentials, registries};
 
@@ -15,7 +15,12 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<()> {
     eprintln!("pulling {reference}");
     let keys = trusted(&args.keys).await?;
     let pulled = registries
-        .pull(&reference, &auth, None, keys.as_deref())
+        .pull(
+            &reference,
+            &auth,
+            None,
+            SignatureCheck::new(keys.as_deref(), &[]),
+        )
         .await?;
     if let Some(key) = &pulled.signed_by {
         eprintln!("the signature by {key} verifies");

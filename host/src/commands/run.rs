@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use oci_client::secrets::RegistryAuth;
-use wasmop::contract::TrustedKey;
-use wasmop::plugins::oci::{self, OciRef, Registries, Store};
+use wasmop::plugins::oci::{self, OciRef, Registries, SignatureCheck, Store};
 
 use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{LeaderArgs, RunArgs};
@@ -63,9 +62,10 @@ async fn load(
     let options = plugins::options(&args.plugin_limits(file));
     let module = match file.to_str().filter(|f| f.starts_with(oci::SCHEME)) {
         Some(reference) => {
-            let keys = args.ceiling.signatures.keys_for(&[]);
-            let keys = keys.map_err(anyhow::Error::msg)?;
-            let pulled = pulled(registries, reference, keys.as_deref()).await?;
+            let signatures = &args.ceiling.signatures;
+            let keys = signatures.keys_for(&[]).map_err(anyhow::Error::msg)?;
+            let verify = SignatureCheck::new(keys.as_deref(), &signatures.keys);
+            let pulled = pulled(registries, reference, verify).await?;
             if let Some(artifact) = pulled.precompiled {
                 let runtime = manager.handle();
                 runtime.runtime().adopt(pulled.module, artifact).await?;
@@ -84,17 +84,17 @@ async fn load(
     Ok(())
 }
 
-/// Pulls the `oci://` plugin `reference` (the operator named it: no address policy applies; a
-/// signature by one of `keys` when given) into a file named after its repository (the identity
-/// it runs as), in a folder named by its digest.
+/// Pulls the `oci://` plugin `reference` (the operator named it: no address policy applies; its
+/// signatures checked as `verify` says) into a file named after its repository (the identity it
+/// runs as), in a folder named by its digest.
 async fn pulled(
     registries: &Registries,
     reference: &str,
-    keys: Option<&[TrustedKey]>,
+    verify: SignatureCheck<'_>,
 ) -> anyhow::Result<PulledPlugin> {
     let reference = OciRef::parse(reference)?;
     let pulled = registries
-        .pull(&reference, &RegistryAuth::Anonymous, None, keys)
+        .pull(&reference, &RegistryAuth::Anonymous, None, verify)
         .await
         .with_context(|| format!("pulling {reference}"))?;
     let store = registries.store.as_ref().map(Store::dir);

@@ -30,9 +30,11 @@ use kube::Api;
 
 use super::address::{AddressError, CheckedAddresses};
 use super::digest;
-use super::oci::{OciError, OciRef, PullSecretError, Registries, auth_from_dockerconfig};
+use super::oci::{
+    OciError, OciRef, PullSecretError, Registries, SignatureCheck, auth_from_dockerconfig,
+};
 use wasmop_contract::capability::{self, Power, Subject};
-use wasmop_contract::{Ceiling, TrustedKey, boundary};
+use wasmop_contract::{Ceiling, boundary};
 
 /// The largest module a URL may serve.
 pub const MAX_MODULE_BYTES: usize = 64 << 20;
@@ -243,7 +245,7 @@ impl ModuleRef {
                     client,
                     policy,
                     registries,
-                    keys: keys.as_deref(),
+                    verify: SignatureCheck::new(keys.as_deref(), &policy.signatures.keys),
                 };
                 pull.run(&reference, oci.pull_secret.as_ref()).await?
             }
@@ -333,13 +335,13 @@ fn unsigned(bytes: Vec<u8>) -> Fetched {
     }
 }
 
-/// A pull for a tenant: every connection checked against `policy`, the module verified against
-/// `keys` when given.
+/// A pull for a tenant: every connection checked against `policy`, the module's signatures as
+/// `verify` says.
 struct Pull<'a> {
     client: &'a kube::Client,
     policy: &'a Ceiling,
     registries: &'a Registries,
-    keys: Option<&'a [TrustedKey]>,
+    verify: SignatureCheck<'a>,
 }
 
 impl Pull<'_> {
@@ -368,7 +370,7 @@ impl Pull<'_> {
         };
         let pulled = self
             .registries
-            .pull(reference, &auth, Some(self.policy), self.keys)
+            .pull(reference, &auth, Some(self.policy), self.verify)
             .await;
         let pulled = pulled.map_err(|source| ModuleError::Oci {
             reference: reference.to_string(),
@@ -459,6 +461,7 @@ async fn from_url(url: &str, policy: &Ceiling) -> Result<Vec<u8>, ModuleError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmop_contract::TrustedKey;
 
     #[tokio::test]
     async fn digests_must_match_and_urls_need_one() {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod account;
+pub mod keys;
 pub mod logged;
 pub mod reconcilers;
 pub mod scrape;

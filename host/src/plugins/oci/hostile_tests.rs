@@ -150,7 +150,7 @@ async fn pull(
     let reference = format!("{}/team/webapp@{}", registry.address, digest(manifest));
     let reference = OciRef::parse(&reference).unwrap();
     registries
-        .pull(&reference, auth, Some(&policy()), None)
+        .pull(&reference, auth, Some(&policy()), SignatureCheck::No)
         .await
 }
 
@@ -249,13 +249,24 @@ async fn an_unsigned_precompiled_layer_is_never_taken() {
     };
     let reference = format!("{}/team/webapp@{}", registry.address, digest(&manifest));
     let reference = OciRef::parse(&reference).unwrap();
-    let pulled = registries
-        .pull(&reference, &RegistryAuth::Anonymous, Some(&policy()), None)
-        .await
+    // Whether signatures are not checked at all or checked only for the precompiled layer (which
+    // the registry answers with no signature manifest): the component loads, the layer does not.
+    use p256::pkcs8::{EncodePublicKey, LineEnding};
+    let key = p256::ecdsa::SigningKey::from_slice(&[7; 32]).unwrap();
+    let pem = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
         .unwrap();
-    assert_eq!(pulled.module, COMPONENT);
-    assert!(
-        pulled.precompiled.is_none(),
-        "native code taken without a signature"
-    );
+    let trusted = [TrustedKey::from_pem("release", &pem).unwrap()];
+    for check in [SignatureCheck::No, SignatureCheck::ForPrecompiled(&trusted)] {
+        let pulled = registries
+            .pull(&reference, &RegistryAuth::Anonymous, Some(&policy()), check)
+            .await
+            .unwrap();
+        assert_eq!(pulled.module, COMPONENT);
+        assert!(
+            pulled.precompiled.is_none() && pulled.signed_by.is_none(),
+            "native code taken without a signature ({check:?})"
+        );
+    }
 }

@@ -89,6 +89,34 @@ pub struct Pulled {
     pub unreachable: Option<OciError>,
 }
 
+/// How a pull checks the artifact's signatures against keys the operator trusts.
+#[derive(Debug, Clone, Copy)]
+pub enum SignatureCheck<'a> {
+    /// Not at all: the component loads unsigned, and no precompiled layer is taken.
+    No,
+    /// Only to take a precompiled layer for the host's engine: one of the keys must have signed
+    /// the artifact for that layer to be used; the component loads either way.
+    ForPrecompiled(&'a [TrustedKey]),
+    /// One of the keys must have signed the pinned digest, or the pull fails.
+    Required(&'a [TrustedKey]),
+}
+
+impl<'a> SignatureCheck<'a> {
+    /// Signatures by one of `required` when given; otherwise by one of `trusted`, only to take
+    /// a precompiled layer (none checked when nothing is trusted).
+    pub fn new(required: Option<&'a [TrustedKey]>, trusted: &'a [TrustedKey]) -> Self {
+        match required {
+            Some(keys) => SignatureCheck::Required(keys),
+            None if trusted.is_empty() => SignatureCheck::No,
+            None => SignatureCheck::ForPrecompiled(trusted),
+        }
+    }
+
+    fn required(&self) -> bool {
+        matches!(self, SignatureCheck::Required(_))
+    }
+}
+
 /// What one pull brought: the component and, when asked for, the digest's signatures.
 struct Fetched {
     module: Vec<u8>,
@@ -98,7 +126,7 @@ struct Fetched {
 
 impl Registries {
     /// Pulls the component `reference` names with `auth`; for a tenant, with `policy` checking
-    /// every address connected to; with `keys`, only if one of them signed the pinned digest.
+    /// every address connected to; its signatures checked as `verify` says.
     /// When the registry cannot be reached, the component (and signatures) pulled from the
     /// same repository before are given, if the store holds them, and checked the same way.
     pub async fn pull(
@@ -106,16 +134,15 @@ impl Registries {
         reference: &OciRef,
         auth: &RegistryAuth,
         policy: Option<&Ceiling>,
-        keys: Option<&[TrustedKey]>,
+        verify: SignatureCheck<'_>,
     ) -> Result<Pulled, OciError> {
-        let signed = keys.is_some();
         let fetched =
-            tokio::time::timeout(FETCH_TIMEOUT, self.fetch(reference, auth, policy, signed))
+            tokio::time::timeout(FETCH_TIMEOUT, self.fetch(reference, auth, policy, verify))
                 .await
                 .unwrap_or(Err(OciError::Unreachable("did not answer in time")));
         let (fetched, unreachable) = match fetched {
             Ok(fetched) => (fetched, None),
-            Err(error @ OciError::Unreachable(_)) => match self.stored(reference, signed).await {
+            Err(error @ OciError::Unreachable(_)) => match self.stored(reference, verify).await {
                 Some(stored) => {
                     tracing::warn!(reference = %reference, "{error}; loading the component pulled before");
                     (stored, Some(error))
@@ -124,9 +151,15 @@ impl Registries {
             },
             Err(error) => return Err(error),
         };
-        let signed_by = keys
-            .map(|keys| signature::verified_by(&fetched.signatures, reference.digest(), keys))
-            .transpose()?;
+        let verified_by =
+            |keys| signature::verified_by(&fetched.signatures, reference.digest(), keys);
+        let signed_by = match verify {
+            SignatureCheck::Required(keys) => Some(verified_by(keys)?),
+            SignatureCheck::ForPrecompiled(keys) if fetched.precompiled.is_some() => {
+                verified_by(keys).ok()
+            }
+            _ => None,
+        };
         Ok(Pulled {
             module: fetched.module,
             digest: reference.digest().to_owned(),
@@ -137,13 +170,13 @@ impl Registries {
     }
 
     /// The component of `reference` the store holds, if it holds its manifest too (and the
-    /// signatures kept with it, when `signed`).
-    async fn stored(&self, reference: &OciRef, signed: bool) -> Option<Fetched> {
+    /// signatures kept with it, when they are required).
+    async fn stored(&self, reference: &OciRef, verify: SignatureCheck<'_>) -> Option<Fetched> {
         let store = self.store.as_ref()?;
         let manifest = store.manifest(reference).await?;
         let layer = artifact::component_layer(reference, &manifest).ok()?;
         let module = store.blob(&layer.digest).await?;
-        let signatures = match signed {
+        let signatures = match verify.required() {
             true => store.signatures(reference).await,
             false => Vec::new(),
         };
@@ -159,7 +192,7 @@ impl Registries {
         reference: &OciRef,
         auth: &RegistryAuth,
         policy: Option<&Ceiling>,
-        signed: bool,
+        verify: SignatureCheck<'_>,
     ) -> Result<Fetched, OciError> {
         let anywhere = Ceiling {
             modules: wasmop_contract::ModuleSources {
@@ -181,16 +214,27 @@ impl Registries {
             .manifest(reference.oci(), artifact::MANIFEST_MEDIA_TYPES)
             .await?;
         let layer = artifact::component_layer(reference, &manifest)?;
-        let signatures = match signed {
-            true => pull.signatures().await?,
-            false => Vec::new(),
+        let precompiled_layer = match (verify, &self.engine) {
+            (SignatureCheck::No, _) | (_, None) => None,
+            (_, Some(engine)) => artifact::precompiled_layer(&manifest, engine),
         };
-        let precompiled = match (signed, &self.engine) {
-            (true, Some(engine)) => match artifact::precompiled_layer(&manifest, engine) {
-                Some(layer) => Some(pull.blob(&layer, "precompiled component").await?),
-                None => None,
-            },
-            _ => None,
+        let signatures = match (verify, &precompiled_layer) {
+            (SignatureCheck::Required(_), _) => pull.signatures().await?,
+            // Unsigned loads are allowed: a signature that cannot be read costs a compile.
+            (SignatureCheck::ForPrecompiled(_), Some(_)) => {
+                pull.signatures().await.unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
+        let precompiled = match precompiled_layer.filter(|_| !signatures.is_empty()) {
+            Some(layer) => {
+                let blob = pull.blob(&layer, "precompiled component").await;
+                match verify.required() {
+                    true => Some(blob?),
+                    false => blob.ok(),
+                }
+            }
+            None => None,
         };
         let store = self.store.as_ref();
         let held = OptionFuture::from(store.map(|s| s.blob(&layer.digest)));
@@ -202,7 +246,7 @@ impl Registries {
             store
                 .keep(reference, &manifest, &layer.digest, &module)
                 .await;
-            if signed {
+            if verify.required() {
                 store.keep_signatures(reference, &signatures).await;
             }
         }
@@ -487,7 +531,7 @@ mod tests {
                     &reference(registry),
                     &anonymous,
                     Some(&Ceiling::default()),
-                    None,
+                    SignatureCheck::No,
                 )
                 .await;
             let error = pulled.unwrap_err();
@@ -536,7 +580,7 @@ mod tests {
                 &reference(&registry),
                 &RegistryAuth::Anonymous,
                 Some(&policy),
-                None,
+                SignatureCheck::No,
             )
             .await;
         let error = pulled.unwrap_err();

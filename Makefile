@@ -91,7 +91,7 @@ demo-cluster: image
 test-cluster: image
 	tests/k8s/build.sh --node >/dev/null
 	cargo test -p wasmop-envtest --features node --test node
-	cargo test -p wasmop --features cluster-tests --test pods
+	cargo test -p wasmop --features cluster-tests --test pods --test pods_registry
 
 demo: control-plane guests
 	cargo build --bin wasmop

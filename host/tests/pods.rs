@@ -1,5 +1,6 @@
 //! wasmop in real pods on the test control plane's node, installed as a user installs it
-//! (`kubectl apply -k deploy/test-cluster`, the image from `deploy/image/build`): two replicas
+//! (`kubectl apply -k deploy/test-cluster`, the image from `deploy/image/build` pulled from the
+//! node's registry): two replicas
 //! start with an empty compile cache inside their memory limit, converge WebApps, fail over when
 //! the leader's pod is deleted, come back when a container is killed (out of their Service's
 //! ready endpoints until their probes pass again), hot-load a plugin into both pods, survive a
@@ -11,188 +12,23 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::pods::{
+    NAMESPACE, SELECTOR, WAIT, apply_reconciler, endpoint_ready, eventually, install,
+    kill_container, leader, logs, name, node_with_image, oom_kills, ready, ready_pods, repo,
+    restarts_and_oom,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use wasmop::plugins::digest;
-use wasmop_envtest::{CGROUP_ROOT, ControlPlane, NODE_IP, within};
+use wasmop_envtest::{ControlPlane, NODE_IP, within};
 
-const NAMESPACE: &str = "wasmop-system";
-const SELECTOR: &str = "app.kubernetes.io/name=wasmop";
 /// The Deployment's lease duration and retry period (the host's defaults).
 const LEASE: Duration = Duration::from_secs(15 + 2);
-const WAIT: Duration = Duration::from_secs(180);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The image `make image` built; the test says how to get it rather than building it for minutes.
-fn image() -> PathBuf {
-    let archive = repo().join("target/image/wasmop.tar");
-    assert!(
-        archive.is_file(),
-        "{} is missing: build it with `make image`",
-        archive.display()
-    );
-    archive
-}
-
-/// A control plane with a node that has the wasmop image.
-async fn node_with_image() -> ControlPlane {
-    let start = ControlPlane::start_with_node();
-    let plane = within(Duration::from_secs(600), "the node", start)
-        .await
-        .unwrap();
-    let node = plane.node().expect("started with a node");
-    node.import_image(&image()).unwrap();
-    plane
-}
-
-/// Polls `check` every half second until it returns `Some`, or fails naming `what`.
-async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{what}: not after {limit:?}");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-fn ready(pod: &Pod) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-fn name(pod: &Pod) -> String {
-    pod.metadata.name.clone().unwrap_or_default()
-}
-
-/// The wasmop pods, once exactly `count` exist, none terminating, all Ready.
-async fn ready_pods(pods: &Api<Pod>, count: usize) -> Vec<Pod> {
-    eventually(&format!("{count} Ready wasmop pods"), WAIT, || async {
-        let list = pods
-            .list(&ListParams::default().labels(SELECTOR))
-            .await
-            .ok()?;
-        let live: Vec<Pod> = list
-            .items
-            .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .collect();
-        (live.len() == count && live.iter().all(ready)).then_some(live)
-    })
-    .await
-}
-
-/// Whether the metrics Service's endpoint at `ip` is ready, or `None` when it has none there.
-async fn endpoint_ready(slices: &Api<EndpointSlice>, ip: &str) -> Option<bool> {
-    let selector = ListParams::default().labels("kubernetes.io/service-name=wasmop-metrics");
-    let list = slices.list(&selector).await.ok()?;
-    let endpoint = list
-        .items
-        .into_iter()
-        .flat_map(|slice| slice.endpoints.into_iter().flatten())
-        .find(|e| e.addresses.iter().any(|a| a == ip))?;
-    Some(endpoint.conditions.and_then(|c| c.ready).unwrap_or(false))
-}
-
-/// The pod whose host holds the Lease (its identity is `<pod>_<random>`).
-async fn leader(leases: &Api<Lease>) -> Option<String> {
-    let lease = leases.get_opt("wasmop-leader").await.ok()??;
-    let holder = lease.spec?.holder_identity?;
-    Some(
-        holder
-            .rsplit_once('_')
-            .map_or(holder.clone(), |(pod, _)| pod.to_owned()),
-    )
-}
-
-fn restarts_and_oom(pod: &Pod) -> (i32, bool) {
-    let statuses = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.clone())
-        .unwrap_or_default();
-    let restarts = statuses.iter().map(|s| s.restart_count).sum();
-    let oom = statuses.iter().any(|s| {
-        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
-        last.is_some_and(|t| t.reason.as_deref() == Some("OOMKilled"))
-    });
-    (restarts, oom)
-}
-
-/// The cgroup of `pod`'s wasmop container in the `controller` hierarchy, on the node.
-fn container_cgroup(pod: &Pod, controller: &str) -> PathBuf {
-    let id = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|s| s.first())
-        .and_then(|s| s.container_id.clone())
-        .expect("a running container has an ID");
-    let id = id.trim_start_matches("containerd://").to_owned();
-    let hierarchy = Path::new("/sys/fs/cgroup")
-        .join(controller)
-        .join(CGROUP_ROOT);
-    find_cgroup(&hierarchy, &id).expect("the container's cgroup")
-}
-
-/// How many processes the out-of-memory killer has killed in `pod`'s wasmop container.
-fn oom_kills(pod: &Pod) -> u64 {
-    let control = container_cgroup(pod, "memory").join("memory.oom_control");
-    let control = std::fs::read_to_string(control).unwrap();
-    control
-        .lines()
-        .find_map(|line| line.strip_prefix("oom_kill "))
-        .map_or(0, |count| count.trim().parse().unwrap())
-}
-
-/// Kills every process of `pod`'s wasmop container with SIGKILL, from the node, as the OOM
-/// killer or a crash would.
-fn kill_container(pod: &Pod) {
-    let procs = container_cgroup(pod, "pids").join("cgroup.procs");
-    let pids = std::fs::read_to_string(&procs).unwrap();
-    for pid in pids.lines() {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", pid])
-            .status();
-    }
-}
-
-fn find_cgroup(dir: &Path, id: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if !path.is_dir() {
-            continue;
-        }
-        if entry.file_name().to_string_lossy().ends_with(id) {
-            return Some(path);
-        }
-        if let Some(found) = find_cgroup(&path, id) {
-            return Some(found);
-        }
-    }
-    None
-}
-
-async fn logs(plane: &ControlPlane, pod: &str) -> String {
-    plane
-        .run_kubectl(&["logs", "-n", NAMESPACE, pod], None)
-        .await
-        .unwrap_or_default()
-}
 
 async fn converge(plane: &ControlPlane, namespace: &str, name: &str) {
     let apps = common::webapps(plane.client().await.unwrap(), namespace);
@@ -211,17 +47,10 @@ async fn converge(plane: &ControlPlane, namespace: &str, name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
     let plane = node_with_image().await;
-    let overlay = repo().join("deploy/test-cluster");
-    plane
-        .run_kubectl(&["apply", "-k", &overlay.to_string_lossy()], None)
-        .await
-        .unwrap();
-    let client = plane.client().await.unwrap();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
-
     // Both replicas start with an empty compile cache, inside the 256Mi limit.
-    let started = ready_pods(&pods, 2).await;
+    let (pods, started) = install(&plane, &repo().join("deploy/test-cluster")).await;
+    let client = plane.client().await.unwrap();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
     for pod in &started {
         assert_eq!(
             restarts_and_oom(pod),
@@ -295,13 +124,10 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
         .create(&Default::default(), &module)
         .await
         .unwrap();
-    let reconciler = format!(
-        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: guest-good\nspec:\n  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: guest-good, key: module.wasm}}\n"
+    let module = format!(
+        "  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: guest-good, key: module.wasm}}\n"
     );
-    plane
-        .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
-        .await
-        .unwrap();
+    apply_reconciler(&plane, "guest-good", &module).await;
     let seen: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     within(
         WAIT,
@@ -386,13 +212,8 @@ async fn apply_served(plane: &ControlPlane, name: &str, file: &str, spec: &str) 
     let wasm = std::fs::read(repo().join("target/components").join(file)).unwrap();
     let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
     let url = serve_on_node(wasm);
-    let reconciler = format!(
-        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: {name}\nspec:\n{spec}  module:\n    sha256: {sha256}\n    url: {url}\n"
-    );
-    plane
-        .run_kubectl(&["apply", "-f", "-"], Some(&reconciler))
-        .await
-        .unwrap();
+    let spec = format!("{spec}  module:\n    sha256: {sha256}\n    url: {url}\n");
+    apply_reconciler(plane, name, &spec).await;
 }
 
 /// A WasmReconciler naming the Python webapp, whose compile needs more than the pods' 256Mi.
@@ -539,11 +360,9 @@ async fn the_helm_chart_lints_installs_and_converges() {
             "wasmop-helm",
             "--create-namespace",
             "--set",
-            "image.repository=wasmop.dev/wasmop",
+            "image.repository=10.213.0.1:5000/wasmop",
             "--set",
             "image.tag=dev",
-            "--set",
-            "image.pullPolicy=Never",
             "--set-json",
             &env,
         ],

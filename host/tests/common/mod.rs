@@ -6,6 +6,7 @@
 pub mod account;
 pub mod keys;
 pub mod logged;
+pub mod pods;
 pub mod reconcilers;
 pub mod scrape;
 pub mod tls;

@@ -61,7 +61,12 @@ async fn modules_travel_through_registries() -> anyhow::Result<()> {
         common::reconcilers::install_crd(plane).await?;
         common::install_webapp_crd(plane).await?;
         pushed_modules_load_swap_and_survive_a_registry_outage(plane).await?;
-        a_private_registry_answers_only_with_the_pull_secret(plane).await?;
+        let (user, password) = ("alice".to_owned(), PASSWORD.to_owned());
+        let basic = RegistryAuth::Htpasswd { user, password };
+        a_private_registry_answers_only_with_the_pull_secret(plane, basic).await?;
+        let (user, password) = ("alice".to_owned(), PASSWORD.to_owned());
+        let token = RegistryAuth::Token { user, password };
+        a_private_registry_answers_only_with_the_pull_secret(plane, token).await?;
         signatures_decide_what_runs(plane).await
     })
     .await
@@ -202,17 +207,21 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
     common::terminate(host).await
 }
 
+/// The password of the private registries, which must appear in no WasmReconciler.
+const PASSWORD: &str = "pw-that-must-not-leak";
+
+/// A TLS registry that asks for `auth` — HTTP basic auth, or bearer tokens its token service
+/// grants for the same credentials — answers `wasmop push` and a WasmReconciler only with the
+/// credentials, which come from a dockerconfigjson Secret in a namespace the policy lists and
+/// appear nowhere in the object; a bearer token in the Secret (`registrytoken`) works too.
 async fn a_private_registry_answers_only_with_the_pull_secret(
     plane: &ControlPlane,
+    auth: RegistryAuth,
 ) -> anyhow::Result<()> {
     let client = plane.client().await?;
     let modules = plane.create_namespace("oci-modules").await?;
     let work = plane.create_namespace("oci-private").await?;
-    let password = "pw-that-must-not-leak";
-    let auth = RegistryAuth::Htpasswd {
-        user: "alice".into(),
-        password: password.into(),
-    };
+    let password = PASSWORD;
     let registry = Registry::start(auth).await?;
     let address = registry.address();
     let ca = registry
@@ -229,7 +238,7 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
         &ca,
     ];
     let anonymous = wasmop(&args, &[]).await.unwrap_err().to_string();
-    assert!(anonymous.contains("refused the credentials"), "{anonymous}");
+    assert!(anonymous.contains("refused"), "{anonymous}");
     let with_user = [&args[..], &["--username", "alice"]].concat();
     let reference = wasmop(&with_user, &[("WASMOP_REGISTRY_PASSWORD", password)]).await?;
 
@@ -296,6 +305,27 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
     common::seen_by_good(&configmaps, "from-a-private-registry").await?;
     let object = serde_json::to_string(&api.get("oci-private").await?)?;
     assert!(!object.contains(password), "{object}");
+    if let Some(token) = registry.bearer_token("private/good", &["pull"]) {
+        let config = json!({"auths": {address: {"registrytoken": token}}}).to_string();
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": "registry-token"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": config},
+        }))?;
+        Api::<Secret>::namespaced(client.clone(), &modules)
+            .create(&PostParams::default(), &secret)
+            .await?;
+        let bearer = json!({"spec": {"module": module(Some((&modules, "registry-token")))}});
+        api.patch(
+            "oci-private",
+            &PatchParams::default(),
+            &Patch::Merge(&bearer),
+        )
+        .await?;
+        let current = |s: &Value| ready(s) && s["observedGeneration"] == 4;
+        let status = common::reconcilers::status_until(&api, "oci-private", current).await?;
+        println!("with a registry token: {status}");
+    }
     api.delete("oci-private", &Default::default()).await?;
     common::terminate(host).await
 }

@@ -36,6 +36,7 @@ mod registry;
 mod shared;
 mod supervisor;
 mod timeout;
+mod token;
 
 pub use audit::{AuditEvent, AuditLog};
 pub use binaries::{Binaries, kubernetes_version};

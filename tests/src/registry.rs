@@ -7,7 +7,8 @@
 //! [`REGISTRY_ADDRESS`] on its bridge, where both its containerd and its pods reach it. [`RegistryAuth::Anonymous`] serves plain
 //! HTTP to anyone; [`RegistryAuth::Htpasswd`] serves TLS with a freshly generated CA (for clients
 //! to trust, see [`Registry::ca_file`]) and asks for the one user's password (HTTP basic auth,
-//! checked against a bcrypt htpasswd file). Dropping it stops the registry and removes its
+//! checked against a bcrypt htpasswd file); [`RegistryAuth::Token`] serves TLS the same way but
+//! takes only bearer tokens, which its token service ([`crate::token`]) grants the one user. Dropping it stops the registry and removes its
 //! storage, as for every server of this crate.
 
 use std::net::Ipv4Addr;
@@ -27,6 +28,7 @@ use crate::certs;
 use crate::network::REGISTRY_ADDRESS;
 use crate::ports::free_ports;
 use crate::supervisor::Supervised;
+use crate::token::{self, TokenService};
 use crate::{Binaries, Error};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -52,6 +54,14 @@ pub enum RegistryAuth {
         /// Its password (at most 72 bytes, bcrypt's limit).
         password: String,
     },
+    /// Only bearer tokens from its token service, which grants them to `user` with `password`
+    /// (HTTP basic auth to the service), over TLS with a fresh CA.
+    Token {
+        /// The one user name.
+        user: String,
+        /// Its password.
+        password: String,
+    },
 }
 
 /// A running CNCF Distribution registry on loopback; dropping it stops it and removes its files.
@@ -61,6 +71,7 @@ pub struct Registry {
     ca_pem: Option<String>,
     ca_file: Option<PathBuf>,
     credentials: Option<(String, String)>,
+    token: Option<TokenService>,
     process: Supervised,
 }
 
@@ -109,9 +120,12 @@ impl Registry {
             secret: certs::random_hex(16)?,
             tls: None,
             htpasswd: None,
+            token: None,
         };
-        let (mut ca_pem, mut ca_file, mut credentials) = (None, None, None);
-        if let RegistryAuth::Htpasswd { user, password } = auth {
+        let (mut ca_pem, mut ca_file, mut credentials, mut token) = (None, None, None, None);
+        if let RegistryAuth::Htpasswd { user, password } | RegistryAuth::Token { user, password } =
+            auth
+        {
             let serving = certs::serving(
                 "wasmop-envtest-registry",
                 vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
@@ -124,10 +138,18 @@ impl Registry {
             certs::write(&cert, &serving.cert_pem)?;
             certs::write(&key, &serving.key_pem)?;
             certs::write(&ca, &serving.ca_pem)?;
-            let htpasswd = dir.join("htpasswd");
-            certs::write(&htpasswd, &htpasswd_line(user, password)?)?;
             config.tls = Some((cert, key));
-            config.htpasswd = Some(htpasswd);
+            if matches!(auth, RegistryAuth::Token { .. }) {
+                let service = TokenService::start(user, password)?;
+                let bundle = dir.join("token.crt");
+                certs::write(&bundle, service.certificate_pem())?;
+                config.token = Some((service.realm(), bundle));
+                token = Some(service);
+            } else {
+                let htpasswd = dir.join("htpasswd");
+                certs::write(&htpasswd, &htpasswd_line(user, password)?)?;
+                config.htpasswd = Some(htpasswd);
+            }
             ca_pem = Some(serving.ca_pem);
             ca_file = Some(ca);
             credentials = Some((user.clone(), password.clone()));
@@ -149,6 +171,7 @@ impl Registry {
             ca_pem,
             ca_file,
             credentials,
+            token,
             process,
         };
         registry.wait_ready().await?;
@@ -226,6 +249,12 @@ impl Registry {
         Some(docker_config_json(&self.address, user, password))
     }
 
+    /// A bearer token its token service grants for `actions` on `repository`, with
+    /// [`RegistryAuth::Token`] (what a `.dockerconfigjson`'s `registrytoken` holds).
+    pub fn bearer_token(&self, repository: &str, actions: &[&str]) -> Option<String> {
+        self.token.as_ref()?.token(repository, actions).ok()
+    }
+
     /// The last `lines` lines of its log (access log and errors).
     pub fn log_tail(&self, lines: usize) -> String {
         self.process.log_tail(lines)
@@ -245,6 +274,8 @@ struct Config {
     /// The serving certificate and key.
     tls: Option<(PathBuf, PathBuf)>,
     htpasswd: Option<PathBuf>,
+    /// The token service's realm and the bundle of the certificate that signs its tokens.
+    token: Option<(String, PathBuf)>,
 }
 
 impl Config {
@@ -278,6 +309,15 @@ http:
                 "  tls:\n    certificate: {}\n    key: {}\n",
                 path(cert),
                 path(key)
+            ));
+        }
+        if let Some((realm, bundle)) = &self.token {
+            yaml.push_str(&format!(
+                "auth:\n  token:\n    realm: {}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
+                quote(realm),
+                quote(token::SERVICE),
+                quote(token::ISSUER),
+                path(bundle)
             ));
         }
         if let Some(htpasswd) = &self.htpasswd {
@@ -373,6 +413,7 @@ mod tests {
             secret: "s3cret".to_owned(),
             tls: None,
             htpasswd: None,
+            token: None,
         };
         let plain: serde_json::Value = serde_saphyr::from_str(&config.yaml()).unwrap();
         assert_eq!(plain["version"], serde_json::json!(0.1));
@@ -391,6 +432,15 @@ mod tests {
         assert_eq!(secured["http"]["tls"]["key"], "/tmp/r/c.key");
         assert_eq!(secured["auth"]["htpasswd"]["path"], "/tmp/r/htpasswd");
         assert_eq!(secured["auth"]["htpasswd"]["realm"], REALM);
+
+        config.htpasswd = None;
+        config.token = Some(("http://127.0.0.1:1/token".into(), "/tmp/r/token.crt".into()));
+        let token: serde_json::Value = serde_saphyr::from_str(&config.yaml()).unwrap();
+        assert_eq!(token["auth"]["token"]["realm"], "http://127.0.0.1:1/token");
+        assert_eq!(token["auth"]["token"]["service"], token::SERVICE);
+        assert_eq!(token["auth"]["token"]["issuer"], token::ISSUER);
+        assert_eq!(token["auth"]["token"]["rootcertbundle"], "/tmp/r/token.crt");
+        assert!(token["auth"].get("htpasswd").is_none());
     }
 
     #[test]

@@ -84,7 +84,7 @@ impl OciError {
                 "refused the credentials (401 Unauthorized)".to_owned()
             }
             E::AuthenticationFailure(_) | E::RegistryTokenDecodeError(_) => {
-                "did not authenticate the host".to_owned()
+                "gave no token for the credentials (its token service refused them)".to_owned()
             }
             E::ImageManifestNotFoundError(_) | E::ServerError { code: 404, .. } => {
                 return OciError::NotFound;

@@ -242,12 +242,14 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
     let with_user = [&args[..], &["--username", "alice"]].concat();
     let reference = wasmop(&with_user, &[("WASMOP_REGISTRY_PASSWORD", password)]).await?;
 
+    let log = plane.dir().join(format!("{work}-host.log"));
     let host = common::host(plane)
         .args(["--wasm-reconcilers", "--namespaces", &work])
         .arg("--policy")
         .arg(policy(plane, &modules)?)
         .args(["--registry-ca-file", &ca])
         .args(common::NO_PORTS)
+        .stderr(std::fs::File::create(&log)?)
         .spawn()?;
     let api = common::reconcilers::api(client.clone());
     let module = |secret: Option<(&str, &str)>| {
@@ -327,7 +329,19 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
         println!("with a registry token: {status}");
     }
     api.delete("oci-private", &Default::default()).await?;
-    common::terminate(host).await
+    common::terminate(host).await?;
+    // Neither the host's log nor any Event repeats the password.
+    let logged = std::fs::read_to_string(&log)?;
+    assert!(
+        logged.contains("oci-private"),
+        "the host logged nothing of it"
+    );
+    assert!(!logged.contains(password), "the host logged the password");
+    let events = plane
+        .run_kubectl(&["get", "events", "--all-namespaces", "-o", "json"], None)
+        .await?;
+    assert!(!events.contains(password), "an Event holds the password");
+    Ok(())
 }
 
 /// A plain-HTTP server that answers every request with a header line every few seconds and

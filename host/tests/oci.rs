@@ -270,36 +270,28 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
         "FetchFailed"
     );
 
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "registry"},
-        "type": "kubernetes.io/dockerconfigjson",
-        "stringData": {".dockerconfigjson": registry.dockerconfigjson().unwrap()},
-    }))?;
+    let secret = pull_secret("registry", &registry.dockerconfigjson().unwrap())?;
     for namespace in [&modules, &work] {
         Api::<Secret>::namespaced(client.clone(), namespace)
             .create(&PostParams::default(), &secret)
             .await?;
     }
     // A pull secret in a namespace the policy does not list is never read.
-    let elsewhere = json!({"spec": {"module": module(Some((&work, "registry")))}});
-    api.patch(
-        "oci-private",
-        &PatchParams::default(),
-        &Patch::Merge(&elsewhere),
-    )
-    .await?;
+    let point_at = |namespace: &str, secret: &str| {
+        let spec = json!({"spec": {"module": module(Some((namespace, secret)))}});
+        let api = api.clone();
+        async move {
+            api.patch("oci-private", &PatchParams::default(), &Patch::Merge(&spec))
+                .await
+        }
+    };
+    point_at(&work, "registry").await?;
     let refused =
         |s: &Value| common::reconcilers::condition(s, "Degraded")["reason"] == "SourceRefused";
     let status = common::reconcilers::status_until(&api, "oci-private", refused).await?;
     println!("secret elsewhere: {status}");
 
-    let listed = json!({"spec": {"module": module(Some((&modules, "registry")))}});
-    api.patch(
-        "oci-private",
-        &PatchParams::default(),
-        &Patch::Merge(&listed),
-    )
-    .await?;
+    point_at(&modules, "registry").await?;
     let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
     let status = common::reconcilers::status_until(&api, "oci-private", ready).await?;
     assert_eq!(status["digest"], module_digest("guest-good")?);
@@ -309,21 +301,13 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
     assert!(!object.contains(password), "{object}");
     if let Some(token) = registry.bearer_token("private/good", &["pull"]) {
         let config = json!({"auths": {address: {"registrytoken": token}}}).to_string();
-        let secret: Secret = serde_json::from_value(json!({
-            "metadata": {"name": "registry-token"},
-            "type": "kubernetes.io/dockerconfigjson",
-            "stringData": {".dockerconfigjson": config},
-        }))?;
         Api::<Secret>::namespaced(client.clone(), &modules)
-            .create(&PostParams::default(), &secret)
+            .create(
+                &PostParams::default(),
+                &pull_secret("registry-token", &config)?,
+            )
             .await?;
-        let bearer = json!({"spec": {"module": module(Some((&modules, "registry-token")))}});
-        api.patch(
-            "oci-private",
-            &PatchParams::default(),
-            &Patch::Merge(&bearer),
-        )
-        .await?;
+        point_at(&modules, "registry-token").await?;
         let current = |s: &Value| ready(s) && s["observedGeneration"] == 4;
         let status = common::reconcilers::status_until(&api, "oci-private", current).await?;
         println!("with a registry token: {status}");
@@ -342,6 +326,15 @@ async fn a_private_registry_answers_only_with_the_pull_secret(
         .await?;
     assert!(!events.contains(password), "an Event holds the password");
     Ok(())
+}
+
+/// A `kubernetes.io/dockerconfigjson` Secret `name` holding `config`.
+fn pull_secret(name: &str, config: &str) -> anyhow::Result<Secret> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": config},
+    }))?)
 }
 
 /// A plain-HTTP server that answers every request with a header line every few seconds and

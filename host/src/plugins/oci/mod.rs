@@ -115,6 +115,13 @@ impl<'a> SignatureCheck<'a> {
     fn required(&self) -> bool {
         matches!(self, SignatureCheck::Required(_))
     }
+
+    fn keys(&self) -> Option<&'a [TrustedKey]> {
+        match *self {
+            SignatureCheck::No => None,
+            SignatureCheck::ForPrecompiled(keys) | SignatureCheck::Required(keys) => Some(keys),
+        }
+    }
 }
 
 /// What one pull brought: the component and, when asked for, the digest's signatures.
@@ -226,7 +233,11 @@ impl Registries {
             }
             _ => Vec::new(),
         };
-        let precompiled = match precompiled_layer.filter(|_| !signatures.is_empty()) {
+        // Native code is downloaded only once a trusted key is seen to have signed the artifact.
+        let trusted = verify.keys().is_some_and(|keys| {
+            signature::verified_by(&signatures, reference.digest(), keys).is_ok()
+        });
+        let precompiled = match precompiled_layer.filter(|_| trusted) {
             Some(layer) => {
                 let blob = pull.blob(&layer, "precompiled component").await;
                 match verify.required() {

@@ -578,10 +578,21 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     assert_eq!(degraded_by(&status).0, "UntrustedSignature");
     common::terminate(host).await?;
 
+    // A tenant's own precompiled layer, signed with a key the operator does not trust.
+    let to = format!("{address}/team/stranger:v1");
+    let webapp = component("webapp");
+    let push = [&["push", "--precompile", &webapp, &to][..], &plain].concat();
+    let strangers = wasmop(&push, &[]).await?;
+    wasmop(
+        &[&["sign", "--key", &stranger, &strangers][..], &plain].concat(),
+        &[],
+    )
+    .await?;
+
     // A host that cannot compile — an empty compile cache and a compile memory limit no compile
     // fits — under a policy that trusts the keys without requiring signatures: it loads the
     // module whose artifact carries it precompiled and signed by a trusted key, whether the
-    // WasmReconciler asks for that key or not, and no other.
+    // WasmReconciler asks for that key or not, and no other: not the stranger-signed one.
     let cache = tempfile::tempdir()?;
     let host = start_host_with(&signatures_policy(false)?)
         .arg("--compile-cache")
@@ -593,6 +604,8 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     assert!(ready(&status), "{status}");
     let status = attempt("precompiled-trusted", json!({"oci": {"reference": v2}})).await?;
     assert!(ready(&status), "{status}");
+    let status = attempt("stranger-layer", json!({"oci": {"reference": strangers}})).await?;
+    assert_eq!(degraded_by(&status).0, "CompileKilled", "{status}");
     let status = attempt("compiled-here", json!({"oci": {"reference": pushed}})).await?;
     let (reason, message) = degraded_by(&status);
     assert_eq!(reason, "CompileKilled");

@@ -162,3 +162,14 @@ func ToWIT(err error) wit.Error {
 	}
 	return wit.Error{Case: wit.ErrorOther, Other: wit.Status{Message: err.Error()}}
 }
+
+// StatusOf is the Status an error of the host carries, and whether err is, or wraps, one.
+func StatusOf(err error) (Status, bool) {
+	var s interface{ status() Status }
+	if errors.As(err, &s) {
+		return s.status(), true
+	}
+	return Status{}, false
+}
+
+func (s Status) status() Status { return s }

@@ -45,3 +45,14 @@ func TestIgnoreNotFoundKeepsOtherErrors(t *testing.T) {
 		t.Error("Conflict was ignored")
 	}
 }
+
+func TestStatusOfFindsTheStatusOfAWrappedHostError(t *testing.T) {
+	err := fmt.Errorf("reading: %w", &Conflict{Status{Code: 409, Reason: "Conflict", Message: "stale"}})
+	s, ok := StatusOf(err)
+	if !ok || s.Code != 409 || s.Reason != "Conflict" || s.Message != "stale" {
+		t.Fatalf("StatusOf = %+v, %v", s, ok)
+	}
+	if _, ok := StatusOf(errors.New("plain")); ok {
+		t.Fatal("a plain error has no status")
+	}
+}

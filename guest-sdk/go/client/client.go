@@ -10,35 +10,27 @@ import (
 
 // Create creates obj (namespace and kind taken from it).
 func Create(obj guest.Object) (guest.Object, error) {
-	return write(obj, host.Get().ClientCreate)
+	return write(obj, CreateJSON)
 }
 
 // Update replaces obj; its metadata.resourceVersion guards against lost updates (*guest.Conflict).
 func Update(obj guest.Object) (guest.Object, error) {
-	return write(obj, host.Get().ClientUpdate)
+	return write(obj, UpdateJSON)
 }
 
 // UpdateStatus replaces obj's status subresource.
 func UpdateStatus(obj guest.Object) (guest.Object, error) {
-	return write(obj, host.Get().ClientUpdateStatus)
+	return write(obj, UpdateStatusJSON)
 }
 
 // Patch patches an object; namespace is "" for cluster-scoped kinds.
 func Patch(kind guest.Kind, namespace, name string, patch PatchBody) (guest.Object, error) {
-	body, err := patch.wit()
-	if err != nil {
-		return nil, err
-	}
-	return decode(host.Get().ClientPatch(kind.WIT(), namespace, name, body))
+	return decode(PatchJSON(kind, namespace, name, patch))
 }
 
 // PatchStatus patches an object's status subresource.
 func PatchStatus(kind guest.Kind, namespace, name string, patch PatchBody) (guest.Object, error) {
-	body, err := patch.wit()
-	if err != nil {
-		return nil, err
-	}
-	return decode(host.Get().ClientPatchStatus(kind.WIT(), namespace, name, body))
+	return decode(PatchStatusJSON(kind, namespace, name, patch))
 }
 
 // Apply server-side applies obj, the fields the plugin owns, under its field manager; force takes
@@ -52,7 +44,40 @@ func ApplyStatus(obj guest.Object, force bool) (guest.Object, error) {
 	return PatchStatus(obj.Kind(), obj.Namespace(), obj.Name(), ApplyPatch(obj, force))
 }
 
-func write(obj guest.Object, call func(wit.Object) wit.Result[wit.Object, wit.Error]) (guest.Object, error) {
+// CreateJSON is Create of an object encoded as JSON, returning the stored object's JSON.
+func CreateJSON(obj string) (string, error) {
+	return stored(host.Get().ClientCreate(obj))
+}
+
+// UpdateJSON is Update of an object encoded as JSON, returning the stored object's JSON.
+func UpdateJSON(obj string) (string, error) {
+	return stored(host.Get().ClientUpdate(obj))
+}
+
+// UpdateStatusJSON is UpdateStatus of an object encoded as JSON.
+func UpdateStatusJSON(obj string) (string, error) {
+	return stored(host.Get().ClientUpdateStatus(obj))
+}
+
+// PatchJSON is Patch, returning the stored object's JSON.
+func PatchJSON(kind guest.Kind, namespace, name string, patch PatchBody) (string, error) {
+	body, err := patch.wit()
+	if err != nil {
+		return "", err
+	}
+	return stored(host.Get().ClientPatch(kind.WIT(), namespace, name, body))
+}
+
+// PatchStatusJSON is PatchStatus, returning the stored object's JSON.
+func PatchStatusJSON(kind guest.Kind, namespace, name string, patch PatchBody) (string, error) {
+	body, err := patch.wit()
+	if err != nil {
+		return "", err
+	}
+	return stored(host.Get().ClientPatchStatus(kind.WIT(), namespace, name, body))
+}
+
+func write(obj guest.Object, call func(string) (string, error)) (guest.Object, error) {
 	data, err := obj.Encode()
 	if err != nil {
 		return nil, err
@@ -60,9 +85,16 @@ func write(obj guest.Object, call func(wit.Object) wit.Result[wit.Object, wit.Er
 	return decode(call(data))
 }
 
-func decode(r wit.Result[wit.Object, wit.Error]) (guest.Object, error) {
+func stored(r wit.Result[wit.Object, wit.Error]) (string, error) {
 	if r.IsErr {
-		return nil, guest.FromWIT(r.Err)
+		return "", guest.FromWIT(r.Err)
 	}
-	return guest.Decode(r.Ok)
+	return r.Ok, nil
+}
+
+func decode(data string, err error) (guest.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	return guest.Decode(data)
 }

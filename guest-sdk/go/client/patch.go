@@ -38,3 +38,9 @@ func (p PatchBody) wit() (wit.PatchBody, error) {
 	}
 	return wit.PatchBody{Case: p.kind, Apply: wit.ApplyPatch{Object: string(data), Force: p.force}}, nil
 }
+
+// ApplyPatchJSON is a server-side apply of an object already encoded as JSON (with apiVersion
+// and kind).
+func ApplyPatchJSON(obj []byte, force bool) PatchBody {
+	return PatchBody{kind: wit.PatchBodyApply, value: json.RawMessage(obj), force: force}
+}

@@ -1,0 +1,281 @@
+package client
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// GetOptions are the options of Get (none applies to a cache read).
+type GetOptions struct{}
+
+// GetOption modifies GetOptions.
+type GetOption interface{ ApplyToGet(*GetOptions) }
+
+// ListOptions narrow a List.
+type ListOptions struct {
+	// LabelSelector keeps objects whose labels match.
+	LabelSelector labels.Selector
+	// FieldSelector keeps objects whose fields match (an equality on a declared index).
+	FieldSelector fields.Selector
+	// Namespace keeps objects of one namespace.
+	Namespace string
+	// Limit keeps at most this many objects, when positive.
+	Limit int64
+	// Continue pages through a list; the cache serves whole lists, so it must be empty.
+	Continue string
+}
+
+// ListOption modifies ListOptions.
+type ListOption interface{ ApplyToList(*ListOptions) }
+
+// CreateOptions are the options of Create.
+type CreateOptions struct {
+	// DryRun, when set, asks the apiserver not to persist; wasmop refuses it.
+	DryRun []string
+	// FieldManager is ignored: the host writes as the plugin's manager, wasmop/<plugin>.
+	FieldManager string
+}
+
+// CreateOption modifies CreateOptions.
+type CreateOption interface{ ApplyToCreate(*CreateOptions) }
+
+// UpdateOptions are the options of Update.
+type UpdateOptions struct {
+	// DryRun: see CreateOptions.
+	DryRun []string
+	// FieldManager: see CreateOptions.
+	FieldManager string
+}
+
+// UpdateOption modifies UpdateOptions.
+type UpdateOption interface{ ApplyToUpdate(*UpdateOptions) }
+
+// PatchOptions are the options of Patch.
+type PatchOptions struct {
+	// DryRun: see CreateOptions.
+	DryRun []string
+	// Force takes over fields other managers own, in a server-side apply.
+	Force *bool
+	// FieldManager: see CreateOptions.
+	FieldManager string
+}
+
+// PatchOption modifies PatchOptions.
+type PatchOption interface{ ApplyToPatch(*PatchOptions) }
+
+// DeleteOptions are the options of Delete.
+type DeleteOptions struct {
+	// GracePeriodSeconds is refused: the host's delete has no grace period.
+	GracePeriodSeconds *int64
+	// Preconditions must hold for the delete to happen.
+	Preconditions *metav1.Preconditions
+	// PropagationPolicy is what happens to the object's dependents.
+	PropagationPolicy *metav1.DeletionPropagation
+	// DryRun: see CreateOptions.
+	DryRun []string
+}
+
+// DeleteOption modifies DeleteOptions.
+type DeleteOption interface{ ApplyToDelete(*DeleteOptions) }
+
+// SubResourceGetOptions are the options of a subresource read.
+type SubResourceGetOptions struct{}
+
+// SubResourceGetOption modifies SubResourceGetOptions.
+type SubResourceGetOption interface {
+	ApplyToSubResourceGet(*SubResourceGetOptions)
+}
+
+// SubResourceCreateOptions are the options of a subresource create.
+type SubResourceCreateOptions struct{ CreateOptions }
+
+// SubResourceCreateOption modifies SubResourceCreateOptions.
+type SubResourceCreateOption interface {
+	ApplyToSubResourceCreate(*SubResourceCreateOptions)
+}
+
+// SubResourceUpdateOptions are the options of a subresource update.
+type SubResourceUpdateOptions struct {
+	UpdateOptions
+	// SubResourceBody is refused: the status is written from the object itself.
+	SubResourceBody Object
+}
+
+// SubResourceUpdateOption modifies SubResourceUpdateOptions.
+type SubResourceUpdateOption interface {
+	ApplyToSubResourceUpdate(*SubResourceUpdateOptions)
+}
+
+// SubResourcePatchOptions are the options of a subresource patch.
+type SubResourcePatchOptions struct {
+	PatchOptions
+	// SubResourceBody is refused: see SubResourceUpdateOptions.
+	SubResourceBody Object
+}
+
+// SubResourcePatchOption modifies SubResourcePatchOptions.
+type SubResourcePatchOption interface {
+	ApplyToSubResourcePatch(*SubResourcePatchOptions)
+}
+
+// InNamespace lists (or deletes) objects of one namespace.
+type InNamespace string
+
+// ApplyToList sets the namespace.
+func (n InNamespace) ApplyToList(o *ListOptions) { o.Namespace = string(n) }
+
+// MatchingLabels lists objects whose labels equal these.
+type MatchingLabels map[string]string
+
+// ApplyToList adds the labels to the selector.
+func (m MatchingLabels) ApplyToList(o *ListOptions) {
+	o.LabelSelector = addRequirements(o.LabelSelector, labels.SelectorFromSet(labels.Set(m)))
+}
+
+// HasLabels lists objects that have these labels, whatever their values.
+type HasLabels []string
+
+// ApplyToList adds an existence requirement per label.
+func (h HasLabels) ApplyToList(o *ListOptions) {
+	sel := labels.NewSelector()
+	for _, label := range h {
+		if r, err := labels.NewRequirement(label, selection.Exists, nil); err == nil {
+			sel = sel.Add(*r)
+		}
+	}
+	o.LabelSelector = addRequirements(o.LabelSelector, sel)
+}
+
+// MatchingLabelsSelector lists objects matching a label selector.
+type MatchingLabelsSelector struct{ labels.Selector }
+
+// ApplyToList sets the selector.
+func (m MatchingLabelsSelector) ApplyToList(o *ListOptions) { o.LabelSelector = m.Selector }
+
+// MatchingFields lists objects whose indexed fields equal these.
+type MatchingFields fields.Set
+
+// ApplyToList sets the field selector.
+func (m MatchingFields) ApplyToList(o *ListOptions) {
+	o.FieldSelector = fields.SelectorFromSet(fields.Set(m))
+}
+
+// MatchingFieldsSelector lists objects matching a field selector.
+type MatchingFieldsSelector struct{ fields.Selector }
+
+// ApplyToList sets the selector.
+func (m MatchingFieldsSelector) ApplyToList(o *ListOptions) { o.FieldSelector = m.Selector }
+
+// Limit lists at most this many objects.
+type Limit int64
+
+// ApplyToList sets the limit.
+func (l Limit) ApplyToList(o *ListOptions) { o.Limit = int64(l) }
+
+// Continue pages through a list; the cache serves whole lists, so List refuses it.
+type Continue string
+
+// ApplyToList sets the token.
+func (c Continue) ApplyToList(o *ListOptions) { o.Continue = string(c) }
+
+func addRequirements(to, from labels.Selector) labels.Selector {
+	if to == nil {
+		return from
+	}
+	reqs, _ := from.Requirements()
+	return to.Add(reqs...)
+}
+
+// FieldOwner names the field manager of a write; the host always writes as wasmop/<plugin>, so
+// it is recorded and has no effect.
+type FieldOwner string
+
+// ApplyToCreate sets the field manager.
+func (f FieldOwner) ApplyToCreate(o *CreateOptions) { o.FieldManager = string(f) }
+
+// ApplyToUpdate sets the field manager.
+func (f FieldOwner) ApplyToUpdate(o *UpdateOptions) { o.FieldManager = string(f) }
+
+// ApplyToPatch sets the field manager.
+func (f FieldOwner) ApplyToPatch(o *PatchOptions) { o.FieldManager = string(f) }
+
+// ApplyToSubResourceUpdate sets the field manager.
+func (f FieldOwner) ApplyToSubResourceUpdate(o *SubResourceUpdateOptions) {
+	o.FieldManager = string(f)
+}
+
+// ApplyToSubResourcePatch sets the field manager.
+func (f FieldOwner) ApplyToSubResourcePatch(o *SubResourcePatchOptions) {
+	o.FieldManager = string(f)
+}
+
+type dryRunAll struct{}
+
+// DryRunAll asks the apiserver not to persist a write; wasmop refuses dry runs with an error.
+var DryRunAll = dryRunAll{}
+
+var all = []string{metav1.DryRunAll}
+
+// ApplyToCreate sets dry run.
+func (dryRunAll) ApplyToCreate(o *CreateOptions) { o.DryRun = all }
+
+// ApplyToUpdate sets dry run.
+func (dryRunAll) ApplyToUpdate(o *UpdateOptions) { o.DryRun = all }
+
+// ApplyToPatch sets dry run.
+func (dryRunAll) ApplyToPatch(o *PatchOptions) { o.DryRun = all }
+
+// ApplyToDelete sets dry run.
+func (dryRunAll) ApplyToDelete(o *DeleteOptions) { o.DryRun = all }
+
+// ApplyToSubResourceUpdate sets dry run.
+func (dryRunAll) ApplyToSubResourceUpdate(o *SubResourceUpdateOptions) { o.DryRun = all }
+
+// ApplyToSubResourcePatch sets dry run.
+func (dryRunAll) ApplyToSubResourcePatch(o *SubResourcePatchOptions) { o.DryRun = all }
+
+type forceOwnership struct{}
+
+// ForceOwnership takes over fields other managers own in a server-side apply.
+var ForceOwnership = forceOwnership{}
+
+// ApplyToPatch sets force.
+func (forceOwnership) ApplyToPatch(o *PatchOptions) {
+	force := true
+	o.Force = &force
+}
+
+// ApplyToSubResourcePatch sets force.
+func (forceOwnership) ApplyToSubResourcePatch(o *SubResourcePatchOptions) {
+	force := true
+	o.Force = &force
+}
+
+// PropagationPolicy is what happens to a deleted object's dependents.
+type PropagationPolicy metav1.DeletionPropagation
+
+// ApplyToDelete sets the policy.
+func (p PropagationPolicy) ApplyToDelete(o *DeleteOptions) {
+	policy := metav1.DeletionPropagation(p)
+	o.PropagationPolicy = &policy
+}
+
+// Preconditions must hold for a delete to happen.
+type Preconditions metav1.Preconditions
+
+// ApplyToDelete sets the preconditions.
+func (p Preconditions) ApplyToDelete(o *DeleteOptions) {
+	pre := metav1.Preconditions(p)
+	o.Preconditions = &pre
+}
+
+// GracePeriodSeconds is a delete's grace period; the host's delete has none, so it is refused.
+type GracePeriodSeconds int64
+
+// ApplyToDelete sets the grace period.
+func (g GracePeriodSeconds) ApplyToDelete(o *DeleteOptions) {
+	seconds := int64(g)
+	o.GracePeriodSeconds = &seconds
+}

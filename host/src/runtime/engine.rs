@@ -39,6 +39,12 @@ use wasmop_contract::policy::Ceiling;
 /// of yields of busy guests.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
+/// The most elements one guest table may hold. A Go component built with client-go's types
+/// (controller-runtime's API) has a function table of ~29,000 entries, past wasmtime's default
+/// of 20,000; each element is a pointer of address space the pool reserves per table, touched
+/// only as the table fills.
+const TABLE_ELEMENTS: usize = 100_000;
+
 /// Settings of the runtime as a whole.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -202,6 +208,7 @@ fn pooled(mut config: Config, settings: &RuntimeConfig) -> Config {
         .max_core_instances_per_component(64)
         .max_memories_per_component(16)
         .max_tables_per_component(64)
+        .table_elements(TABLE_ELEMENTS)
         .max_memory_size(settings.max_memory);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config

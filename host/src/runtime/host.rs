@@ -92,11 +92,14 @@ pub(crate) struct StoreState {
 }
 
 impl StoreState {
-    /// A fresh store state: WASI with nothing granted but stdout and stderr into the log.
+    /// A fresh store state: WASI with nothing granted but stdout and stderr into the log, and
+    /// the plugin's name as the program's name (`argv[0]`), which language runtimes read (Go's
+    /// klog, pulled in by client-go, indexes it at start-up).
     pub fn new(context: Arc<PluginContext>, share: Arc<MemoryShare>) -> Self {
         let stderr = GuestOutput::new(context.name.clone(), Stream::Stderr);
         let mut wasi = WasiCtx::builder();
-        wasi.stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
+        wasi.arg(&*context.name)
+            .stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
             .stderr(stderr.clone());
         match &context.clock {
             Some(clock) => wasi.wall_clock(clock.clone()),

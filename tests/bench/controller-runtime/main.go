@@ -15,20 +15,18 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap/zapcore"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"wasmop.dev/bench/webapp-controller-runtime/webapp"
 )
 
 // Settings of the operator, the `webapp` plugin's where it has them.
@@ -37,10 +35,6 @@ const (
 	NamespaceEnv = "WEBAPP_NAMESPACE"
 	// Manager is the field manager of every write.
 	Manager = "webapp-controller-runtime"
-	// Concurrency is how many WebApps are reconciled at once.
-	Concurrency = 4
-	// ReconcileTimeout is how long one reconcile may take.
-	ReconcileTimeout = 10 * time.Second
 	// WebhookCertDirEnv names the environment variable naming a directory with tls.crt and
 	// tls.key: when set, the validating and defaulting webhooks are served on 127.0.0.1 at the
 	// port WebhookPortEnv names, under controller-runtime's paths
@@ -76,7 +70,7 @@ func run() error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := AddToScheme(scheme); err != nil {
+	if err := webapp.AddToScheme(scheme); err != nil {
 		return err
 	}
 	namespace := os.Getenv(NamespaceEnv)
@@ -100,30 +94,21 @@ func run() error {
 		return err
 	}
 	if certDir != "" {
-		if err := ctrl.NewWebhookManagedBy(mgr, &WebApp{}).WithValidator(WebAppValidator{}).WithDefaulter(WebAppDefaulter{}).Complete(); err != nil {
+		if err := ctrl.NewWebhookManagedBy(mgr, &webapp.WebApp{}).WithValidator(WebAppValidator{}).WithDefaulter(WebAppDefaulter{}).Complete(); err != nil {
 			return err
 		}
 	}
-	reconciler := &WebAppReconciler{
+	reconciler := &webapp.WebAppReconciler{
 		Client:   client.WithFieldOwner(mgr.GetClient(), Manager),
 		Recorder: mgr.GetEventRecorder(Manager),
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		For(&WebApp{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: Concurrency,
-			ReconciliationTimeout:   ReconcileTimeout,
-		}).
-		Complete(reconciler)
-	if err != nil {
+	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if namespace == "" {
 		namespace = "<all>"
 	}
-	ctrl.Log.Info("webapp-controller-runtime starting", "namespace", namespace, "concurrency", Concurrency)
+	ctrl.Log.Info("webapp-controller-runtime starting", "namespace", namespace, "concurrency", webapp.Concurrency)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return err
 	}

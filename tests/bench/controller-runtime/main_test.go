@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"wasmop.dev/bench/webapp-controller-runtime/webapp"
 )
 
 func TestCacheOptionsStripManagedFields(t *testing.T) {
@@ -17,7 +19,7 @@ func TestCacheOptionsStripManagedFields(t *testing.T) {
 	}
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name:          "webapp-marker-shop",
-		Labels:        map[string]string{MarkerLabel: "shop"},
+		Labels:        map[string]string{webapp.MarkerLabel: "shop"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "webapp-controller-runtime"}},
 	}}
 	out, err := options.DefaultTransform(marker)
@@ -25,7 +27,7 @@ func TestCacheOptionsStripManagedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	cached := out.(*corev1.ConfigMap)
-	if cached.ManagedFields != nil || cached.Labels[MarkerLabel] != "shop" {
+	if cached.ManagedFields != nil || cached.Labels[webapp.MarkerLabel] != "shop" {
 		t.Fatalf("cached: %+v", cached.ObjectMeta)
 	}
 	if all := cacheOptions(""); all.DefaultNamespaces != nil || all.DefaultTransform == nil {

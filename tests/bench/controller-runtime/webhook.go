@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"wasmop.dev/bench/webapp-controller-runtime/webapp"
 )
 
 // MaxReplicas is the most replicas a WebApp may ask for, as the `webapp` plugin validates.
@@ -40,9 +42,9 @@ func wellFormedImage(image string) bool {
 // `webapp` plugin's validating webhook, as a controller-runtime user writes it.
 type WebAppValidator struct{}
 
-var _ admission.Validator[*WebApp] = WebAppValidator{}
+var _ admission.Validator[*webapp.WebApp] = WebAppValidator{}
 
-func (WebAppValidator) validate(app *WebApp) (admission.Warnings, error) {
+func (WebAppValidator) validate(app *webapp.WebApp) (admission.Warnings, error) {
 	if app.Spec.Replicas < 0 || app.Spec.Replicas > MaxReplicas {
 		return nil, fmt.Errorf("spec.replicas must be between 0 and %d, not %d", MaxReplicas, app.Spec.Replicas)
 	}
@@ -53,17 +55,17 @@ func (WebAppValidator) validate(app *WebApp) (admission.Warnings, error) {
 }
 
 // ValidateCreate validates a new WebApp.
-func (v WebAppValidator) ValidateCreate(_ context.Context, app *WebApp) (admission.Warnings, error) {
+func (v WebAppValidator) ValidateCreate(_ context.Context, app *webapp.WebApp) (admission.Warnings, error) {
 	return v.validate(app)
 }
 
 // ValidateUpdate validates a changed WebApp.
-func (v WebAppValidator) ValidateUpdate(_ context.Context, _, app *WebApp) (admission.Warnings, error) {
+func (v WebAppValidator) ValidateUpdate(_ context.Context, _, app *webapp.WebApp) (admission.Warnings, error) {
 	return v.validate(app)
 }
 
 // ValidateDelete admits every delete.
-func (WebAppValidator) ValidateDelete(context.Context, *WebApp) (admission.Warnings, error) {
+func (WebAppValidator) ValidateDelete(context.Context, *webapp.WebApp) (admission.Warnings, error) {
 	return nil, nil
 }
 
@@ -71,10 +73,10 @@ func (WebAppValidator) ValidateDelete(context.Context, *WebApp) (admission.Warni
 // defaulting webhook.
 type WebAppDefaulter struct{}
 
-var _ admission.Defaulter[*WebApp] = WebAppDefaulter{}
+var _ admission.Defaulter[*webapp.WebApp] = WebAppDefaulter{}
 
 // Default sets the WebApp's defaults.
-func (WebAppDefaulter) Default(_ context.Context, app *WebApp) error {
+func (WebAppDefaulter) Default(_ context.Context, app *webapp.WebApp) error {
 	if app.Spec.Port == 0 {
 		app.Spec.Port = 8080
 	}

@@ -1,5 +1,6 @@
-//! Every language's `webapp` plugin against the conformance scenarios. A new language adds one
-//! line here once its component builds. The Rust plugin's run is recorded (`--record`): replayed
+//! Every language's `webapp` plugin against the conformance scenarios, and the benchmarks'
+//! controller-runtime `webapp` compiled unchanged as a plugin. A new language adds one line here
+//! once its component builds. The Rust plugin's run is recorded (`--record`): replayed
 //! offline, 0.1.0 does again exactly what it did, and the 0.2.0 test build differs in its
 //! `applied-by` stamp alone — the check to run before hot-loading an upgrade.
 
@@ -24,6 +25,7 @@ conformance! {
     python: "python" => "webapp-python.wasm";
     js: "js" => "webapp-js.wasm";
     go: "go" => "webapp-go.wasm";
+    go_controller_runtime: "go-controller-runtime" => "webapp-controller-runtime-go.wasm";
 }
 
 /// The recorded fixtures under `dir` that `component` fails, with their differences; and how

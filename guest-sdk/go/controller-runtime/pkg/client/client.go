@@ -18,16 +18,23 @@ import (
 	guestclient "wasmop.dev/guest/client"
 )
 
+// HostClient is the client of a wasmop guest's manager, which is also its field indexer.
+type HostClient interface {
+	Client
+	FieldIndexer
+}
+
 // NewHostClient is the client a wasmop guest's manager hands out: reads from the host's cache,
 // writes through the host, kinds found in scheme and scopes in mapper.
-func NewHostClient(scheme *runtime.Scheme, mapper meta.RESTMapper) Client {
-	return &hostClient{scheme: scheme, mapper: mapper, reads: newReads()}
+func NewHostClient(scheme *runtime.Scheme, mapper meta.RESTMapper) HostClient {
+	return &hostClient{scheme: scheme, mapper: mapper, reads: newReads(), indexes: map[fieldIndex]IndexerFunc{}}
 }
 
 type hostClient struct {
-	scheme *runtime.Scheme
-	mapper meta.RESTMapper
-	reads  *reads
+	scheme  *runtime.Scheme
+	mapper  meta.RESTMapper
+	reads   *reads
+	indexes map[fieldIndex]IndexerFunc
 }
 
 func (c *hostClient) Scheme() *runtime.Scheme { return c.scheme }
@@ -72,7 +79,16 @@ func (c *hostClient) List(_ context.Context, list ObjectList, opts ...ListOption
 	if err != nil {
 		return err
 	}
-	cacheOpts, limit, err := listOptions(opts)
+	var o ListOptions
+	for _, opt := range opts {
+		opt.ApplyToList(&o)
+	}
+	filters, hostFields, err := c.indexed(gvk, o.FieldSelector)
+	if err != nil {
+		return err
+	}
+	o.FieldSelector = hostFields
+	cacheOpts, err := cacheListOptions(o)
 	if err != nil {
 		return err
 	}
@@ -80,24 +96,48 @@ func (c *hostClient) List(_ context.Context, list ObjectList, opts ...ListOption
 	if err != nil {
 		return apiError(err, gvk, "")
 	}
-	if limit > 0 && int64(len(items)) > limit {
-		items = items[:limit]
+	if len(filters) == 0 && o.Limit > 0 && int64(len(items)) > o.Limit {
+		items = items[:o.Limit]
 	}
 	for _, item := range items {
 		c.reads.remember(gvk, item)
 	}
 	body := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{},"items":[%s]}`,
 		listGVK.GroupVersion().String(), listGVK.Kind, strings.Join(items, ","))
-	return decodeInto(body, list)
+	if err := decodeInto(body, list); err != nil || len(filters) == 0 {
+		return err
+	}
+	return narrow(list, filters, o.Limit)
 }
 
-func listOptions(opts []ListOption) ([]cache.ListOption, int64, error) {
-	var o ListOptions
-	for _, opt := range opts {
-		opt.ApplyToList(&o)
+// narrow keeps the items of list every filter passes, at most limit of them when positive.
+func narrow(list ObjectList, filters []func(Object) bool, limit int64) error {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
 	}
+	kept := items[:0]
+	for _, item := range items {
+		obj, ok := item.(Object)
+		if ok && every(filters, obj) && (limit <= 0 || int64(len(kept)) < limit) {
+			kept = append(kept, item)
+		}
+	}
+	return meta.SetList(list, kept)
+}
+
+func every(filters []func(Object) bool, obj Object) bool {
+	for _, f := range filters {
+		if !f(obj) {
+			return false
+		}
+	}
+	return true
+}
+
+func cacheListOptions(o ListOptions) ([]cache.ListOption, error) {
 	if o.Continue != "" {
-		return nil, 0, fmt.Errorf("list with a continue token: %w (the cache lists whole)", errUnsupported)
+		return nil, fmt.Errorf("list with a continue token: %w (the cache lists whole)", errUnsupported)
 	}
 	var out []cache.ListOption
 	if o.Namespace != "" {
@@ -109,7 +149,7 @@ func listOptions(opts []ListOption) ([]cache.ListOption, int64, error) {
 	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
 		out = append(out, cache.MatchingFields(o.FieldSelector.String()))
 	}
-	return out, o.Limit, nil
+	return out, nil
 }
 
 func (c *hostClient) Create(_ context.Context, obj Object, opts ...CreateOption) error {

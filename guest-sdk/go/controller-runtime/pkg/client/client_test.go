@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/internal/testscheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"wasmop.dev/guest"
 	"wasmop.dev/guest/guesttest"
@@ -21,13 +21,9 @@ import (
 
 var ctx = context.Background()
 
-func newClient(t *testing.T) (client.Client, *guesttest.Host) {
+func newClient(t *testing.T) (client.HostClient, *guesttest.Host) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	return client.NewHostClient(scheme, meta.NewDefaultRESTMapper(nil)), guesttest.New()
+	return client.NewHostClient(testscheme.New(t), meta.NewDefaultRESTMapper(nil)), guesttest.New()
 }
 
 func deployment(extra map[string]any) guest.Object {
@@ -234,3 +230,47 @@ func TestUnsupportedOptionsFailAndSendNothing(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func uidOf(s string) types.UID { return types.UID(s) }
+
+func TestAnIndexedFieldIsMatchedByTheExtractorInTheGuest(t *testing.T) {
+	c, h := newClient(t)
+	for _, name := range []string{"a", "b", "c"} {
+		obj := guest.New(guest.ConfigMap, "shop", name)
+		obj.Set(map[string]any{"owner": map[string]string{"a": "x", "b": "y", "c": "x"}[name]}, "data")
+		h.Seed(obj)
+	}
+	byOwner := func(o client.Object) []string { return []string{o.(*corev1.ConfigMap).Data["owner"]} }
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, ".data.owner", byOwner); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, ".data.owner", byOwner); err == nil {
+		t.Fatal("a second index of the same name was accepted")
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace("shop"), client.MatchingFields{".data.owner": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 || list.Items[0].Name == "b" || list.Items[1].Name == "b" {
+		t.Fatalf("listed %v", list.Items)
+	}
+	if err := c.List(ctx, &list, client.MatchingFields{".data.owner": "x"}, client.Limit(1)); err != nil || len(list.Items) != 1 {
+		t.Fatalf("listed %d with a limit (%v)", len(list.Items), err)
+	}
+}
+
+func TestApplyOfAnApplyConfigurationSendsItForcedAndReadsTheResultBack(t *testing.T) {
+	c, h := newClient(t)
+	cm := corev1ac.ConfigMap("web", "shop").WithData(map[string]string{"v": "1"})
+	if err := c.Apply(ctx, cm, client.ForceOwnership, client.FieldOwner("ignored")); err != nil {
+		t.Fatal(err)
+	}
+	last := h.Writes[len(h.Writes)-1]
+	if last.Verb != "apply" || !last.Force || last.Kind != guest.ConfigMap {
+		t.Fatalf("sent %+v", last)
+	}
+	if cm.ResourceVersion == nil || *cm.ResourceVersion == "" || cm.Data["v"] != "1" {
+		t.Fatalf("read back %+v", cm)
+	}
+	if err := c.Apply(ctx, corev1ac.ConfigMap("", "shop")); err == nil {
+		t.Fatal("an apply configuration without a name was sent")
+	}
+}

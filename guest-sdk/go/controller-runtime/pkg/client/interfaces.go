@@ -53,7 +53,12 @@ type Writer interface {
 	Delete(ctx context.Context, obj Object, opts ...DeleteOption) error
 	Update(ctx context.Context, obj Object, opts ...UpdateOption) error
 	Patch(ctx context.Context, obj Object, patch Patch, opts ...PatchOption) error
+	Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...ApplyOption) error
 }
+
+// WithFieldOwner is c: the host writes as the plugin's own field manager, wasmop/<plugin>,
+// whatever owner a program names.
+func WithFieldOwner(c Client, _ string) Client { return c }
 
 // StatusClient writes the status subresource.
 type StatusClient interface {

@@ -65,6 +65,19 @@ type PatchOptions struct {
 // PatchOption modifies PatchOptions.
 type PatchOption interface{ ApplyToPatch(*PatchOptions) }
 
+// ApplyOptions are the options of Apply.
+type ApplyOptions struct {
+	// DryRun: see CreateOptions.
+	DryRun []string
+	// Force takes over fields other managers own.
+	Force *bool
+	// FieldManager: see CreateOptions.
+	FieldManager string
+}
+
+// ApplyOption modifies ApplyOptions.
+type ApplyOption interface{ ApplyToApply(*ApplyOptions) }
+
 // DeleteOptions are the options of Delete.
 type DeleteOptions struct {
 	// GracePeriodSeconds is refused: the host's delete has no grace period.
@@ -201,6 +214,9 @@ func (f FieldOwner) ApplyToUpdate(o *UpdateOptions) { o.FieldManager = string(f)
 // ApplyToPatch sets the field manager.
 func (f FieldOwner) ApplyToPatch(o *PatchOptions) { o.FieldManager = string(f) }
 
+// ApplyToApply sets the field manager.
+func (f FieldOwner) ApplyToApply(o *ApplyOptions) { o.FieldManager = string(f) }
+
 // ApplyToSubResourceUpdate sets the field manager.
 func (f FieldOwner) ApplyToSubResourceUpdate(o *SubResourceUpdateOptions) {
 	o.FieldManager = string(f)
@@ -227,6 +243,9 @@ func (dryRunAll) ApplyToUpdate(o *UpdateOptions) { o.DryRun = all }
 // ApplyToPatch sets dry run.
 func (dryRunAll) ApplyToPatch(o *PatchOptions) { o.DryRun = all }
 
+// ApplyToApply sets dry run.
+func (dryRunAll) ApplyToApply(o *ApplyOptions) { o.DryRun = all }
+
 // ApplyToDelete sets dry run.
 func (dryRunAll) ApplyToDelete(o *DeleteOptions) { o.DryRun = all }
 
@@ -243,6 +262,12 @@ var ForceOwnership = forceOwnership{}
 
 // ApplyToPatch sets force.
 func (forceOwnership) ApplyToPatch(o *PatchOptions) {
+	force := true
+	o.Force = &force
+}
+
+// ApplyToApply sets force.
+func (forceOwnership) ApplyToApply(o *ApplyOptions) {
 	force := true
 	o.Force = &force
 }

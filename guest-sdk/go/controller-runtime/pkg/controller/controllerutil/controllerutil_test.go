@@ -10,21 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/internal/testscheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"wasmop.dev/guest"
 	"wasmop.dev/guest/guesttest"
 )
 
-func scheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func scheme(t *testing.T) *runtime.Scheme { return testscheme.New(t) }
 
 func TestSetControllerReferenceRefusesASecondControllerAndAnotherNamespace(t *testing.T) {
 	s := scheme(t)

@@ -1,8 +1,9 @@
-package main
+package webapp
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,6 +24,13 @@ import (
 
 // Finalizer keeps a WebApp until its marker ConfigMap is gone.
 const Finalizer = "example.wasmop.dev/cleanup"
+
+const (
+	// Concurrency is how many WebApps are reconciled at once.
+	Concurrency = 4
+	// ReconcileTimeout is how long one reconcile may take.
+	ReconcileTimeout = 10 * time.Second
+)
 
 // WebAppReconciler converges each WebApp: finalizer, marker ConfigMap, Deployment, Service, then
 // status. It reads from the manager's cache and writes only what differs, so a converged WebApp
@@ -33,7 +42,27 @@ type WebAppReconciler struct {
 	Recorder events.EventRecorder
 }
 
+// SetupWithManager has mgr run r over WebApps and the Deployments and Services they own.
+func (r *WebAppReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&WebApp{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: Concurrency,
+			ReconciliationTimeout:   ReconcileTimeout,
+		}).
+		Complete(r)
+}
+
 // Reconcile converges the WebApp named by req.
+//
+// +kubebuilder:rbac:groups=example.wasmop.dev,resources=webapps,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=example.wasmop.dev,resources=webapps/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=example.wasmop.dev,resources=webapps/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
 func (r *WebAppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &WebApp{}
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {

@@ -1,4 +1,7 @@
-package main
+// Package webapp is the `webapp` operator's controller written with controller-runtime: the
+// WebApp type, the reconciler and its setup. The comparator's main runs it in a manager; the
+// plugin at plugins/webapp-controller-runtime/go runs this package, unchanged, in wasmop.
+package webapp
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

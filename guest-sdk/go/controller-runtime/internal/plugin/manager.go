@@ -1,0 +1,111 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+var _ manager.Manager = (*Manager)(nil)
+
+// Manager is the manager a guest's setup wires its controller to.
+type Manager struct {
+	scheme     *runtime.Scheme
+	mapper     meta.RESTMapper
+	client     client.HostClient
+	controller *Controller
+	elected    chan struct{}
+}
+
+// NewManager is a manager of the kinds in scheme.
+func NewManager(scheme *runtime.Scheme) *Manager {
+	mapper := restMapper(scheme)
+	elected := make(chan struct{})
+	close(elected)
+	return &Manager{scheme: scheme, mapper: mapper, client: client.NewHostClient(scheme, mapper), elected: elected}
+}
+
+// Controller is the controller the setup completed, nil when none.
+func (m *Manager) Controller() *Controller { return m.controller }
+
+// Add takes the controller a builder completed; any other runnable is refused.
+func (m *Manager) Add(r manager.Runnable) error {
+	c, ok := r.(*Controller)
+	switch {
+	case !ok:
+		return fmt.Errorf("runnable %T: a wasmop guest runs no runnables of its own; the host runs its one controller", r)
+	case m.controller != nil:
+		return fmt.Errorf("a second controller (%s): a wasmop plugin has one controller; build one plugin per controller", c.Name)
+	}
+	m.controller = c
+	return nil
+}
+
+// Elected is closed: the host reconciles only while it leads.
+func (m *Manager) Elected() <-chan struct{} { return m.elected }
+
+// Start refuses: the host runs the manager's parts.
+func (m *Manager) Start(context.Context) error {
+	return errors.New("a wasmop guest's manager is run by the host")
+}
+
+// GetClient is the client reading the host's cache and writing through the host.
+func (m *Manager) GetClient() client.Client { return m.client }
+
+// GetScheme is the scheme of the plugin's kinds.
+func (m *Manager) GetScheme() *runtime.Scheme { return m.scheme }
+
+// GetFieldIndexer declares indexes that List with MatchingFields uses.
+func (m *Manager) GetFieldIndexer() client.FieldIndexer { return m.client }
+
+// GetRESTMapper maps the scheme's kinds to resources.
+func (m *Manager) GetRESTMapper() meta.RESTMapper { return m.mapper }
+
+// GetLogger is the root logger.
+func (m *Manager) GetLogger() logr.Logger { return log.Log }
+
+// GetEventRecorderFor records core/v1 Events through the host (the source is the plugin's).
+func (m *Manager) GetEventRecorderFor(string) record.EventRecorder {
+	return coreRecorder{recording{m.scheme}}
+}
+
+// GetEventRecorder records Events through the host (the source is the plugin's).
+func (m *Manager) GetEventRecorder(string) recorder.EventRecorder {
+	return eventsRecorder{recording{m.scheme}}
+}
+
+// restMapper maps every kind of scheme to its guessed resource, as namespaced unless it is a
+// built-in cluster-scoped kind.
+func restMapper(scheme *runtime.Scheme) meta.RESTMapper {
+	mapper := meta.NewDefaultRESTMapper(scheme.PrioritizedVersionsAllGroups())
+	for gvk := range scheme.AllKnownTypes() {
+		scope := meta.RESTScopeNamespace
+		if clusterScoped[gvk.GroupKind().String()] {
+			scope = meta.RESTScopeRoot
+		}
+		mapper.Add(gvk, scope)
+	}
+	return mapper
+}
+
+// clusterScoped are the built-in cluster-scoped kinds, by Kind.group.
+var clusterScoped = map[string]bool{
+	"Namespace": true, "Node": true, "PersistentVolume": true, "ComponentStatus": true,
+	"ClusterRole.rbac.authorization.k8s.io": true, "ClusterRoleBinding.rbac.authorization.k8s.io": true,
+	"CustomResourceDefinition.apiextensions.k8s.io": true, "StorageClass.storage.k8s.io": true,
+	"CSIDriver.storage.k8s.io": true, "CSINode.storage.k8s.io": true, "VolumeAttachment.storage.k8s.io": true,
+	"PriorityClass.scheduling.k8s.io": true, "IngressClass.networking.k8s.io": true,
+	"RuntimeClass.node.k8s.io": true, "APIService.apiregistration.k8s.io": true,
+	"ValidatingWebhookConfiguration.admissionregistration.k8s.io": true,
+	"MutatingWebhookConfiguration.admissionregistration.k8s.io":   true,
+	"CertificateSigningRequest.certificates.k8s.io":               true,
+}

@@ -1,0 +1,22 @@
+// Package controller is controller-runtime's controller options for wasmop guests; the host
+// runs the controller itself.
+package controller
+
+import "time"
+
+// Options configure the plugin's controller. Fields the host cannot honour fail the
+// registration when set.
+type Options struct {
+	// MaxConcurrentReconciles is how many reconciles may run at once; 0 means 1.
+	MaxConcurrentReconciles int
+	// ReconciliationTimeout bounds one reconcile; 0 means the host's default.
+	ReconciliationTimeout time.Duration
+	// CacheSyncTimeout is the host's to set (--cache-sync-timeout); setting it fails.
+	CacheSyncTimeout time.Duration
+	// RecoverPanic is always on: a panic in a reconcile is logged and retried.
+	RecoverPanic *bool
+	// NeedLeaderElection is the host's to decide; setting it fails.
+	NeedLeaderElection *bool
+	// SkipNameValidation is accepted and has no effect.
+	SkipNameValidation *bool
+}

@@ -1,0 +1,54 @@
+// Package manager is controller-runtime's Manager for wasmop guests. The host owns what the
+// manager owns upstream — caches, client, leader election, metrics, the controller's queue and
+// workers — so the guest's manager is what a setup function wires a reconciler to: its client,
+// scheme, field indexer, event recorder and the one controller the builder completes.
+package manager
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+// Runnable is something a manager runs; in a guest only the builder's controller is added.
+type Runnable interface {
+	Start(context.Context) error
+}
+
+// RunnableFunc is a function that is a Runnable.
+type RunnableFunc func(context.Context) error
+
+// Start calls f.
+func (f RunnableFunc) Start(ctx context.Context) error { return f(ctx) }
+
+// Manager is what a reconciler's SetupWithManager is handed.
+type Manager interface {
+	// Add adds the builder's controller; other runnables are refused.
+	Add(Runnable) error
+	// Elected is closed: the host reconciles only while it leads.
+	Elected() <-chan struct{}
+	// Start refuses: the host runs the manager's parts.
+	Start(ctx context.Context) error
+	// GetClient reads the host's cache and writes through the host.
+	GetClient() client.Client
+	// GetScheme is the scheme of the plugin's kinds.
+	GetScheme() *runtime.Scheme
+	// GetFieldIndexer declares the indexes List with MatchingFields uses.
+	GetFieldIndexer() client.FieldIndexer
+	// GetRESTMapper maps the scheme's kinds to resources.
+	GetRESTMapper() meta.RESTMapper
+	// GetLogger is the root logger.
+	GetLogger() logr.Logger
+	recorder.Provider
+}
+
+// Options are the manager options of controller-runtime programs; a guest's manager takes only
+// its scheme (wasmop.Plugin.Scheme), the rest being the host's settings.
+type Options struct {
+	// Scheme is the scheme of the plugin's kinds.
+	Scheme *runtime.Scheme
+}

@@ -1,0 +1,66 @@
+// Package wasmop makes a controller-runtime reconciler a wasmop plugin. A plugin's main
+// package registers it from an init function, with the setup its controller-runtime main
+// would run:
+//
+//	func init() {
+//		wasmop.Register(wasmop.Plugin{
+//			Name: "webapp", Version: "0.1.0", Scheme: scheme,
+//			Setup: func(mgr ctrl.Manager) error {
+//				return (&controller.WebAppReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}).SetupWithManager(mgr)
+//			},
+//		})
+//	}
+//
+// The builder's For, Owns, Watches, predicates and options become the plugin's registration, and
+// the `// +kubebuilder:rbac:` markers of its packages its permissions.
+// What the host cannot honour stops the registration with a panic naming it, which the host
+// reports as the plugin's load failure.
+package wasmop
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/internal/plugin"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"wasmop.dev/guest"
+)
+
+// Plugin is a controller-runtime reconciler as a wasmop plugin.
+type Plugin struct {
+	// Name is the plugin's name (lowercase letters, digits, dashes).
+	Name string
+	// Version is the plugin's own version.
+	Version string
+	// Scheme holds the Go types of the plugin's kinds (clientgoscheme's and its own).
+	Scheme *runtime.Scheme
+	// Setup wires the reconciler to the manager, as a controller-runtime main does.
+	Setup func(mgr manager.Manager) error
+	// Permissions are writes and extra reads the plugin declares besides those of its
+	// kubebuilder RBAC markers, which guest-sdk/go/build reads from its packages.
+	Permissions []guest.Permission
+}
+
+// Register runs p's setup and makes the controller it completed the component's reconciler.
+func Register(p Plugin) {
+	built, err := build(p)
+	if err != nil {
+		panic(fmt.Sprintf("plugin %s: %v", p.Name, err))
+	}
+	guest.Register(guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Map: built.Map})
+}
+
+func build(p Plugin) (*plugin.Plugin, error) {
+	if p.Scheme == nil {
+		return nil, fmt.Errorf("no Scheme")
+	}
+	fromMarkers, err := markerPermissions(markers, p.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	m := plugin.NewManager(p.Scheme)
+	if err := p.Setup(m); err != nil {
+		return nil, fmt.Errorf("setting up: %w", err)
+	}
+	return plugin.Build(p.Name, p.Version, m, merge(fromMarkers, p.Permissions...))
+}

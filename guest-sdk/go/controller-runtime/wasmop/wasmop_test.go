@@ -1,0 +1,141 @@
+package wasmop
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/internal/testscheme"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"wasmop.dev/guest"
+	"wasmop.dev/guest/guesttest"
+)
+
+func scheme(t *testing.T) *runtime.Scheme { return testscheme.New(t) }
+
+// reconciler records the requests it is given and requeues after a minute.
+type reconciler struct{ seen []reconcile.Request }
+
+func (r *reconciler) Reconcile(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.seen = append(r.seen, req)
+	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+func labelled(o client.Object) bool { return o.GetLabels()["team"] == "shop" }
+
+func TestTheBuilderBecomesTheRegistrationAndTheExportsRunTheReconciler(t *testing.T) {
+	guesttest.New()
+	r := &reconciler{}
+	byAnnotation := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetAnnotations()["app"]}}}
+	})
+	p, err := build(Plugin{Name: "webapp", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).
+			For(&appsv1.Deployment{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Owns(&corev1.Service{}).
+			Owns(&corev1.ConfigMap{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+			Watches(&corev1.Secret{}, byAnnotation, builder.WithPredicates(predicate.NewPredicateFuncs(labelled))).
+			WithOptions(controller.Options{MaxConcurrentReconciles: 3, ReconciliationTimeout: 5 * time.Second}).
+			Complete(r)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := p.Registration
+	if reg.Primary != guest.Deployment || len(reg.Predicates) != 1 || reg.Predicates[0] != guest.GenerationChanged {
+		t.Fatalf("primary %v %v", reg.Primary, reg.Predicates)
+	}
+	if len(reg.Owns) != 1 || reg.Owns[0] != guest.Service {
+		t.Fatalf("owns %v", reg.Owns)
+	}
+	watched := map[guest.Kind]guest.Watch{}
+	for _, w := range reg.Watches {
+		watched[w.Kind] = w
+	}
+	cms, secrets := watched[guest.ConfigMap], watched[guest.Secret]
+	if len(reg.Watches) != 2 || len(cms.Predicates) != 1 || cms.Predicates[0] != guest.LabelsChanged || len(secrets.Predicates) != 0 ||
+		cms.Mapping != guest.MapToControllerOwner() || secrets.Mapping != guest.MapByGuest() {
+		t.Fatalf("watches %+v", reg.Watches)
+	}
+	if reg.MaxConcurrentReconciles != 3 || reg.ReconcileTimeout != 5*time.Second {
+		t.Fatalf("options %d %v", reg.MaxConcurrentReconciles, reg.ReconcileTimeout)
+	}
+
+	secret := guest.New(guest.Secret, "shop", "creds")
+	secret.Set(map[string]any{"app": "web"}, "metadata", "annotations")
+	if reqs := p.Map(guest.Secret, secret); len(reqs) != 0 {
+		t.Fatalf("an unlabelled secret mapped to %v", reqs)
+	}
+	secret.Set(map[string]any{"team": "shop"}, "metadata", "labels")
+	if reqs := p.Map(guest.Secret, secret); len(reqs) != 1 || reqs[0] != (guest.Request{Namespace: "shop", Name: "web"}) {
+		t.Fatalf("mapped to %v", reqs)
+	}
+
+	res, err := p.Reconcile(context.Background(), guest.Request{Namespace: "shop", Name: "web"})
+	if err != nil || res.RequeueAfter != time.Minute || len(r.seen) != 1 || r.seen[0].Name != "web" {
+		t.Fatalf("reconcile: %+v %v %v", res, err, r.seen)
+	}
+}
+
+func TestAFilterOfThePrimaryKindSkipsTheReconcileOfAnObjectItRefuses(t *testing.T) {
+	h := guesttest.New()
+	mine := guest.New(guest.ConfigMap, "shop", "mine")
+	mine.Set(map[string]any{"team": "shop"}, "metadata", "labels")
+	h.Seed(mine, guest.New(guest.ConfigMap, "shop", "theirs"))
+	r := &reconciler{}
+	p, err := build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+			WithEventFilter(predicate.NewPredicateFuncs(labelled)).Complete(r)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mine", "theirs", "gone"} {
+		if _, err := p.Reconcile(context.Background(), guest.Request{Namespace: "shop", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.seen) != 2 || r.seen[0].Name != "mine" || r.seen[1].Name != "gone" {
+		t.Fatalf("reconciled %v", r.seen)
+	}
+}
+
+func TestWhatTheHostCannotHonourFailsTheSetupNamingIt(t *testing.T) {
+	oldAndNew := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return true }}
+	for name, setup := range map[string]func(ctrl.Manager) error{
+		"predicate.Funcs": func(mgr ctrl.Manager) error {
+			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).WithEventFilter(oldAndNew).Complete(&reconciler{})
+		},
+		"a second controller": func(mgr ctrl.Manager) error {
+			if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&reconciler{}); err != nil {
+				return err
+			}
+			return ctrl.NewControllerManagedBy(mgr).For(&corev1.Secret{}).Complete(&reconciler{})
+		},
+		"CacheSyncTimeout": func(mgr ctrl.Manager) error {
+			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+				WithOptions(controller.Options{CacheSyncTimeout: time.Minute}).Complete(&reconciler{})
+		},
+		"no controller": func(ctrl.Manager) error { return nil },
+	} {
+		_, err := build(Plugin{Name: "bad", Version: "1.0.0", Scheme: scheme(t), Setup: setup})
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if name != "no controller" && !strings.Contains(err.Error(), strings.Fields(name)[len(strings.Fields(name))-1]) {
+			t.Errorf("%s: the error does not name it: %v", name, err)
+		}
+	}
+}

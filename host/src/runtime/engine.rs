@@ -147,7 +147,7 @@ impl Runtime {
             .saturating_sub(self.reserved.load(Ordering::Acquire))
     }
 
-    /// The bytes of linear memory all guest instances hold now.
+    /// The bytes of linear memory and tables all guest instances hold now.
     pub fn guest_memory_held(&self) -> usize {
         self.guest_memory.held()
     }

@@ -556,9 +556,9 @@ impl log::Host for StoreState {
     }
 }
 
-/// Caps the linear memories of an instance together (a component may have several), takes what
-/// they hold from its plugin's share of the guest memory budget until the instance is dropped,
-/// and records the largest total asked for.
+/// Caps the linear memories and tables of an instance together (a component may have several of
+/// each; a table element costs a pointer), takes what they hold from its plugin's share of the
+/// guest memory budget until the instance is dropped, and records the largest total asked for.
 pub(crate) struct MemoryLimiter {
     limit: usize,
     /// Bytes of linear memory the instance holds across its memories.
@@ -570,7 +570,9 @@ pub(crate) struct MemoryLimiter {
 
 /// A guest asked for more memory than its cap; the trap carries this as its cause.
 #[derive(Debug, thiserror::Error)]
-#[error("guest asked for {desired} bytes of linear memory, over its limit of {limit} bytes")]
+#[error(
+    "guest asked for {desired} bytes of linear memory and tables, over its limit of {limit} bytes"
+)]
 pub struct MemoryLimitExceeded {
     /// The total it asked for.
     pub desired: usize,
@@ -587,7 +589,26 @@ impl MemoryLimiter {
             share,
         }
     }
+
+    /// Takes `asked` more bytes for the instance, within its cap and its plugin's share.
+    fn grow(&mut self, asked: usize) -> wasmtime::Result<bool> {
+        let total = self.total.saturating_add(asked);
+        if total > self.limit {
+            return Err(MemoryLimitExceeded {
+                desired: total,
+                limit: self.limit,
+            }
+            .into());
+        }
+        self.share.take(asked)?;
+        self.total = total;
+        self.high_water = self.high_water.max(total);
+        Ok(true)
+    }
 }
+
+/// What one table element holds: wasmtime's elements are pointers.
+const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
 
 impl Drop for MemoryLimiter {
     fn drop(&mut self) {
@@ -602,28 +623,17 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let asked = desired.saturating_sub(current);
-        let total = self.total.saturating_add(asked);
-        if total > self.limit {
-            return Err(MemoryLimitExceeded {
-                desired: total,
-                limit: self.limit,
-            }
-            .into());
-        }
-        self.share.take(asked)?;
-        self.total = total;
-        self.high_water = self.high_water.max(total);
-        Ok(true)
+        self.grow(desired.saturating_sub(current))
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
-        _desired: usize,
+        current: usize,
+        desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(true)
+        let elements = desired.saturating_sub(current);
+        self.grow(elements.saturating_mul(TABLE_ELEMENT_BYTES))
     }
 }
 
@@ -647,6 +657,17 @@ mod tests {
         assert_eq!((cause.desired, cause.limit), (120, 100));
         assert!(limiter.memory_growing(0, 40, None).unwrap());
         assert_eq!(limiter.high_water, 100);
+    }
+
+    #[test]
+    fn tables_count_against_the_same_cap_a_pointer_an_element() {
+        let mut limiter = MemoryLimiter::new(1000, unbounded());
+        assert!(limiter.memory_growing(0, 600, None).unwrap());
+        assert!(limiter.table_growing(0, 50, None).unwrap());
+        assert_eq!(limiter.high_water, 600 + 50 * TABLE_ELEMENT_BYTES);
+        let refused = limiter.table_growing(50, 100, None).unwrap_err();
+        let cause = refused.downcast_ref::<MemoryLimitExceeded>().unwrap();
+        assert_eq!(cause.desired, 600 + 100 * TABLE_ELEMENT_BYTES);
     }
 
     #[test]

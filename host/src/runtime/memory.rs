@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 /// A guest asked for memory the guests together may no longer have; the trap carries this.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "guest asked for {asked} more bytes of linear memory, but its plugin's instances hold {held} bytes, over its share of {share} bytes, and the rest of the host's guest memory budget of {budget} bytes is reserved or borrowed by other plugins (--guest-memory-budget)"
+    "guest asked for {asked} more bytes of linear memory and tables, but its plugin's instances hold {held} bytes, over its share of {share} bytes, and the rest of the host's guest memory budget of {budget} bytes is reserved or borrowed by other plugins (--guest-memory-budget)"
 )]
 pub struct GuestMemoryExhausted {
     /// The growth it asked for.
@@ -58,7 +58,7 @@ impl GuestMemory {
         self.totals.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The bytes of linear memory all live instances hold.
+    /// The bytes of linear memory and tables all live instances hold.
     pub(crate) fn held(&self) -> usize {
         self.totals().held
     }

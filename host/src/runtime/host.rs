@@ -670,6 +670,33 @@ mod tests {
         assert_eq!(cause.desired, 600 + 100 * TABLE_ELEMENT_BYTES);
     }
 
+    /// `(module (table 0 funcref) (func (export "grow") (param i32) (result i32)
+    /// ref.null func local.get 0 table.grow 0))`, as `wasm-tools parse` assembles it.
+    const TABLE_GROWER: [u8; 49] = [
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x06, 0x01, 0x60, 0x01, 0x7f, 0x01,
+        0x7f, 0x03, 0x02, 0x01, 0x00, 0x04, 0x04, 0x01, 0x70, 0x00, 0x00, 0x07, 0x08, 0x01, 0x04,
+        0x67, 0x72, 0x6f, 0x77, 0x00, 0x00, 0x0a, 0x0b, 0x01, 0x09, 0x00, 0xd0, 0x70, 0x20, 0x00,
+        0xfc, 0x0f, 0x00, 0x0b,
+    ];
+
+    #[test]
+    fn a_guest_growing_its_table_past_its_cap_traps_at_the_cap() {
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, TABLE_GROWER).unwrap();
+        let limit = 1000 * TABLE_ELEMENT_BYTES;
+        let mut store = wasmtime::Store::new(&engine, MemoryLimiter::new(limit, unbounded()));
+        store.limiter(|limiter| limiter);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let grow = instance
+            .get_typed_func::<i32, i32>(&mut store, "grow")
+            .unwrap();
+        assert_eq!(grow.call(&mut store, 600).unwrap(), 0);
+        let trap = grow.call(&mut store, 600).unwrap_err();
+        let cause = trap.downcast_ref::<MemoryLimitExceeded>().unwrap();
+        assert_eq!(cause.desired, 1200 * TABLE_ELEMENT_BYTES);
+        assert_eq!(store.data().high_water, 600 * TABLE_ELEMENT_BYTES);
+    }
+
     #[test]
     fn instances_take_from_their_plugins_share_and_give_back_what_they_held_when_dropped() {
         let memory = Arc::new(GuestMemory::new(Some(100)));

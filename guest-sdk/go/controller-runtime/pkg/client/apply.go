@@ -48,7 +48,6 @@ func (c *hostClient) Apply(_ context.Context, obj runtime.ApplyConfiguration, op
 	if err != nil {
 		return apiError(err, gvk, m.Metadata.Name)
 	}
-	c.reads.remember(gvk, stored)
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && !v.IsNil() {
 		v.Elem().SetZero()
 	}

@@ -66,8 +66,11 @@ func (c *hostClient) Get(_ context.Context, key ObjectKey, obj Object, _ ...GetO
 	if err != nil {
 		return apiError(err, gvk, key.Name)
 	}
-	c.reads.remember(gvk, data)
-	return decodeInto(data, obj)
+	if err := decodeInto(data, obj); err != nil {
+		return err
+	}
+	c.reads.remember(gvk, obj, data)
+	return nil
 }
 
 func (c *hostClient) List(_ context.Context, list ObjectList, opts ...ListOption) error {
@@ -99,13 +102,14 @@ func (c *hostClient) List(_ context.Context, list ObjectList, opts ...ListOption
 	if len(filters) == 0 && o.Limit > 0 && int64(len(items)) > o.Limit {
 		items = items[:o.Limit]
 	}
-	for _, item := range items {
-		c.reads.remember(gvk, item)
-	}
 	body := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{},"items":[%s]}`,
 		listGVK.GroupVersion().String(), listGVK.Kind, strings.Join(items, ","))
-	if err := decodeInto(body, list); err != nil || len(filters) == 0 {
+	if err := decodeInto(body, list); err != nil {
 		return err
+	}
+	c.reads.rememberEach(gvk, list, items)
+	if len(filters) == 0 {
+		return nil
 	}
 	return narrow(list, filters, o.Limit)
 }
@@ -188,8 +192,7 @@ func (c *hostClient) write(obj Object, update bool, call func(string) (string, e
 	if err != nil {
 		return apiError(err, gvk, obj.GetName())
 	}
-	c.reads.remember(gvk, stored)
-	return decodeInto(stored, obj)
+	return c.stored(gvk, stored, obj)
 }
 
 func (c *hostClient) Patch(_ context.Context, obj Object, patch Patch, opts ...PatchOption) error {
@@ -218,8 +221,7 @@ func (c *hostClient) patch(obj Object, patch Patch, o PatchOptions, call patchCa
 	if err != nil {
 		return apiError(err, gvk, obj.GetName())
 	}
-	c.reads.remember(gvk, stored)
-	return decodeInto(stored, obj)
+	return c.stored(gvk, stored, obj)
 }
 
 func (c *hostClient) patchBody(obj Object, patch Patch, force bool) (guestclient.PatchBody, error) {
@@ -290,6 +292,15 @@ func deleteOptions(opts []DeleteOption) ([]guestclient.DeleteOption, error) {
 		}
 	}
 	return out, nil
+}
+
+// stored decodes what the apiserver stored into obj and remembers it.
+func (c *hostClient) stored(gvk schema.GroupVersionKind, data string, obj Object) error {
+	if err := decodeInto(data, obj); err != nil {
+		return err
+	}
+	c.reads.remember(gvk, obj, data)
+	return nil
 }
 
 // encode is obj as JSON with its apiVersion and kind, which typed objects often leave empty.

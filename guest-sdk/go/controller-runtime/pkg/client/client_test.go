@@ -274,3 +274,23 @@ func TestApplyOfAnApplyConfigurationSendsItForcedAndReadsTheResultBack(t *testin
 		t.Fatal("an apply configuration without a name was sent")
 	}
 }
+
+func TestAnItemUpdatedFromAListKeepsItsUnknownFields(t *testing.T) {
+	c, h := newClient(t)
+	obj := guest.New(guest.ConfigMap, "shop", "web")
+	obj.Set("later", "futureField")
+	h.Seed(obj)
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace("shop")); err != nil || len(list.Items) != 1 {
+		t.Fatalf("listed %d (%v)", len(list.Items), err)
+	}
+	item := &list.Items[0]
+	item.Data = map[string]string{"v": "1"}
+	if err := c.Update(ctx, item); err != nil {
+		t.Fatal(err)
+	}
+	stored := h.Object(guest.ConfigMap, "shop", "web")
+	if stored.String("futureField") != "later" || stored.String("data", "v") != "1" {
+		t.Fatalf("stored %v", stored)
+	}
+}

@@ -5,13 +5,15 @@ import (
 	"reflect"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// readsKept bounds the objects remembered for their unknown fields; past it, the oldest half of
-// a reconcile's reads is forgotten at once (an update of a forgotten object sends only what its
-// type knows, as controller-runtime's client always does).
+// readsKept bounds the objects remembered for their unknown fields; past it, all are forgotten
+// at once (an update of a forgotten object sends only what its type knows, as
+// controller-runtime's client always does).
 const readsKept = 512
 
 // reads remembers the JSON of objects as read or written, by kind, key and resourceVersion, so
@@ -28,17 +30,9 @@ type readKey struct {
 
 func newReads() *reads { return &reads{seen: map[readKey]string{}} }
 
-type objectMeta struct {
-	Metadata struct {
-		Namespace       string `json:"namespace"`
-		Name            string `json:"name"`
-		ResourceVersion string `json:"resourceVersion"`
-	} `json:"metadata"`
-}
-
-func (r *reads) remember(gvk schema.GroupVersionKind, data string) {
-	var m objectMeta
-	if json.Unmarshal([]byte(data), &m) != nil || m.Metadata.ResourceVersion == "" {
+// remember keeps data, the JSON obj was decoded from.
+func (r *reads) remember(gvk schema.GroupVersionKind, obj metav1.Object, data string) {
+	if obj.GetResourceVersion() == "" {
 		return
 	}
 	r.mu.Lock()
@@ -46,7 +40,20 @@ func (r *reads) remember(gvk schema.GroupVersionKind, data string) {
 	if len(r.seen) >= readsKept {
 		clear(r.seen)
 	}
-	r.seen[readKey{gvk, m.Metadata.Namespace, m.Metadata.Name, m.Metadata.ResourceVersion}] = data
+	r.seen[readKey{gvk, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion()}] = data
+}
+
+// rememberEach keeps the JSON of each item of list, decoded from items in their order.
+func (r *reads) rememberEach(gvk schema.GroupVersionKind, list runtime.Object, items []string) {
+	decoded, err := meta.ExtractList(list)
+	if err != nil || len(decoded) != len(items) {
+		return
+	}
+	for i, item := range decoded {
+		if obj, ok := item.(metav1.Object); ok {
+			r.remember(gvk, obj, items[i])
+		}
+	}
 }
 
 func (r *reads) lookup(gvk schema.GroupVersionKind, obj Object) string {

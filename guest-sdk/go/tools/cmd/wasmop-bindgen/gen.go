@@ -59,27 +59,15 @@ func (g *generator) fail(format string, args ...any) {
 	g.errs = append(g.errs, fmt.Errorf(format, args...))
 }
 
-// collect names every type of the world's imported interfaces and gathers its functions.
+// collect names every type of the world's imported and exported interfaces and gathers their
+// functions.
 func (g *generator) collect() {
 	taken := map[string]*wit.TypeDef{}
 	g.world.Imports.All()(func(name string, item wit.WorldItem) bool {
 		switch item := item.(type) {
 		case *wit.InterfaceRef:
 			iface := item.Interface
-			iface.TypeDefs.All()(func(name string, td *wit.TypeDef) bool {
-				goName := goName(name)
-				if used, ok := td.Kind.(*wit.TypeDef); ok && used.TypeName() == name {
-					g.names[td] = goName // a `use` of another interface's type
-					return true
-				}
-				if other, ok := taken[goName]; ok && other != td {
-					g.fail("type %s of %s clashes with another type of that name", name, *iface.Name)
-				}
-				taken[goName] = td
-				g.names[td] = goName
-				g.decls = append(g.decls, td)
-				return true
-			})
+			g.nameTypes(iface, taken)
 			iface.Functions.All()(func(name string, f *wit.Function) bool {
 				describe := fmt.Sprintf("`%s` of %s", name, moduleName(iface))
 				g.imports = append(g.imports, g.newFunction(f, goName(*iface.Name)+goName(name), moduleName(iface), describe))
@@ -96,12 +84,47 @@ func (g *generator) collect() {
 		return true
 	})
 	g.world.Exports.All()(func(name string, item wit.WorldItem) bool {
-		f, ok := item.(*wit.Function)
-		if !ok {
-			g.fail("export %s: only functions of the world itself can be exported", name)
+		switch item := item.(type) {
+		case *wit.Function:
+			g.exports = append(g.exports, g.newFunction(item, goName(name), "", fmt.Sprintf("the export `%s`", name)))
+		case *wit.InterfaceRef:
+			iface := item.Interface
+			g.nameTypes(iface, taken)
+			iface.Functions.All()(func(name string, f *wit.Function) bool {
+				describe := fmt.Sprintf("`%s` of the exported %s", name, moduleName(iface))
+				fn := g.newFunction(f, goName(*iface.Name)+goName(name), "", describe)
+				fn.name = moduleName(iface) + "#" + name
+				g.exports = append(g.exports, fn)
+				return true
+			})
+		default:
+			g.fail("export %s: only functions and interfaces can be exported", name)
+		}
+		return true
+	})
+}
+
+// nameTypes names the types iface defines after themselves, or after the interface and
+// themselves when another interface's type took the name; a type it uses keeps its own name.
+func (g *generator) nameTypes(iface *wit.Interface, taken map[string]*wit.TypeDef) {
+	iface.TypeDefs.All()(func(name string, td *wit.TypeDef) bool {
+		typeName := goName(name)
+		if used, ok := td.Kind.(*wit.TypeDef); ok && used.TypeName() == name {
+			if usedName, named := g.names[used]; named {
+				typeName = usedName
+			}
+			g.names[td] = typeName // a `use` of another interface's type
 			return true
 		}
-		g.exports = append(g.exports, g.newFunction(f, goName(name), "", fmt.Sprintf("the export `%s`", name)))
+		if other, ok := taken[typeName]; ok && other != td {
+			typeName = goName(*iface.Name) + typeName
+			if other, ok := taken[typeName]; ok && other != td {
+				g.fail("type %s of %s clashes with another type of that name", name, *iface.Name)
+			}
+		}
+		taken[typeName] = td
+		g.names[td] = typeName
+		g.decls = append(g.decls, td)
 		return true
 	})
 }

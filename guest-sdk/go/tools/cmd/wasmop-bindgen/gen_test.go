@@ -107,7 +107,46 @@ func TestSampleBindingsCompileForWasip1(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
-	files := generateSample(t)
+	vetForWasip1(t, generateSample(t))
+}
+
+func TestAnExportedInterfaceIsBoundWithItsQualifiedNamesAndPrefixedClashes(t *testing.T) {
+	world, err := loadWorld(filepath.Join(repo, "wit"), "webhook-reconciler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(world, "wit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, glue := string(files["types.go"]), string(files["abi_wasip1.go"])
+	for _, want := range []string{
+		"type Registration struct",         // plugin's registration keeps its name
+		"type WebhooksRegistration struct", // webhooks' registration is prefixed
+		"WebhooksValidate(req AdmissionRequest) Verdict",
+		"WebhooksDescribeWebhooks() WebhooksRegistration",
+	} {
+		if !strings.Contains(types, want) {
+			t.Errorf("types.go lacks %q", want)
+		}
+	}
+	for _, want := range []string{
+		"//go:wasmexport wasmop:reconciler/webhooks@0.1.1#validate",
+		"//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.1#validate",
+	} {
+		if !strings.Contains(glue, want) {
+			t.Errorf("abi_wasip1.go lacks %q", want)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	vetForWasip1(t, files)
+}
+
+// vetForWasip1 runs go vet for wasip1 over files as a package of a module of its own.
+func vetForWasip1(t *testing.T, files Files) {
+	t.Helper()
 	dir := t.TempDir()
 	sdk, err := filepath.Abs(filepath.Join(repo, "guest-sdk/go"))
 	if err != nil {
@@ -126,7 +165,7 @@ func TestSampleBindingsCompileForWasip1(t *testing.T) {
 	vet.Dir = dir
 	vet.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod")
 	if out, err := vet.CombinedOutput(); err != nil {
-		t.Fatalf("go vet of the sample bindings: %v\n%s", err, out)
+		t.Fatalf("go vet of the bindings: %v\n%s", err, out)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/internal/testscheme"
@@ -292,5 +293,29 @@ func TestAnItemUpdatedFromAListKeepsItsUnknownFields(t *testing.T) {
 	stored := h.Object(guest.ConfigMap, "shop", "web")
 	if stored.String("futureField") != "later" || stored.String("data", "v") != "1" {
 		t.Fatalf("stored %v", stored)
+	}
+}
+
+func TestOptionStructsAreOptionsToo(t *testing.T) {
+	c, h := newClient(t)
+	for _, cm := range []struct{ ns, name, app string }{{"a", "one", "web"}, {"a", "two", "db"}} {
+		obj := guest.New(guest.ConfigMap, cm.ns, cm.name)
+		obj.Set(map[string]any{"app": cm.app}, "metadata", "labels")
+		h.Seed(obj)
+	}
+	var list corev1.ConfigMapList
+	selector := labels.SelectorFromSet(labels.Set{"app": "db"})
+	if err := c.List(ctx, &list, &client.ListOptions{Namespace: "a", LabelSelector: selector}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "two" {
+		t.Fatalf("listed %v", list.Items)
+	}
+	orphan := metav1.DeletePropagationOrphan
+	if err := c.Delete(ctx, &list.Items[0], &client.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.Writes[len(h.Writes)-1]; !guest.Equal(last.Body, map[string]any{"propagationPolicy": "Orphan"}) {
+		t.Fatalf("sent %v", last.Body)
 	}
 }

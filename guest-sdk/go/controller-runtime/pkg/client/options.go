@@ -304,3 +304,66 @@ func (g GracePeriodSeconds) ApplyToDelete(o *DeleteOptions) {
 	seconds := int64(g)
 	o.GracePeriodSeconds = &seconds
 }
+
+// ApplyToList sets the options o sets, so a *ListOptions is itself an option.
+func (o *ListOptions) ApplyToList(to *ListOptions) {
+	if o.LabelSelector != nil {
+		to.LabelSelector = o.LabelSelector
+	}
+	if o.FieldSelector != nil {
+		to.FieldSelector = o.FieldSelector
+	}
+	if o.Namespace != "" {
+		to.Namespace = o.Namespace
+	}
+	if o.Limit > 0 {
+		to.Limit = o.Limit
+	}
+	if o.Continue != "" {
+		to.Continue = o.Continue
+	}
+}
+
+// ApplyToDelete sets the options o sets, so a *DeleteOptions is itself an option.
+func (o *DeleteOptions) ApplyToDelete(to *DeleteOptions) {
+	if o.GracePeriodSeconds != nil {
+		to.GracePeriodSeconds = o.GracePeriodSeconds
+	}
+	if o.Preconditions != nil {
+		to.Preconditions = o.Preconditions
+	}
+	if o.PropagationPolicy != nil {
+		to.PropagationPolicy = o.PropagationPolicy
+	}
+	if o.DryRun != nil {
+		to.DryRun = o.DryRun
+	}
+}
+
+// ApplyToCreate sets the options o sets, so a *CreateOptions is itself an option.
+func (o *CreateOptions) ApplyToCreate(to *CreateOptions) {
+	setWrite(&to.DryRun, &to.FieldManager, o.DryRun, o.FieldManager)
+}
+
+// ApplyToUpdate sets the options o sets, so an *UpdateOptions is itself an option.
+func (o *UpdateOptions) ApplyToUpdate(to *UpdateOptions) {
+	setWrite(&to.DryRun, &to.FieldManager, o.DryRun, o.FieldManager)
+}
+
+// ApplyToPatch sets the options o sets, so a *PatchOptions is itself an option.
+func (o *PatchOptions) ApplyToPatch(to *PatchOptions) {
+	setWrite(&to.DryRun, &to.FieldManager, o.DryRun, o.FieldManager)
+	if o.Force != nil {
+		to.Force = o.Force
+	}
+}
+
+// setWrite copies the dry run and field manager a write's options set.
+func setWrite(toDryRun *[]string, toManager *string, dryRun []string, manager string) {
+	if dryRun != nil {
+		*toDryRun = dryRun
+	}
+	if manager != "" {
+		*toManager = manager
+	}
+}

@@ -33,11 +33,17 @@ type Reconciler struct {
 	Reconcile func(ctx context.Context, req Request) (Result, error)
 	// Map turns a changed object of a kind watched with MapByGuest into requests.
 	Map func(kind Kind, obj Object) []Request
+	// Webhooks are the admission and conversion webhooks it serves; none when zero.
+	Webhooks Webhooks
 }
 
 // Register makes r the component's reconciler and sends log/slog's default logger to the host;
-// call it from an init function of the plugin's main package.
+// call it from an init function of the plugin's main package. Webhooks with rules but no function
+// (or a function but no rules) panic here, so the plugin fails to load saying which.
 func Register(r Reconciler) {
+	if err := r.Webhooks.check(); err != nil {
+		panic(err)
+	}
 	wit.Export = exports{r}
 	slog.SetDefault(slog.New(NewLogHandler(slog.LevelDebug)))
 }

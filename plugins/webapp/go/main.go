@@ -44,6 +44,7 @@ var plugin = guest.Reconciler{
 		ReconcileTimeout:        10 * time.Second,
 	},
 	Reconcile: reconcile,
+	Webhooks:  webhooks,
 }
 
 func init() {

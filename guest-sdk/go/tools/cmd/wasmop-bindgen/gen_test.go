@@ -12,8 +12,8 @@ import (
 const repo = "../../../../.."
 
 func TestGeneratedBindingsAreCurrent(t *testing.T) {
-	if err := run(filepath.Join(repo, "wit"), "reconciler", filepath.Join(repo, "guest-sdk/go/internal/wit"), "wit", true); err != nil {
-		t.Fatalf("%v (regenerate: cd guest-sdk/go/tools && go run ./cmd/wasmop-bindgen -wit ../../../wit -out ../internal/wit)", err)
+	if err := run(filepath.Join(repo, "wit"), "webhook-reconciler", filepath.Join(repo, "guest-sdk/go/internal/wit"), "wit", true); err != nil {
+		t.Fatalf("%v (regenerate: cd guest-sdk/go/tools && go run ./cmd/wasmop-bindgen -wit ../../../wit -world webhook-reconciler -out ../internal/wit)", err)
 	}
 }
 

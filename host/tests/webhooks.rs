@@ -52,6 +52,11 @@ async fn the_go_webapp_answers_its_webhooks_as_the_rust_one_does() {
     webapp_webhooks("webapp-go").await
 }
 
+#[tokio::test]
+async fn the_typescript_webapp_answers_its_webhooks_as_the_rust_one_does() {
+    webapp_webhooks("webapp-js").await
+}
+
 /// Component `name`, a build of `webapp`, declares and answers webapp's webhooks.
 async fn webapp_webhooks(name: &str) {
     within(LIMIT, "webapp's webhooks", async {

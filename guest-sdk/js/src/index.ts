@@ -68,4 +68,13 @@ export {
   type Verb,
   type Watch,
 } from './reconciler.ts';
+export {
+  ConversionFailed,
+  Denied,
+  type AdmissionRequest,
+  type Operation,
+  type UserInfo,
+  type WebhookRule,
+  type Webhooks,
+} from './webhooks.ts';
 export type { ObjectMeta, OwnerReference } from 'kubernetes-types/meta/v1';

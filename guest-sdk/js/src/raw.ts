@@ -3,7 +3,7 @@
  * types are generated from `wit/` by the build (`generated/wit/`); everything else in the SDK is
  * built on these. Use them directly for a call the typed layer does not offer.
  */
-/// <reference path="../generated/wit/reconciler.d.ts" />
+/// <reference path="../generated/wit/webhook-reconciler.d.ts" />
 
 import { get, list, listByIndex } from 'wasmop:reconciler/cache@0.1.1';
 import {
@@ -19,6 +19,7 @@ import { log } from 'wasmop:reconciler/log@0.1.1';
 
 export type * as types from 'wasmop:reconciler/types@0.1.1';
 export type * as plugin from 'wasmop:reconciler/plugin@0.1.1';
+export type * as webhooks from 'wasmop:reconciler/webhooks@0.1.1';
 
 /** The `cache` interface: reads from the host's informer cache. */
 export const cache = { get, list, listByIndex };

@@ -6,7 +6,8 @@
 import { gvk, type Gvk, type Kind } from './kind.ts';
 import type { KubeObject, ObjectKey, Request } from './object.ts';
 import { done, type Outcome } from './outcome.ts';
-import type { plugin } from './raw.ts';
+import type { plugin, webhooks as witWebhooks } from './raw.ts';
+import { webhooksRegistration, type Webhooks } from './webhooks.ts';
 
 /** Filters that drop update events: only changes of generation, labels or annotations pass. */
 export type Predicate = plugin.Predicate;
@@ -76,6 +77,8 @@ export interface ReconcilerOptions<T extends KubeObject> {
   reconcile(request: Request): Outcome | void;
   /** Maps a changed object of a kind watched with the `guest` mapping to requests. */
   map?(kind: Gvk, obj: KubeObject): ObjectKey[];
+  /** The admission and conversion webhooks it serves; none when absent. */
+  webhooks?: Webhooks;
 }
 
 /** A declared reconciler, as the component exports it. */
@@ -86,6 +89,10 @@ export interface Reconciler {
   reconcile(request: Request): Outcome;
   /** Maps a changed object of a watched kind to requests. */
   map(kind: Gvk, obj: KubeObject): ObjectKey[];
+  /** The webhooks the host receives from `describe-webhooks`. */
+  readonly webhookRegistration: witWebhooks.Registration;
+  /** The webhooks it serves. */
+  readonly webhooks: Webhooks;
 }
 
 const PLUGIN_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -133,6 +140,8 @@ export function registration<T extends KubeObject>(options: ReconcilerOptions<T>
 export function defineReconciler<T extends KubeObject>(options: ReconcilerOptions<T>): Reconciler {
   return {
     registration: registration(options),
+    webhookRegistration: webhooksRegistration(options.name, options.webhooks),
+    webhooks: options.webhooks ?? {},
     reconcile(request) {
       const outcome = options.reconcile(request);
       if (outcome instanceof Promise) {

@@ -36,7 +36,7 @@ async function component(pluginDir, outFile) {
   const contents = [
     `import reconciler from ${JSON.stringify(entry)};`,
     `import { componentExports } from ${JSON.stringify(join(sdk, 'src/component.ts'))};`,
-    'export const { describe, reconcile, map } = componentExports(reconciler);',
+    'export const { describe, reconcile, map, webhooks } = componentExports(reconciler);',
   ].join('\n');
   await esbuild.build({
     ...common,

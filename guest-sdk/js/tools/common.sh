@@ -28,7 +28,7 @@ require_toolchain() {
 
 # Generates the TypeScript declarations of the WIT world into generated/wit.
 generate_wit_types() {
-  node "$sdk/tools/wit-types.mjs" "$repo/wit" reconciler "$sdk/generated/wit" ||
+  node "$sdk/tools/wit-types.mjs" "$repo/wit" webhook-reconciler "$sdk/generated/wit" ||
     die "could not generate TypeScript types from $repo/wit"
 }
 

@@ -28,6 +28,7 @@ import {
 } from '@wasmop/guest';
 
 import pkg from '../package.json' with { type: 'json' };
+import { webhooks } from './admission.ts';
 import * as desired from './desired.ts';
 import { WebApp } from './resource.ts';
 
@@ -103,6 +104,7 @@ export default defineReconciler({
   ],
   maxConcurrentReconciles: 4,
   reconcileTimeoutMs: 10_000,
+  webhooks,
 
   reconcile({ namespace, name }) {
     const found = optional(() => cache.get(WebApp, namespace, name));

@@ -57,6 +57,13 @@ async fn the_typescript_webapp_answers_its_webhooks_as_the_rust_one_does() {
     webapp_webhooks("webapp-js").await
 }
 
+/// The controller-runtime webapp's validator, defaulter and hub-and-spoke conversion, built with
+/// ctrl.NewWebhookManagedBy as its users write them.
+#[tokio::test]
+async fn the_controller_runtime_webapp_answers_its_webhooks_as_the_rust_one_does() {
+    webapp_webhooks("webapp-controller-runtime-go").await
+}
+
 /// Component `name`, a build of `webapp`, declares and answers webapp's webhooks.
 async fn webapp_webhooks(name: &str) {
     within(LIMIT, "webapp's webhooks", async {

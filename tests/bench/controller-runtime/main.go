@@ -6,9 +6,9 @@
 //
 // It reads the kubeconfig from KUBECONFIG (or the in-cluster config) and watches the namespace
 // WEBAPP_NAMESPACE, or all namespaces when that is unset; with WEBAPP_WEBHOOK_CERT_DIR it also
-// serves the plugin's validating and defaulting webhooks (webhook.go). It has no leader election, no metrics
-// or health endpoints, logs JSON at info level to stderr, and stops on SIGTERM or SIGINT once
-// running reconciles finish.
+// serves the plugin's validating and defaulting webhooks (webapp/webhook.go). It has no leader
+// election, no metrics or health endpoints, logs JSON at info level to stderr, and stops on
+// SIGTERM or SIGINT once running reconciles finish.
 package main
 
 import (
@@ -94,7 +94,7 @@ func run() error {
 		return err
 	}
 	if certDir != "" {
-		if err := ctrl.NewWebhookManagedBy(mgr, &webapp.WebApp{}).WithValidator(WebAppValidator{}).WithDefaulter(WebAppDefaulter{}).Complete(); err != nil {
+		if err := webapp.SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
 	}

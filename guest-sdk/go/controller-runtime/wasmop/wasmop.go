@@ -11,8 +11,9 @@
 //		})
 //	}
 //
-// The builder's For, Owns, Watches, predicates and options become the plugin's registration, and
-// the `// +kubebuilder:rbac:` markers of its packages its permissions.
+// The builder's For, Owns, Watches, predicates and options become the plugin's registration,
+// the webhooks ctrl.NewWebhookManagedBy completes the webhooks it serves, and the
+// `// +kubebuilder:rbac:` markers of its packages its permissions.
 // What the host cannot honour stops the registration with a panic naming it, which the host
 // reports as the plugin's load failure.
 package wasmop
@@ -47,7 +48,7 @@ func Register(p Plugin) {
 	if err != nil {
 		panic(fmt.Sprintf("plugin %s: %v", p.Name, err))
 	}
-	guest.Register(guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Map: built.Map})
+	guest.Register(guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Map: built.Map, Webhooks: built.Webhooks})
 }
 
 func build(p Plugin) (*plugin.Plugin, error) {

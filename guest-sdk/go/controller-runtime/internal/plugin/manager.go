@@ -23,6 +23,7 @@ type Manager struct {
 	mapper     meta.RESTMapper
 	client     client.HostClient
 	controller *Controller
+	webhooks   []*Webhook
 	elected    chan struct{}
 }
 
@@ -37,8 +38,12 @@ func NewManager(scheme *runtime.Scheme) *Manager {
 // Controller is the controller the setup completed, nil when none.
 func (m *Manager) Controller() *Controller { return m.controller }
 
-// Add takes the controller a builder completed; any other runnable is refused.
+// Add takes the controller a builder completed and the webhooks webhook builders completed;
+// any other runnable is refused.
 func (m *Manager) Add(r manager.Runnable) error {
+	if w, ok := r.(*Webhook); ok {
+		return m.addWebhook(w)
+	}
 	c, ok := r.(*Controller)
 	switch {
 	case !ok:

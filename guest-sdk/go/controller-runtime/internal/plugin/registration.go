@@ -16,10 +16,12 @@ import (
 type Plugin struct {
 	// Registration is what describe returns.
 	Registration guest.Registration
-	manager      *Manager
-	primary      schema.GroupVersionKind
-	forFilters   []filter
-	mapped       map[schema.GroupVersionKind][]mappedWatch
+	// Webhooks are the webhooks the setup's webhook builders completed.
+	Webhooks   guest.Webhooks
+	manager    *Manager
+	primary    schema.GroupVersionKind
+	forFilters []filter
+	mapped     map[schema.GroupVersionKind][]mappedWatch
 }
 
 // mappedWatch is a watch whose events the guest maps to requests.
@@ -52,6 +54,7 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	if err := checkOptions(c); err != nil {
 		return nil, err
 	}
+	p.Webhooks = m.guestWebhooks()
 	for _, w := range c.Watches {
 		if err := p.watch(m.scheme, w, c); err != nil {
 			return nil, err

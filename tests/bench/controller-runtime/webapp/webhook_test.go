@@ -1,20 +1,18 @@
-package main
+package webapp
 
 import (
 	"context"
 	"strings"
 	"testing"
-
-	"wasmop.dev/bench/webapp-controller-runtime/webapp"
 )
 
 func TestTheValidatorRefusesWhatThePluginRefuses(t *testing.T) {
 	v := WebAppValidator{}
-	ok := &webapp.WebApp{Spec: webapp.WebAppSpec{Image: "registry.example.com:5000/team/app:v1", Replicas: 50}}
+	ok := &WebApp{Spec: WebAppSpec{Image: "registry.example.com:5000/team/app:v1", Replicas: 50}}
 	if _, err := v.ValidateCreate(context.Background(), ok); err != nil {
 		t.Fatalf("refused a valid WebApp: %v", err)
 	}
-	crowded := &webapp.WebApp{Spec: webapp.WebAppSpec{Image: "nginx", Replicas: 51}}
+	crowded := &WebApp{Spec: WebAppSpec{Image: "nginx", Replicas: 51}}
 	if _, err := v.ValidateCreate(context.Background(), crowded); err == nil || !strings.Contains(err.Error(), "between 0 and 50") {
 		t.Fatalf("51 replicas: %v", err)
 	}

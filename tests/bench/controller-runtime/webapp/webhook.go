@@ -1,4 +1,4 @@
-package main
+package webapp
 
 import (
 	"context"
@@ -6,10 +6,15 @@ import (
 	"regexp"
 	"strings"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"wasmop.dev/bench/webapp-controller-runtime/webapp"
 )
+
+// SetupWebhookWithManager serves WebApp's validating and defaulting webhooks, and its conversion
+// when the manager's scheme holds v1beta1 (AddV1beta1ToScheme).
+func SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &WebApp{}).WithValidator(WebAppValidator{}).WithDefaulter(WebAppDefaulter{}).Complete()
+}
 
 // MaxReplicas is the most replicas a WebApp may ask for, as the `webapp` plugin validates.
 const MaxReplicas = 50
@@ -42,9 +47,9 @@ func wellFormedImage(image string) bool {
 // `webapp` plugin's validating webhook, as a controller-runtime user writes it.
 type WebAppValidator struct{}
 
-var _ admission.Validator[*webapp.WebApp] = WebAppValidator{}
+var _ admission.Validator[*WebApp] = WebAppValidator{}
 
-func (WebAppValidator) validate(app *webapp.WebApp) (admission.Warnings, error) {
+func (WebAppValidator) validate(app *WebApp) (admission.Warnings, error) {
 	if app.Spec.Replicas < 0 || app.Spec.Replicas > MaxReplicas {
 		return nil, fmt.Errorf("spec.replicas must be between 0 and %d, not %d", MaxReplicas, app.Spec.Replicas)
 	}
@@ -55,17 +60,17 @@ func (WebAppValidator) validate(app *webapp.WebApp) (admission.Warnings, error) 
 }
 
 // ValidateCreate validates a new WebApp.
-func (v WebAppValidator) ValidateCreate(_ context.Context, app *webapp.WebApp) (admission.Warnings, error) {
+func (v WebAppValidator) ValidateCreate(_ context.Context, app *WebApp) (admission.Warnings, error) {
 	return v.validate(app)
 }
 
 // ValidateUpdate validates a changed WebApp.
-func (v WebAppValidator) ValidateUpdate(_ context.Context, _, app *webapp.WebApp) (admission.Warnings, error) {
+func (v WebAppValidator) ValidateUpdate(_ context.Context, _, app *WebApp) (admission.Warnings, error) {
 	return v.validate(app)
 }
 
 // ValidateDelete admits every delete.
-func (WebAppValidator) ValidateDelete(context.Context, *webapp.WebApp) (admission.Warnings, error) {
+func (WebAppValidator) ValidateDelete(context.Context, *WebApp) (admission.Warnings, error) {
 	return nil, nil
 }
 
@@ -73,10 +78,10 @@ func (WebAppValidator) ValidateDelete(context.Context, *webapp.WebApp) (admissio
 // defaulting webhook.
 type WebAppDefaulter struct{}
 
-var _ admission.Defaulter[*webapp.WebApp] = WebAppDefaulter{}
+var _ admission.Defaulter[*WebApp] = WebAppDefaulter{}
 
 // Default sets the WebApp's defaults.
-func (WebAppDefaulter) Default(_ context.Context, app *webapp.WebApp) error {
+func (WebAppDefaulter) Default(_ context.Context, app *WebApp) error {
 	if app.Spec.Port == 0 {
 		app.Spec.Port = 8080
 	}

@@ -1,8 +1,9 @@
-//! `wasmop new`, as an author starts a plugin: for each language the next steps it prints run as
-//! printed on a machine where `wasmop` is not on `PATH` — the language's `build .` writes the
-//! component into the plugin's folder and it passes its own fixtures with `wasmop test` — and,
-//! loaded into a running host, it marks a real ConfigMap with its generation. A custom kind
-//! scaffolds to a plugin that passes its fixtures too, and `build -o FILE` writes it where asked.
+//! `wasmop new`, as an author starts a plugin: for each language (and Go against
+//! controller-runtime's API) the next steps it prints run as printed on a machine where `wasmop`
+//! is not on `PATH` — the language's `build .` writes the component into the plugin's folder and
+//! it passes its own fixtures with `wasmop test` — and, loaded into a running host, it marks a
+//! real ConfigMap with its generation. A custom kind scaffolds to a plugin that passes its
+//! fixtures too, and `build -o FILE` writes it where asked.
 
 mod common;
 
@@ -95,6 +96,7 @@ fn scaffold(parent: &Path, language: &str, name: &str, kind: &str) -> anyhow::Re
     let suffix = match language {
         "rust" => "",
         "ts" => "-js",
+        "go-controller-runtime" => "-go",
         other => &format!("-{other}"),
     };
     let component = parent.join(name).join(format!("{name}{suffix}.wasm"));
@@ -125,7 +127,7 @@ async fn every_language_scaffolds_a_plugin_that_builds_passes_its_fixtures_and_r
             "{built}"
         );
         let mut components = Vec::new();
-        for language in ["rust", "python", "ts", "go"] {
+        for language in ["rust", "python", "ts", "go", "go-controller-runtime"] {
             let name = format!("scaffold-{language}");
             components.push((
                 name.clone(),

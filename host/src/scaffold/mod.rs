@@ -27,6 +27,9 @@ pub enum Language {
     Ts,
     /// Go, built by `guest-sdk/go/build`.
     Go,
+    /// Go against controller-runtime's API (`guest-sdk/go/controller-runtime`), built by
+    /// `guest-sdk/go/build`.
+    GoControllerRuntime,
 }
 
 /// A plugin could not be scaffolded.
@@ -43,6 +46,14 @@ pub enum ScaffoldError {
     /// The folder exists.
     #[error("{0} already exists")]
     Exists(PathBuf),
+    /// A file of the guest SDKs could not be read.
+    #[error("reading {path} of the guest SDKs: {source}")]
+    Sdk {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A file could not be written.
     #[error("writing {path}: {source}")]
     Write {
@@ -121,12 +132,12 @@ pub fn create(
         return Err(ScaffoldError::Exists(folder));
     }
     let values = Values::new(name, kind, sdk);
-    let (sources, built_as) = sources(language, kind);
+    let (sources, built_as) = sources(language, kind, sdk)?;
     let directory = match language {
         Language::Rust => "rust",
         Language::Python => "python",
         Language::Ts => "js",
-        Language::Go => "go",
+        Language::Go | Language::GoControllerRuntime => "go",
     };
     let component = PathBuf::from(format!("{name}{built_as}.wasm"));
     let build = format!("{}/{directory}/build .", sdk.display());
@@ -166,11 +177,17 @@ pub fn create(
     })
 }
 
-/// The language's source files (paths under its folder, texts) and the suffix its build gives
-/// the component's name.
-fn sources(language: Language, kind: &PrimaryKind) -> (Vec<(String, String)>, &'static str) {
+/// Source files: paths under the language's folder, and their texts.
+type Files = Vec<(String, String)>;
+
+/// The language's source files and the suffix its build gives the component's name.
+fn sources(
+    language: Language,
+    kind: &PrimaryKind,
+    sdk: &Path,
+) -> Result<(Files, &'static str), ScaffoldError> {
     let file = |path: &str, text: &str| (path.to_owned(), text.to_owned());
-    match language {
+    Ok(match language {
         Language::Rust => {
             let primary = match kind.builtin_rust_type() {
                 Some(path) => format!("use {path} as Primary;"),
@@ -200,7 +217,38 @@ fn sources(language: Language, kind: &PrimaryKind) -> (Vec<(String, String)>, &'
             let module = include_str!("templates/go-mod");
             (vec![file("main.go", main), file("go.mod", module)], "-go")
         }
-    }
+        Language::GoControllerRuntime => {
+            let main = include_str!("templates/go-cr-main.go");
+            let (module, sums) = controller_runtime_module(sdk)?;
+            let files = vec![
+                file("main.go", main),
+                file("go.mod", &module),
+                file("go.sum", &sums),
+            ];
+            (files, "-go")
+        }
+    })
+}
+
+/// The go.mod and go.sum of a plugin against the SDK's controller-runtime module: that module's
+/// requirements (so the plugin builds offline with the versions the SDK was tested with), plus
+/// the module itself and the guest SDK replaced by their folders.
+fn controller_runtime_module(sdk: &Path) -> Result<(String, String), ScaffoldError> {
+    let read = |name: &str| {
+        let path = sdk.join("go/controller-runtime").join(name);
+        std::fs::read_to_string(&path).map_err(|source| ScaffoldError::Sdk { path, source })
+    };
+    let requirements: String = read("go.mod")?
+        .lines()
+        .skip_while(|line| !line.starts_with("require"))
+        .take_while(|line| !line.starts_with("replace"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let module = format!(
+        "module @MODULE@\n\ngo 1.26.0\n\nrequire sigs.k8s.io/controller-runtime v0.0.0\n\n{}\nreplace (\n\tsigs.k8s.io/controller-runtime => @SDK@/go/controller-runtime\n\twasmop.dev/guest => @SDK@/go\n)\n",
+        requirements.trim_end()
+    );
+    Ok((module, read("go.sum")?))
 }
 
 fn language_name(language: Language) -> &'static str {
@@ -209,6 +257,7 @@ fn language_name(language: Language) -> &'static str {
         Language::Python => "Python",
         Language::Ts => "TypeScript",
         Language::Go => "Go",
+        Language::GoControllerRuntime => "Go (controller-runtime's API)",
     }
 }
 
@@ -229,6 +278,7 @@ impl Values {
             ("@VERSION@", kind.0.version.clone()),
             ("@API_VERSION@", kind.0.api_version()),
             ("@PLURAL@", format!("{}s", kind.0.kind.to_lowercase())),
+            ("@RBAC_GROUP@", rbac_group(&kind.0.group).to_owned()),
             ("@SDK@", sdk.display().to_string()),
         ];
         Values { pairs, module }
@@ -240,6 +290,14 @@ impl Values {
             .fold(template.to_owned(), |text, (key, value)| {
                 text.replace(key, value)
             })
+    }
+}
+
+/// A group as kubebuilder's RBAC markers write it: `core` for the core group.
+fn rbac_group(group: &str) -> &str {
+    match group {
+        "" => "core",
+        group => group,
     }
 }
 

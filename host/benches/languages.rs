@@ -27,11 +27,12 @@ use support::counting::{Counter, counted};
 use support::{Spread, median, repo};
 
 /// The languages, by the file their `webapp` builds to under `target/components/`.
-const LANGUAGES: [(&str, &str); 4] = [
+const LANGUAGES: [(&str, &str); 5] = [
     ("Rust", "webapp.wasm"),
     ("Python", "webapp-python.wasm"),
     ("TypeScript", "webapp-js.wasm"),
     ("Go", "webapp-go.wasm"),
+    ("Go (controller-runtime API)", "webapp-controller-runtime-go.wasm"),
 ];
 /// Repeats of every measurement per language, alternating languages.
 const REPEATS: usize = 3;

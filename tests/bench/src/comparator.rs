@@ -28,7 +28,7 @@ pub struct Comparator {
 }
 
 /// Every comparator, the baseline (controller-runtime) first.
-pub const ALL: [Comparator; 5] = [
+pub const ALL: [Comparator; 6] = [
     Comparator {
         name: "controller-runtime",
         runner: Runner::ControllerRuntime,
@@ -44,6 +44,10 @@ pub const ALL: [Comparator; 5] = [
     Comparator {
         name: "wasmop + Python",
         runner: Runner::Wasmop(&["webapp-python.wasm"]),
+    },
+    Comparator {
+        name: "wasmop + Go (controller-runtime API)",
+        runner: Runner::Wasmop(&["webapp-controller-runtime-go.wasm"]),
     },
     Comparator {
         name: "kopf",
@@ -71,8 +75,9 @@ pub const TEN_PLUGINS: Comparator = Comparator {
 };
 
 impl Comparator {
-    /// The comparator whose name, lowercased with spaces and `+` dropped, is `key`
-    /// (`controller-runtime`, `kube-rs`, `wasmop-rust`, `wasmop-python`, `kopf`).
+    /// The comparator whose name, lowercased with spaces, `+` and parentheses dropped, is `key`
+    /// (`controller-runtime`, `kube-rs`, `wasmop-rust`, `wasmop-python`,
+    /// `wasmop-go-controller-runtime-api`, `kopf`).
     pub fn by_key(key: &str) -> Option<Comparator> {
         ALL.into_iter().find(|c| c.key() == key)
     }
@@ -82,6 +87,7 @@ impl Comparator {
         self.name
             .to_lowercase()
             .replace(" + ", "-")
+            .replace(['(', ')'], "")
             .replace(' ', "-")
     }
 
@@ -180,6 +186,7 @@ mod tests {
                 "kube-rs",
                 "wasmop-rust",
                 "wasmop-python",
+                "wasmop-go-controller-runtime-api",
                 "kopf"
             ]
         );
@@ -206,7 +213,7 @@ mod tests {
     #[test]
     fn kopf_runs_its_script_in_its_virtualenv() {
         let kopf = Comparator::by_key("kopf").expect("kopf is a comparator");
-        assert_eq!(ALL[4], kopf, "kopf comes after wasmop + Python");
+        assert_eq!(ALL[5], kopf, "kopf comes last");
         let dir = std::env::temp_dir().join("wasmop-bench-no-such-repo");
         let error = kopf
             .command(&dir, Path::new("kubeconfig"), "ns")

@@ -75,8 +75,8 @@ struct Args {
         default_value = "1000,50000"
     )]
     curve: Vec<usize>,
-    /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python, kopf); all by
-    /// default.
+    /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python,
+    /// wasmop-go-controller-runtime-api, kopf); all by default.
     #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
     only: Vec<Comparator>,
     /// Where the report is written.

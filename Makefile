@@ -49,6 +49,7 @@ test: control-plane guests
 	guest-sdk/python/test-cli-test
 	guest-sdk/js/test
 	guest-sdk/go/test
+	tests/operators/external-secrets/run target/debug/wasmop
 
 bench: control-plane guests
 	cargo bench -p wasmop --bench queue

@@ -35,6 +35,9 @@ type Reconciler struct {
 	Map func(kind Kind, obj Object) []Request
 	// Webhooks are the admission and conversion webhooks it serves; none when zero.
 	Webhooks Webhooks
+	// LoadWarnings are logged once, at warning level, when the host loads the plugin (describe),
+	// not in every instance.
+	LoadWarnings []string
 }
 
 // Register makes r the component's reconciler and sends log/slog's default logger to the host;
@@ -67,9 +70,12 @@ func Terminal(err error) error {
 // (abi.GuestTurn), the only time the collector runs.
 type exports struct{ r Reconciler }
 
-// Describe is the registration as the host takes it.
+// Describe is the registration as the host takes it; the load warnings go to the log.
 func (e exports) Describe() wit.Registration {
 	defer abi.GuestTurn()()
+	for _, warning := range e.r.LoadWarnings {
+		slog.Warn(warning)
+	}
 	return e.r.Registration.wit()
 }
 

@@ -4,7 +4,6 @@ package controllerruntime
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -62,8 +61,3 @@ var (
 	// SetLogger replaces the root logger.
 	SetLogger = log.SetLogger
 )
-
-// NewWebhookManagedBy starts the webhooks of obj's kind for a manager.
-func NewWebhookManagedBy[T runtime.Object](mgr manager.Manager, obj T) *builder.WebhookBuilder[T] {
-	return builder.WebhookManagedBy(mgr, obj)
-}

@@ -139,3 +139,30 @@ func TestWhatTheHostCannotHonourFailsTheSetupNamingIt(t *testing.T) {
 		}
 	}
 }
+
+func TestUndecidablePredicatesPassEveryEventWhenThePluginSaysSo(t *testing.T) {
+	labels := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return false }}
+	setup := func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, ns client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns.GetName(), Name: "settings"}}}
+			}), builder.WithPredicates(labels, predicate.LabelChangedPredicate{})).
+			Complete(&reconciler{})
+	}
+	p, err := build(Plugin{Name: "ns", Version: "1.0.0", Scheme: scheme(t), Setup: setup, PassUndecidablePredicates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespace := guest.Kind{Version: "v1", Kind: "Namespace"}
+	watch := p.Registration.Watches[0]
+	if watch.Kind != namespace || len(watch.Predicates) != 1 || watch.Predicates[0] != guest.LabelsChanged {
+		t.Fatalf("the decidable predicate is the host's, the other passes: %+v", watch)
+	}
+	if len(p.LoadWarnings) != 1 || !strings.Contains(p.LoadWarnings[0], "predicate.Funcs on the Namespace watch passes every event") {
+		t.Errorf("load warnings %q", p.LoadWarnings)
+	}
+	mapped := p.Map(namespace, guest.New(namespace, "", "shop"))
+	if len(mapped) != 1 || mapped[0].Namespace != "shop" {
+		t.Fatalf("mapped %v", mapped)
+	}
+}

@@ -12,8 +12,9 @@ import (
 type filter func(client.Object) bool
 
 // split sorts predicates into those the host evaluates and those of one object the guest runs;
-// any other predicate is an error naming it.
-func split(predicates []predicate.Predicate) ([]guest.Predicate, []filter, error) {
+// any other predicate is an error naming it, unless passUndecidable lets it pass every event,
+// which passed says.
+func split(predicates []predicate.Predicate, passUndecidable bool, passed *[]string) ([]guest.Predicate, []filter, error) {
 	var host []guest.Predicate
 	var filters []filter
 	for _, p := range predicates {
@@ -27,13 +28,17 @@ func split(predicates []predicate.Predicate) ([]guest.Predicate, []filter, error
 		case predicate.ObjectFilter:
 			filters = append(filters, p.Filter)
 		case predicate.AllOf:
-			h, f, err := split(p)
+			h, f, err := split(p, passUndecidable, passed)
 			if err != nil {
 				return nil, nil, err
 			}
 			host, filters = append(host, h...), append(filters, f...)
 		default:
-			return nil, nil, fmt.Errorf("predicate %T is not supported: the host filters events before they are queued; use GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate, NewPredicateFuncs (one object) or And of them", p)
+			if passUndecidable {
+				*passed = append(*passed, fmt.Sprintf("%T", p))
+				continue
+			}
+			return nil, nil, fmt.Errorf("predicate %T is not supported: the host filters events before they are queued; use GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate, NewPredicateFuncs (one object) or And of them, or set wasmop.Plugin.PassUndecidablePredicates to let it pass every event", p)
 		}
 	}
 	return host, filters, nil

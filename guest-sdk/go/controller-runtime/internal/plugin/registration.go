@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,11 +18,13 @@ type Plugin struct {
 	// Registration is what describe returns.
 	Registration guest.Registration
 	// Webhooks are the webhooks the setup's webhook builders completed.
-	Webhooks   guest.Webhooks
-	manager    *Manager
-	primary    schema.GroupVersionKind
-	forFilters []filter
-	mapped     map[schema.GroupVersionKind][]mappedWatch
+	Webhooks guest.Webhooks
+	// LoadWarnings say what the plugin does differently from controller-runtime.
+	LoadWarnings []string
+	manager      *Manager
+	primary      schema.GroupVersionKind
+	forFilters   []filter
+	mapped       map[schema.GroupVersionKind][]mappedWatch
 }
 
 // mappedWatch is a watch whose events the guest maps to requests.
@@ -41,11 +44,15 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	if err != nil {
 		return nil, fmt.Errorf("the For kind: %w", err)
 	}
-	host, forFilters, err := split(slices.Concat(c.ForPredicates, c.EventFilter))
+	var passed []string
+	host, forFilters, err := split(slices.Concat(c.ForPredicates, c.EventFilter), m.PassUndecidablePredicates, &passed)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{manager: m, primary: primary, forFilters: forFilters, mapped: map[schema.GroupVersionKind][]mappedWatch{}}
+	if len(passed) > 0 {
+		p.LoadWarnings = append(p.LoadWarnings, fmt.Sprintf("%s on %s passes every event (wasmop.Plugin.PassUndecidablePredicates)", strings.Join(passed, ", "), primary.Kind))
+	}
 	p.Registration = guest.Registration{
 		Name: name, Version: version, Primary: kindOf(primary), Predicates: host,
 		Permissions: permissions, MaxConcurrentReconciles: c.Options.MaxConcurrentReconciles,
@@ -54,7 +61,7 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	if err := checkOptions(c); err != nil {
 		return nil, err
 	}
-	p.Webhooks = m.guestWebhooks()
+	p.Webhooks = m.GuestWebhooks()
 	for _, w := range c.Watches {
 		if err := p.watch(m.scheme, w, c); err != nil {
 			return nil, err
@@ -70,9 +77,13 @@ func (p *Plugin) watch(scheme *runtime.Scheme, w Watch, c *Controller) error {
 	if err != nil {
 		return fmt.Errorf("a watched kind: %w", err)
 	}
-	host, filters, err := split(slices.Concat(w.Predicates, c.EventFilter))
+	var passed []string
+	host, filters, err := split(slices.Concat(w.Predicates, c.EventFilter), p.manager.PassUndecidablePredicates, &passed)
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	}
+	if len(passed) > 0 {
+		p.LoadWarnings = append(p.LoadWarnings, fmt.Sprintf("%s on the %s watch passes every event (wasmop.Plugin.PassUndecidablePredicates)", strings.Join(passed, ", "), gvk.Kind))
 	}
 	if p.toControllerOwner(scheme, w.Handler) && len(filters) == 0 {
 		if len(host) == 0 {

@@ -42,8 +42,8 @@ func (m *Manager) addWebhook(w *Webhook) error {
 // createAndUpdate are the operations a controller-runtime webhook is registered for.
 var createAndUpdate = []guest.Operation{guest.OperationCreate, guest.OperationUpdate}
 
-// guestWebhooks are the guest's webhooks: each kind's, its requests dispatched by kind.
-func (m *Manager) guestWebhooks() guest.Webhooks {
+// GuestWebhooks are the guest's webhooks: each kind's, its requests dispatched by kind.
+func (m *Manager) GuestWebhooks() guest.Webhooks {
 	var out guest.Webhooks
 	validators := map[schema.GroupVersionKind]admission.ValidateFunc{}
 	defaulters := map[schema.GroupVersionKind]admission.DefaultFunc{}

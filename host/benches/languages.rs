@@ -32,7 +32,10 @@ const LANGUAGES: [(&str, &str); 5] = [
     ("Python", "webapp-python.wasm"),
     ("TypeScript", "webapp-js.wasm"),
     ("Go", "webapp-go.wasm"),
-    ("Go (controller-runtime API)", "webapp-controller-runtime-go.wasm"),
+    (
+        "Go (controller-runtime API)",
+        "webapp-controller-runtime-go.wasm",
+    ),
 ];
 /// Repeats of every measurement per language, alternating languages.
 const REPEATS: usize = 3;

@@ -15,8 +15,9 @@ enum Runner {
     KubeRs,
     /// The kopf operator in Python (`tests/bench/kopf`), in its virtualenv.
     Kopf,
-    /// The wasmop host with these components loaded, the `webapp` plugin first.
-    Wasmop(&'static [&'static str]),
+    /// The wasmop host with these components loaded, the `webapp` plugin first, and these
+    /// further `wasmop run` options.
+    Wasmop(&'static [&'static str], &'static [&'static str]),
 }
 
 /// One operator of the comparison.
@@ -39,15 +40,21 @@ pub const ALL: [Comparator; 6] = [
     },
     Comparator {
         name: "wasmop + Rust",
-        runner: Runner::Wasmop(&["webapp.wasm"]),
+        runner: Runner::Wasmop(&["webapp.wasm"], &[]),
     },
     Comparator {
         name: "wasmop + Python",
-        runner: Runner::Wasmop(&["webapp-python.wasm"]),
+        runner: Runner::Wasmop(&["webapp-python.wasm"], &[]),
     },
+    // A fresh instance of a controller-runtime plugin runs Go's package initialisation — the
+    // whole client-go scheme — before each call (~10 ms), so its users keep instances warm: four,
+    // one per worker of the plugin's controller.
     Comparator {
-        name: "wasmop + Go (controller-runtime API)",
-        runner: Runner::Wasmop(&["webapp-controller-runtime-go.wasm"]),
+        name: "wasmop + Go (controller-runtime API), 4 warm instances",
+        runner: Runner::Wasmop(
+            &["webapp-controller-runtime-go.wasm"],
+            &["--warm-instances", "4"],
+        ),
     },
     Comparator {
         name: "kopf",
@@ -60,35 +67,39 @@ pub const ALL: [Comparator; 6] = [
 /// compared operators.
 pub const TEN_PLUGINS: Comparator = Comparator {
     name: "wasmop + 10 plugins",
-    runner: Runner::Wasmop(&[
-        "webapp.wasm",
-        "configmap-sync.wasm",
-        "guest-wit010.wasm",
-        "guest-good.wasm",
-        "guest-bench.wasm",
-        "guest-slow.wasm",
-        "guest-undeclared-write.wasm",
-        "guest-hostile.wasm",
-        "guest-hog.wasm",
-        "guest-panic.wasm",
-    ]),
+    runner: Runner::Wasmop(
+        &[
+            "webapp.wasm",
+            "configmap-sync.wasm",
+            "guest-wit010.wasm",
+            "guest-good.wasm",
+            "guest-bench.wasm",
+            "guest-slow.wasm",
+            "guest-undeclared-write.wasm",
+            "guest-hostile.wasm",
+            "guest-hog.wasm",
+            "guest-panic.wasm",
+        ],
+        &[],
+    ),
 };
 
 impl Comparator {
-    /// The comparator whose name, lowercased with spaces, `+` and parentheses dropped, is `key`
-    /// (`controller-runtime`, `kube-rs`, `wasmop-rust`, `wasmop-python`,
-    /// `wasmop-go-controller-runtime-api`, `kopf`).
+    /// The comparator whose name, lowercased with every run of other characters than letters
+    /// and digits made one `-`, is `key` (`controller-runtime`, `kube-rs`, `wasmop-rust`,
+    /// `wasmop-python`, `wasmop-go-controller-runtime-api-4-warm-instances`, `kopf`).
     pub fn by_key(key: &str) -> Option<Comparator> {
         ALL.into_iter().find(|c| c.key() == key)
     }
 
     /// Its short name for the command line and file names.
     pub fn key(&self) -> String {
-        self.name
-            .to_lowercase()
-            .replace(" + ", "-")
-            .replace(['(', ')'], "")
-            .replace(' ', "-")
+        let lower = self.name.to_lowercase();
+        let words = lower.split(|c: char| !c.is_ascii_alphanumeric());
+        words
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join("-")
     }
 
     /// The command that runs it against the cluster of `kubeconfig`, watching `namespace`; fails
@@ -126,7 +137,7 @@ impl Comparator {
                 command.arg(repo.join("tests/bench/kopf/webapp.py"));
                 command
             }
-            Runner::Wasmop(components) => {
+            Runner::Wasmop(components, options) => {
                 let program = built(
                     repo,
                     "target/release/wasmop",
@@ -142,6 +153,7 @@ impl Comparator {
                     )?;
                     command.arg("--plugin").arg(plugin);
                 }
+                command.args(options);
                 command.args([
                     "--metrics-bind-address",
                     "0",
@@ -186,7 +198,7 @@ mod tests {
                 "kube-rs",
                 "wasmop-rust",
                 "wasmop-python",
-                "wasmop-go-controller-runtime-api",
+                "wasmop-go-controller-runtime-api-4-warm-instances",
                 "kopf"
             ]
         );

@@ -76,7 +76,7 @@ struct Args {
     )]
     curve: Vec<usize>,
     /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python,
-    /// wasmop-go-controller-runtime-api, kopf); all by default.
+    /// wasmop-go-controller-runtime-api-4-warm-instances, kopf); all by default.
     #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
     only: Vec<Comparator>,
     /// Where the report is written.

@@ -29,6 +29,9 @@ use crate::runtime::RuntimeError;
 /// The most bytes of artifacts the cache directory keeps.
 pub const CACHE_LIMIT: u64 = 1 << 30;
 
+/// Compiles a component (the bytes), writing its artifact to the writer.
+type Compile<'a> = dyn Fn(&[u8], &mut dyn Write) -> wasmtime::Result<()> + 'a;
+
 /// The file name suffix of an artifact.
 const SUFFIX: &str = ".cwasm";
 
@@ -57,13 +60,14 @@ impl Artifacts {
     }
 
     /// The component of `bytes` for `engine`: mapped from its artifact when the cache has one the
-    /// engine accepts, else compiled by `compile` (which returns the artifact), stored, and mapped.
-    /// Blocking: call it off the async runtime.
+    /// engine accepts, else compiled by `compile` (which writes the artifact) straight into the
+    /// cache, and mapped. When the cache cannot be written the compile is kept in memory instead
+    /// (a second compile, when the writing failed midway). Blocking: call it off the async runtime.
     pub(crate) fn load(
         &self,
         engine: &Engine,
         bytes: &[u8],
-        compile: impl FnOnce(&[u8]) -> wasmtime::Result<Vec<u8>>,
+        compile: impl Fn(&[u8], &mut dyn Write) -> wasmtime::Result<()>,
     ) -> wasmtime::Result<Component> {
         let path = self.path(bytes);
         if path.exists() {
@@ -80,17 +84,41 @@ impl Artifacts {
             }
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let artifact = compile(bytes)?;
-        if let Err(error) = self.store(&path, &artifact) {
-            tracing::warn!(
-                dir = %self.dir.display(),
-                "cannot write the compiled component to the cache, keeping it in memory: {error}"
-            );
-            return copy(engine, &artifact);
+        match self.compile_into(&path, bytes, &compile) {
+            Ok(()) => {
+                self.evict(&path);
+                map(engine, &path)
+            }
+            Err(Unstored::Compile(error)) => Err(error),
+            Err(Unstored::Cache(error)) => {
+                tracing::warn!(
+                    dir = %self.dir.display(),
+                    "cannot write the compiled component to the cache, keeping it in memory: {error}"
+                );
+                let mut artifact = Vec::new();
+                compile(bytes, &mut artifact)?;
+                copy(engine, &artifact)
+            }
         }
-        drop(artifact);
-        self.evict(&path);
-        map(engine, &path)
+    }
+
+    /// Compiles `bytes` into the artifact file at `path`: into a temporary file of the cache,
+    /// renamed into place once whole, so the artifact never sits in this process's memory.
+    fn compile_into(&self, path: &Path, bytes: &[u8], compile: &Compile) -> Result<(), Unstored> {
+        let mut file = tempfile::NamedTempFile::new_in(&self.dir).map_err(Unstored::Cache)?;
+        let mut out = Recording {
+            file: file.as_file_mut(),
+            failed: None,
+        };
+        if let Err(error) = compile(bytes, &mut out) {
+            return Err(match out.failed {
+                Some(failed) => Unstored::Cache(failed),
+                None => Unstored::Compile(error),
+            });
+        }
+        file.as_file().sync_data().map_err(Unstored::Cache)?;
+        file.persist(path).map_err(|e| Unstored::Cache(e.error))?;
+        Ok(())
     }
 
     /// Takes `artifact` as the compiled form of the component `bytes` — a precompiled layer that a
@@ -160,6 +188,42 @@ impl Artifacts {
                 total -= len;
             }
         }
+    }
+}
+
+/// Why a compile left no artifact in the cache.
+enum Unstored {
+    /// The component did not compile.
+    Compile(wasmtime::Error),
+    /// The cache could not be written.
+    Cache(std::io::Error),
+}
+
+/// An artifact file being written, remembering its first failure, so a compile that failed
+/// because the cache could not be written is told apart from one that failed to compile.
+struct Recording<'a> {
+    file: &'a mut File,
+    failed: Option<std::io::Error>,
+}
+
+impl Recording<'_> {
+    fn remember<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let (Err(error), None) = (&result, &self.failed) {
+            self.failed = Some(std::io::Error::new(error.kind(), error.to_string()));
+        }
+        result
+    }
+}
+
+impl Write for Recording<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.file.write(buf);
+        self.remember(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.file.flush();
+        self.remember(flushed)
     }
 }
 
@@ -258,8 +322,8 @@ mod tests {
         Engine::new(&config).unwrap()
     }
 
-    fn precompile(engine: &Engine) -> impl Fn(&[u8]) -> wasmtime::Result<Vec<u8>> + '_ {
-        |bytes| engine.precompile_component(bytes)
+    fn precompile(engine: &Engine) -> impl Fn(&[u8], &mut dyn Write) -> wasmtime::Result<()> + '_ {
+        |bytes, out| Ok(out.write_all(&engine.precompile_component(bytes)?)?)
     }
 
     fn artifacts_in(dir: &Path) -> Vec<PathBuf> {
@@ -305,7 +369,7 @@ mod tests {
             .expect("compiled again");
         assert_eq!((artifacts.hits(), artifacts.misses()), (0, 2));
         artifacts
-            .load(&engine, COMPONENT, |_| panic!("served from the cache"))
+            .load(&engine, COMPONENT, |_, _| panic!("served from the cache"))
             .unwrap();
         assert_eq!((artifacts.hits(), artifacts.misses()), (1, 2));
     }
@@ -327,6 +391,38 @@ mod tests {
             .unwrap();
         assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
         assert_eq!(artifacts_in(dir.path()).len(), 2, "one artifact per engine");
+    }
+
+    #[test]
+    fn a_failed_compile_is_the_loads_error_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        let error = artifacts
+            .load(&engine, COMPONENT, |_, out| {
+                out.write_all(b"half an artifact")?;
+                Err(wasmtime::Error::msg("the component does not compile"))
+            })
+            .expect_err("nothing to load");
+        assert!(error.to_string().contains("does not compile"), "{error}");
+        assert!(
+            artifacts_in(dir.path()).is_empty(),
+            "a partial artifact was left"
+        );
+    }
+
+    #[test]
+    fn a_write_the_file_refuses_is_remembered_apart_from_the_compile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("read-only");
+        std::fs::write(&path, b"").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let mut out = Recording {
+            file: &mut file,
+            failed: None,
+        };
+        assert!(out.write_all(b"code").is_err());
+        assert!(out.failed.is_some(), "the failed write is remembered");
     }
 
     #[test]

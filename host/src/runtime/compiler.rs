@@ -7,13 +7,14 @@
 //! child volunteers as the out-of-memory killer's first choice (`oom_score_adj` 1000) and may be
 //! held under a memory limit of its own (`RLIMIT_DATA`), so a guest too large for the pod's
 //! memory costs one failed load with a clear error, not a crash-looping host. The child only
-//! compiles: the component arrives on its stdin, the artifact leaves on its stdout, and the host
-//! checks the artifact's settings again when it maps it.
+//! compiles: the component arrives on its stdin, the artifact leaves on its stdout, which the host
+//! streams into the compile cache's file (never holding it whole), and the host checks the
+//! artifact's settings again when it maps it.
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 
 use wasmtime::Engine;
@@ -85,6 +86,9 @@ pub enum WorkerError {
     /// The process reported an error of the compilation itself.
     #[error("{0}")]
     Failed(String),
+    /// The artifact could not be written where it was going.
+    #[error("writing the compiled component: {0}")]
+    Write(std::io::Error),
 }
 
 impl WorkerError {
@@ -110,14 +114,14 @@ impl Compiler {
     /// configured when the cache has no artifact for it. Blocking: call it off the async runtime.
     pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
         self.artifacts
-            .load(&self.engine, bytes, |bytes| self.artifact(bytes))
+            .load(&self.engine, bytes, |bytes, out| self.artifact(bytes, out))
     }
 
-    /// The artifact of `bytes`, compiled where this compiler compiles, not cached.
-    fn artifact(&self, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
+    /// Compiles `bytes` where this compiler compiles, writing the artifact to `out`.
+    fn artifact(&self, bytes: &[u8], out: &mut dyn Write) -> wasmtime::Result<()> {
         match &self.place {
-            CompileIn::Process => precompile(bytes),
-            CompileIn::Child(worker) => Ok(worker.compile(bytes)?),
+            CompileIn::Process => Ok(out.write_all(&precompile(bytes)?)?),
+            CompileIn::Child(worker) => Ok(worker.compile(bytes, out)?),
         }
     }
 }
@@ -137,7 +141,9 @@ impl Runtime {
     /// Compiles `bytes` ahead of time for engines of [`Runtime::engine_fingerprint`], where
     /// this runtime compiles. Blocking: call it off the async runtime.
     pub fn precompile(&self, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
-        self.compiler.artifact(bytes)
+        let mut artifact = Vec::new();
+        self.compiler.artifact(bytes, &mut artifact)?;
+        Ok(artifact)
     }
 
     /// Takes `artifact`, compiled ahead of time and signed by a key the operator trusts, as the
@@ -155,8 +161,8 @@ fn precompile(bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
 }
 
 impl CompileWorker {
-    /// The artifact of `bytes`, compiled by a child process.
-    fn compile(&self, bytes: &[u8]) -> Result<Vec<u8>, WorkerError> {
+    /// Compiles `bytes` in a child process, streaming the artifact it writes into `out`.
+    fn compile(&self, bytes: &[u8], out: &mut dyn Write) -> Result<(), WorkerError> {
         let mut command = Command::new(&self.program);
         command.arg(WORKER_COMMAND);
         if let Some(limit) = self.memory_limit {
@@ -173,30 +179,44 @@ impl CompileWorker {
             .spawn()
             .map_err(spawn_error)?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
-        let output = std::thread::scope(|scope| {
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let (copied, said) = std::thread::scope(|scope| {
             // A child that dies early closes the pipe; its exit status says why.
             scope.spawn(move || stdin.write_all(bytes));
-            child.wait_with_output()
-        })
-        .map_err(spawn_error)?;
-        self.outcome(output)
+            let said = scope.spawn(move || {
+                let mut said = Vec::new();
+                let _ = stderr.read_to_end(&mut said);
+                said
+            });
+            let copied = std::io::copy(&mut stdout, out);
+            if copied.is_err() {
+                // Nothing reads the rest of the artifact: the child would wait on a full pipe.
+                let _ = child.kill();
+            }
+            drop(stdout);
+            (copied, said.join().unwrap_or_default())
+        });
+        let status = child.wait().map_err(spawn_error)?;
+        self.outcome(status, &said)?;
+        copied.map(drop).map_err(WorkerError::Write)
     }
 
-    /// The artifact the child wrote, or why there is none.
-    fn outcome(&self, output: Output) -> Result<Vec<u8>, WorkerError> {
-        if output.status.success() {
-            return Ok(output.stdout);
+    /// Whether the child compiled, or why it did not.
+    fn outcome(&self, status: ExitStatus, stderr: &[u8]) -> Result<(), WorkerError> {
+        if status.success() {
+            return Ok(());
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = String::from_utf8_lossy(stderr);
         let stderr = stderr.trim();
-        match (output.status.signal(), self.memory_limit) {
+        match (status.signal(), self.memory_limit) {
             (Some(_), Some(limit)) if stderr.contains(ALLOCATION_FAILED) => {
                 Err(WorkerError::OutOfMemory { limit })
             }
             (Some(signal), _) if signal == SIGKILL => Err(WorkerError::Killed { signal }),
             (signal, _) => Err(WorkerError::Failed(format!(
                 "the compiler process failed ({}): {}",
-                signal.map_or_else(|| output.status.to_string(), |s| format!("signal {s}")),
+                signal.map_or_else(|| status.to_string(), |s| format!("signal {s}")),
                 tail(stderr)
             ))),
         }
@@ -237,15 +257,6 @@ pub fn run_worker(memory_limit: Option<u64>) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::ExitStatus;
-
-    fn ended(status: ExitStatus, stderr: &str) -> Output {
-        Output {
-            status,
-            stdout: b"partial".to_vec(),
-            stderr: stderr.as_bytes().to_vec(),
-        }
-    }
 
     fn worker(memory_limit: Option<u64>) -> CompileWorker {
         CompileWorker {
@@ -256,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_compiler_killed_by_sigkill_is_blamed_on_memory_not_the_component() {
-        let killed = worker(None).outcome(ended(ExitStatus::from_raw(SIGKILL), ""));
+        let killed = worker(None).outcome(ExitStatus::from_raw(SIGKILL), b"");
         let error = killed.expect_err("a killed compiler's output was taken");
         assert!(
             matches!(error, WorkerError::Killed { signal: 9 }),
@@ -268,18 +279,17 @@ mod tests {
 
     #[test]
     fn an_abort_on_a_failed_allocation_is_the_compile_memory_limit_only_under_one() {
-        let aborted = || {
-            ended(
-                ExitStatus::from_raw(6),
-                "memory allocation of 4096 bytes failed",
-            )
-        };
-        let limited = worker(Some(1 << 20)).outcome(aborted()).unwrap_err();
+        let aborted = b"memory allocation of 4096 bytes failed";
+        let limited = worker(Some(1 << 20))
+            .outcome(ExitStatus::from_raw(6), aborted)
+            .unwrap_err();
         assert!(
             matches!(limited, WorkerError::OutOfMemory { limit: 1048576 }),
             "{limited}"
         );
-        let unlimited = worker(None).outcome(aborted()).unwrap_err();
+        let unlimited = worker(None)
+            .outcome(ExitStatus::from_raw(6), aborted)
+            .unwrap_err();
         assert!(!unlimited.is_resource(), "{unlimited}");
         assert!(unlimited.to_string().contains("signal 6"), "{unlimited}");
     }
@@ -287,7 +297,7 @@ mod tests {
     #[test]
     fn a_failed_compile_quotes_the_end_of_what_the_compiler_said() {
         let said = format!("{}the real reason", "é".repeat(STDERR_TAIL));
-        let failed = worker(None).outcome(ended(ExitStatus::from_raw(1 << 8), &said));
+        let failed = worker(None).outcome(ExitStatus::from_raw(1 << 8), said.as_bytes());
         let message = failed.unwrap_err().to_string();
         assert!(message.ends_with("the real reason"), "{message}");
         assert!(message.len() < STDERR_TAIL + 100, "{message}");

@@ -3,6 +3,7 @@ package guest
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"wasmop.dev/guest/abi"
 	"wasmop.dev/guest/internal/wit"
@@ -19,7 +20,8 @@ func (e exports) WebhooksDescribeWebhooks() wit.WebhooksRegistration {
 	return reg
 }
 
-// rules are webhook rules as the host takes them; no operations means create and update.
+// rules are webhook rules as the host takes them (Register checked their operations); no
+// operations means create and update.
 func rules(rs []WebhookRule) []wit.Rule {
 	var out []wit.Rule
 	for _, r := range rs {
@@ -29,11 +31,7 @@ func rules(rs []WebhookRule) []wit.Rule {
 		}
 		rule := wit.Rule{Kind: r.Kind.WIT()}
 		for _, op := range ops {
-			for i, known := range operations {
-				if op == known {
-					rule.Operations = append(rule.Operations, wit.Operation(i))
-				}
-			}
+			rule.Operations = append(rule.Operations, wit.Operation(slices.Index(operations, op)))
 		}
 		out = append(out, rule)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -123,7 +124,7 @@ func (w Webhooks) check() error {
 	for _, rules := range [][]WebhookRule{w.Validate, w.Default} {
 		for _, r := range rules {
 			for _, op := range r.Operations {
-				if !isOperation(op) {
+				if !slices.Contains(operations, op) {
 					problems = append(problems, fmt.Sprintf("%s: operation %q is none of CREATE, UPDATE, DELETE, CONNECT", r.Kind, op))
 				}
 			}
@@ -133,16 +134,6 @@ func (w Webhooks) check() error {
 		return errors.New("guest: " + strings.Join(problems, "; "))
 	}
 	return nil
-}
-
-// isOperation says whether op is one of the four operations.
-func isOperation(op Operation) bool {
-	for _, known := range operations {
-		if op == known {
-			return true
-		}
-	}
-	return false
 }
 
 // denial is err as a refusal: its message, and its warnings when it is a *Denial.

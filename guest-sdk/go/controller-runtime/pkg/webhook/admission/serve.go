@@ -26,25 +26,26 @@ type DefaultFunc = func(ctx context.Context, req guest.AdmissionRequest) (guest.
 // ServeValidator is v answering the host's requests, decoding objects into new T.
 func ServeValidator[T runtime.Object](v Validator[T], newT func() T) ValidateFunc {
 	return func(ctx context.Context, req guest.AdmissionRequest) ([]string, error) {
-		ctx = NewContextWithRequest(ctx, requestOf(req))
+		request := requestOf(req)
+		ctx = NewContextWithRequest(ctx, request)
 		var warnings Warnings
 		var err error
 		switch req.Operation {
 		case guest.OperationCreate:
 			obj := newT()
-			if err := decode(req.Object, obj); err != nil {
+			if err := decode(request.Object, obj); err != nil {
 				return nil, err
 			}
 			warnings, err = v.ValidateCreate(ctx, obj)
 		case guest.OperationUpdate:
 			obj, old := newT(), newT()
-			if err := errors.Join(decode(req.Object, obj), decode(req.OldObject, old)); err != nil {
+			if err := errors.Join(decode(request.Object, obj), decode(request.OldObject, old)); err != nil {
 				return nil, err
 			}
 			warnings, err = v.ValidateUpdate(ctx, old, obj)
 		case guest.OperationDelete:
 			obj := newT()
-			if err := decode(req.OldObject, obj); err != nil {
+			if err := decode(request.OldObject, obj); err != nil {
 				return nil, err
 			}
 			warnings, err = v.ValidateDelete(ctx, obj)
@@ -65,9 +66,10 @@ func ServeDefaulter[T runtime.Object](d Defaulter[T], newT func() T, opts ...Def
 		if req.Operation == guest.OperationDelete || req.Object == nil {
 			return req.Object, nil
 		}
-		ctx = NewContextWithRequest(ctx, requestOf(req))
+		request := requestOf(req)
+		ctx = NewContextWithRequest(ctx, request)
 		obj := newT()
-		if err := decode(req.Object, obj); err != nil {
+		if err := decode(request.Object, obj); err != nil {
 			return nil, err
 		}
 		original := obj.DeepCopyObject()
@@ -77,12 +79,12 @@ func ServeDefaulter[T runtime.Object](d Defaulter[T], newT func() T, opts ...Def
 		if !options.RemoveUnknownOrOmitableFields && reflect.DeepEqual(original, obj) {
 			return req.Object, nil
 		}
-		return defaulted(req.Object, original, obj, options.RemoveUnknownOrOmitableFields)
+		return defaulted(request.Object.Raw, original, obj, options.RemoveUnknownOrOmitableFields)
 	}
 }
 
 // defaulted is raw with the changes from original to obj; with replace, obj's encoding alone.
-func defaulted(raw guest.Object, original, obj runtime.Object, replace bool) (guest.Object, error) {
+func defaulted(raw []byte, original, obj runtime.Object, replace bool) (guest.Object, error) {
 	after, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -96,11 +98,7 @@ func defaulted(raw guest.Object, original, obj runtime.Object, replace bool) (gu
 		if err != nil {
 			return nil, err
 		}
-		rawData, err := json.Marshal(raw)
-		if err != nil {
-			return nil, err
-		}
-		if after, err = jsonpatch.MergePatch(rawData, changes); err != nil {
+		if after, err = jsonpatch.MergePatch(raw, changes); err != nil {
 			return nil, err
 		}
 	}
@@ -117,16 +115,12 @@ func refusal(err error) error {
 	return err
 }
 
-// decode fills obj from the request's object.
-func decode(from guest.Object, obj runtime.Object) error {
-	if from == nil {
+// decode fills obj from one of the request's objects.
+func decode(from runtime.RawExtension, obj runtime.Object) error {
+	if from.Raw == nil {
 		return &guest.Denial{Message: "the request holds no object to decode"}
 	}
-	data, err := json.Marshal(from)
-	if err == nil {
-		err = json.Unmarshal(data, obj)
-	}
-	if err != nil {
+	if err := json.Unmarshal(from.Raw, obj); err != nil {
 		return &guest.Denial{Message: fmt.Sprintf("decoding %T: %v", obj, err)}
 	}
 	return nil

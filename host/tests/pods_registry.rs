@@ -1,12 +1,12 @@
 //! Plugins from the node's registry in wasmop's pods (`deploy/test-cluster`, 256Mi each): the
-//! Python and TypeScript `webapp`, whose compile does not fit that limit (`pods.rs` sees it
-//! CompileKilled), pushed with their precompiled form by `wasmop push --precompile` of the image's
-//! own build and signed by `wasmop sign` with a key the operator's policy trusts, load from the
-//! registry into both replicas — no compile, no restart, no OOM kill — and converge a WebApp, one
-//! after the other in place of the built-in Rust `webapp` (all three are named `webapp`); each
-//! pod's peak memory while one loads is printed. Needs root, the node's binaries and the image: run with
+//! Python, TypeScript and Go (controller-runtime API) `webapp`, whose compile does not fit that
+//! limit (`pods.rs` sees it CompileKilled; the controller-runtime one compiles at 1.1 GiB),
+//! pushed with their precompiled form by `wasmop push --precompile` of the image's own build and
+//! signed by `wasmop sign` with a key the operator's policy trusts, load from the registry into
+//! both replicas — no compile, no restart, no OOM kill — and converge a WebApp, one after the
+//! other in place of the built-in Rust `webapp` (all four are named `webapp`); each pod's peak
+//! memory while one loads is printed. Needs root, the node's binaries and the image: run with
 //! `make test-cluster`.
-
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -19,9 +19,13 @@ use k8s_openapi::api::core::v1::Pod;
 use wasmop_envtest::{ControlPlane, REGISTRY_ADDRESS, within};
 
 /// The plugins, by the WasmReconciler that loads each and its component's file.
-const PLUGINS: [(&str, &str); 2] = [
+const PLUGINS: [(&str, &str); 3] = [
     ("webapp-python", "webapp-python.wasm"),
     ("webapp-typescript", "webapp-js.wasm"),
+    (
+        "webapp-controller-runtime",
+        "webapp-controller-runtime-go.wasm",
+    ),
 ];
 
 /// `deploy/test-cluster` without the built-in `webapp` and with a policy that trusts

@@ -68,7 +68,7 @@ async fn load(
             let pulled = pulled(registries, reference, verify).await?;
             if let Some(artifact) = pulled.precompiled {
                 let runtime = manager.handle();
-                runtime.runtime().adopt(pulled.module, artifact).await?;
+                runtime.runtime().adopt(pulled.module, artifact).await.1?;
             }
             pulled.file
         }
@@ -123,7 +123,7 @@ async fn pulled(
 struct PulledPlugin {
     file: PathBuf,
     module: Vec<u8>,
-    precompiled: Option<Vec<u8>>,
+    precompiled: Option<tempfile::NamedTempFile>,
 }
 
 /// Loads the plugin directory's files as they are now; one that fails is reported, not fatal.

@@ -418,10 +418,11 @@ impl Installer {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
                 }
-                if let Some(artifact) = fetched.precompiled {
-                    self.adopt(source, &fetched.bytes, artifact).await;
-                }
-                (fetched.bytes, fetched.unreachable)
+                let bytes = match fetched.precompiled {
+                    Some(artifact) => self.adopt(source, fetched.bytes, artifact).await,
+                    None => fetched.bytes,
+                };
+                (bytes, fetched.unreachable)
             }
             Err(
                 error @ (ModuleError::Digest
@@ -475,13 +476,19 @@ impl Installer {
     }
 
     /// Gives the runtime the module's signed precompiled form, so loading it compiles nothing;
-    /// a failure to keep it costs a compile.
-    async fn adopt(&self, source: &str, module: &[u8], artifact: Vec<u8>) {
-        let runtime = self.plugins.runtime();
-        match runtime.adopt(module.to_vec(), artifact).await {
+    /// a failure to keep it costs a compile. Gives the module back.
+    async fn adopt(
+        &self,
+        source: &str,
+        module: Vec<u8>,
+        artifact: tempfile::NamedTempFile,
+    ) -> Vec<u8> {
+        let (module, adopted) = self.plugins.runtime().adopt(module, artifact).await;
+        match adopted {
             Ok(()) => tracing::info!(source, "using the module's signed precompiled layer"),
             Err(error) => tracing::warn!(source, "keeping the precompiled layer: {error}"),
         }
+        module
     }
 
     fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, String> {

@@ -169,8 +169,16 @@ fn source_identity(file: &Path) -> String {
 
 /// A module's digest as `sha256:<hex>`.
 pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    digest_of(Sha256::new_with_prefix(bytes))
+}
+
+/// The digest, as `sha256:<hex>`, of what `hasher` was fed.
+pub fn digest_of(hasher: Sha256) -> String {
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     format!("sha256:{hex}")
 }
 

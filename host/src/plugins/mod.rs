@@ -29,7 +29,7 @@ pub mod signed;
 mod supervisor;
 
 pub use handle::{Installed, PluginHandle};
-pub use loader::{Loader, digest};
+pub use loader::{Loader, digest, digest_of};
 pub use options::options;
 pub use registry::{Registry, Statuses};
 pub use supervisor::{Supervisor, Timeouts};

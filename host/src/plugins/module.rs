@@ -201,8 +201,8 @@ pub struct Fetched {
     /// The trusted key that signed it, if one was asked for.
     pub signed_by: Option<String>,
     /// The component compiled ahead of time for the host's engine, from a layer the signature
-    /// covers.
-    pub precompiled: Option<Vec<u8>>,
+    /// covers, in a temporary file.
+    pub precompiled: Option<tempfile::NamedTempFile>,
     /// Why the registry could not be reached, when the module is the copy pulled before.
     pub unreachable: Option<String>,
 }

@@ -15,12 +15,13 @@
 
 use std::fs::File;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
+use tempfile::NamedTempFile;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -105,7 +106,7 @@ impl Artifacts {
     /// Compiles `bytes` into the artifact file at `path`: into a temporary file of the cache,
     /// renamed into place once whole, so the artifact never sits in this process's memory.
     fn compile_into(&self, path: &Path, bytes: &[u8], compile: &Compile) -> Result<(), Unstored> {
-        let mut file = tempfile::NamedTempFile::new_in(&self.dir).map_err(Unstored::Cache)?;
+        let mut file = NamedTempFile::new_in(&self.dir).map_err(Unstored::Cache)?;
         let mut out = Recording {
             file: file.as_file_mut(),
             failed: None,
@@ -116,21 +117,24 @@ impl Artifacts {
                 None => Unstored::Compile(error),
             });
         }
-        file.as_file().sync_data().map_err(Unstored::Cache)?;
+        written_back(file.as_file()).map_err(Unstored::Cache)?;
         file.persist(path).map_err(|e| Unstored::Cache(e.error))?;
         Ok(())
     }
 
     /// Takes `artifact` as the compiled form of the component `bytes` — a precompiled layer that a
-    /// key the operator trusts signed — unless the cache holds one already. The engine checks its
+    /// key the operator trusts signed, written to disk — unless the cache holds one already: moved
+    /// into place when it is on the cache's file system, else copied. The engine checks its
     /// header and settings when it is first mapped, and compiles again if it refuses it.
     /// Blocking: call it off the async runtime.
-    pub(crate) fn adopt(&self, bytes: &[u8], artifact: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn adopt(&self, bytes: &[u8], artifact: NamedTempFile) -> std::io::Result<()> {
         let path = self.path(bytes);
         if path.exists() {
             return Ok(());
         }
-        self.store(&path, artifact)?;
+        if let Err(unmoved) = artifact.persist(&path) {
+            self.store(&path, &mut unmoved.file.reopen()?)?;
+        }
         self.evict(&path);
         Ok(())
     }
@@ -156,11 +160,11 @@ impl Artifacts {
         self.dir.join(format!("{hex}-{}{SUFFIX}", self.settings))
     }
 
-    /// Writes `artifact` to `path` through a temporary file renamed into place.
-    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
-        let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
-        file.write_all(artifact)?;
-        file.as_file().sync_data()?;
+    /// Copies `artifact` to `path` through a temporary file renamed into place.
+    fn store(&self, path: &Path, artifact: &mut dyn Read) -> std::io::Result<()> {
+        let mut file = NamedTempFile::new_in(&self.dir)?;
+        std::io::copy(artifact, file.as_file_mut())?;
+        written_back(file.as_file())?;
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
     }
@@ -189,6 +193,15 @@ impl Artifacts {
             }
         }
     }
+}
+
+/// Writes `file`'s pages to disk and lets the kernel drop them from the page cache: an artifact
+/// is large and read back only where a mapping touches it, and its written pages would count
+/// against the host's memory limit until the kernel reclaimed them.
+pub fn written_back(file: &File) -> std::io::Result<()> {
+    file.sync_data()?;
+    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+    Ok(())
 }
 
 /// Why a compile left no artifact in the cache.
@@ -352,6 +365,36 @@ mod tests {
             files[0].display()
         );
         drop(component);
+    }
+
+    #[test]
+    fn an_adopted_artifact_is_moved_into_place_and_loads_without_a_compile() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        let pulled = dir.path().join("pulled");
+        std::fs::create_dir(&pulled).unwrap();
+        let layer = |bytes: &[u8]| {
+            let mut file = NamedTempFile::new_in(&pulled).unwrap();
+            file.write_all(bytes).unwrap();
+            file
+        };
+        let artifact = engine.precompile_component(COMPONENT).unwrap();
+        artifacts.adopt(COMPONENT, layer(&artifact)).unwrap();
+        assert_eq!(
+            std::fs::read_dir(&pulled).unwrap().count(),
+            0,
+            "moved, not copied"
+        );
+        artifacts
+            .load(&engine, COMPONENT, |_, _| panic!("adopted, not compiled"))
+            .unwrap();
+        // One the cache holds already is kept: a second layer changes nothing.
+        artifacts.adopt(COMPONENT, layer(b"another")).unwrap();
+        artifacts
+            .load(&engine, COMPONENT, |_, _| panic!("adopted, not compiled"))
+            .unwrap();
+        assert_eq!((artifacts.hits(), artifacts.misses()), (2, 0));
     }
 
     #[test]

@@ -146,12 +146,25 @@ impl Runtime {
         Ok(artifact)
     }
 
-    /// Takes `artifact`, compiled ahead of time and signed by a key the operator trusts, as the
-    /// compiled form of the component `bytes`, so loading it compiles nothing.
-    pub async fn adopt(&self, bytes: Vec<u8>, artifact: Vec<u8>) -> std::io::Result<()> {
+    /// Takes `artifact` (written to disk), compiled ahead of time and signed by a key the
+    /// operator trusts, as the compiled form of the component `bytes`, so loading it compiles
+    /// nothing; gives the bytes back with the outcome.
+    pub async fn adopt(
+        &self,
+        bytes: Vec<u8>,
+        artifact: tempfile::NamedTempFile,
+    ) -> (Vec<u8>, std::io::Result<()>) {
         let artifacts = self.compiler.artifacts.clone();
-        let adopted = tokio::task::spawn_blocking(move || artifacts.adopt(&bytes, &artifact));
-        adopted.await.map_err(std::io::Error::other)?
+        let adopted = tokio::task::spawn_blocking(move || {
+            let adopted = artifacts.adopt(&bytes, artifact);
+            (bytes, adopted)
+        });
+        match adopted.await {
+            Ok(adopted) => adopted,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // Only a runtime shutting down cancels the task, and nothing loads after that.
+            Err(error) => (Vec::new(), Err(std::io::Error::other(error))),
+        }
     }
 }
 

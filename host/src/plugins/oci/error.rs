@@ -63,6 +63,9 @@ pub enum OciError {
         /// How many signatures were found.
         found: usize,
     },
+    /// A blob could not be written to its temporary file (which blob, and why).
+    #[error("writing the pulled {0} to a temporary file: {1}")]
+    Spool(&'static str, String),
     /// The client could not be set up.
     #[error("setting up the registry client: {0}")]
     Client(String),

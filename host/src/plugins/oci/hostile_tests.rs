@@ -270,3 +270,53 @@ async fn an_unsigned_precompiled_layer_is_never_taken() {
         );
     }
 }
+
+/// The layer `blob` is pulled as, `COMPONENT`'s size and digest.
+fn layer() -> OciDescriptor {
+    OciDescriptor {
+        media_type: PRECOMPILED_MEDIA_TYPE.to_owned(),
+        digest: digest(COMPONENT),
+        size: COMPONENT.len() as i64,
+        ..OciDescriptor::default()
+    }
+}
+
+/// Spools the layer from a registry serving `blob` into `dir`.
+async fn spooled(blob: Blob, dir: &Path) -> Result<tempfile::NamedTempFile, OciError> {
+    let registry = Hostile::start("127.0.0.1", Vec::new(), blob).await;
+    let registries = Registries {
+        plain_http: vec![registry.address.clone()],
+        ..Registries::default()
+    };
+    let proxy = Proxy::start(policy()).await.unwrap();
+    let client = registries.client(Some(&proxy)).unwrap();
+    let reference = format!("{}/team/webapp@{}", registry.address, digest(b"m"));
+    let reference = OciRef::parse(&reference).unwrap();
+    let pull = Pull {
+        client: &client,
+        proxy: &proxy,
+        reference: &reference,
+        auth: &RegistryAuth::Anonymous,
+    };
+    pull.spooled(&layer(), "precompiled component", dir).await
+}
+
+#[tokio::test]
+async fn a_spooled_layer_is_checked_as_a_held_one_and_leaves_no_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = spooled(Blob::Bytes(COMPONENT.to_vec()), dir.path())
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(file.path()).unwrap(), COMPONENT);
+
+    let mut other = COMPONENT.to_vec();
+    other[9] ^= 1;
+    let error = spooled(Blob::Bytes(other), dir.path()).await.unwrap_err();
+    assert!(matches!(error, OciError::Digest(_)), "{error}");
+    let error = spooled(Blob::Endless, dir.path()).await.unwrap_err();
+    assert!(matches!(error, OciError::TooLarge(..)), "{error}");
+
+    drop(file);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "spooling left {left:?}");
+}

@@ -27,6 +27,9 @@ mod reference;
 mod signature;
 mod store;
 
+use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::OptionFuture;
@@ -34,7 +37,8 @@ use oci_client::Client;
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
-use tokio::io::AsyncWrite;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 pub use artifact::{
     CONFIG_MEDIA_TYPE, ENGINE_ANNOTATION, LAYER_MEDIA_TYPE, MAX_PRECOMPILED_BYTES,
@@ -83,8 +87,8 @@ pub struct Pulled {
     /// The trusted key that signed it, when a signature was asked for.
     pub signed_by: Option<String>,
     /// The component compiled ahead of time for [`Registries::engine`], when the artifact has
-    /// such a layer and a trusted key signed it.
-    pub precompiled: Option<Vec<u8>>,
+    /// such a layer and a trusted key signed it, in a temporary file written to disk.
+    pub precompiled: Option<tempfile::NamedTempFile>,
     /// Why the registry could not be reached, when the component came from the store instead.
     pub unreachable: Option<OciError>,
 }
@@ -128,7 +132,7 @@ impl<'a> SignatureCheck<'a> {
 struct Fetched {
     module: Vec<u8>,
     signatures: Vec<Signature>,
-    precompiled: Option<Vec<u8>>,
+    precompiled: Option<tempfile::NamedTempFile>,
 }
 
 impl Registries {
@@ -239,7 +243,9 @@ impl Registries {
         });
         let precompiled = match precompiled_layer.filter(|_| trusted) {
             Some(layer) => {
-                let blob = pull.blob(&layer, "precompiled component").await;
+                let spool = self.store.as_ref().map(Store::dir);
+                let spool = spool.map_or_else(std::env::temp_dir, Path::to_owned);
+                let blob = pull.spooled(&layer, "precompiled component", &spool).await;
                 match verify.required() {
                     true => Some(blob?),
                     false => blob.ok(),
@@ -426,8 +432,46 @@ impl Pull<'_> {
     /// The blob `layer` describes, checked against its size and digest.
     async fn blob(&self, layer: &OciDescriptor, what: &'static str) -> Result<Vec<u8>, OciError> {
         let size = usize::try_from(layer.size).unwrap_or(usize::MAX);
+        let buffer = Vec::with_capacity(size.min(MAX_MODULE_BYTES));
+        self.pull_into(layer, what, buffer).await
+    }
+
+    /// The blob `layer` describes, written as it arrives into a temporary file in `dir` (so a
+    /// large blob never sits in memory) and to disk, checked against its size and digest.
+    async fn spooled(
+        &self,
+        layer: &OciDescriptor,
+        what: &'static str,
+        dir: &Path,
+    ) -> Result<tempfile::NamedTempFile, OciError> {
+        let spool = |e: std::io::Error| OciError::Spool(what, format!("{}: {e}", dir.display()));
+        tokio::fs::create_dir_all(dir).await.map_err(spool)?;
+        let temporary = tempfile::NamedTempFile::new_in(dir).map_err(spool)?;
+        let file = temporary.as_file().try_clone().map_err(spool)?;
+        let file = self
+            .pull_into(layer, what, tokio::fs::File::from_std(file))
+            .await?;
+        let file = file.into_std().await;
+        let written = tokio::task::spawn_blocking(move || crate::runtime::written_back(&file));
+        written
+            .await
+            .map_err(std::io::Error::other)
+            .flatten()
+            .map_err(spool)?;
+        Ok(temporary)
+    }
+
+    /// Pulls the blob `layer` describes into `sink`, at most its declared size (and
+    /// [`MAX_PRECOMPILED_BYTES`]); fails unless what arrived has its size and digest.
+    async fn pull_into<W: AsyncWrite + Unpin>(
+        &self,
+        layer: &OciDescriptor,
+        what: &'static str,
+        sink: W,
+    ) -> Result<W, OciError> {
+        let size = usize::try_from(layer.size).unwrap_or(usize::MAX);
         self.proxy.allow(size);
-        let mut out = Capped::new(size);
+        let mut out = Capped::new(sink, size);
         self.client
             .pull_blob(self.reference.oci(), layer, &mut out)
             .await
@@ -438,8 +482,10 @@ impl Pull<'_> {
         if out.overflowed {
             return Err(OciError::TooLarge(what, size));
         }
-        match out.bytes.len() == size && crate::plugins::digest(&out.bytes) == layer.digest {
-            true => Ok(out.bytes),
+        let spooled = |e: std::io::Error| OciError::Spool(what, e.to_string());
+        out.inner.flush().await.map_err(spooled)?;
+        match out.written == size && crate::plugins::digest_of(out.hasher) == layer.digest {
+            true => Ok(out.inner),
             false => Err(OciError::Digest(what)),
         }
     }
@@ -474,51 +520,52 @@ fn install_crypto_provider() {
     });
 }
 
-/// A buffer that takes at most `limit` bytes and fails the write that would pass it.
-struct Capped {
-    bytes: Vec<u8>,
+/// A writer that passes at most `limit` bytes on to `inner`, hashing them as they go, and fails
+/// the write that would pass the limit.
+struct Capped<W> {
+    inner: W,
+    hasher: Sha256,
+    written: usize,
     limit: usize,
     overflowed: bool,
 }
 
-impl Capped {
-    fn new(limit: usize) -> Self {
+impl<W> Capped<W> {
+    fn new(inner: W, limit: usize) -> Self {
         Capped {
-            bytes: Vec::with_capacity(limit.min(MAX_MODULE_BYTES)),
+            inner,
+            hasher: Sha256::new(),
+            written: 0,
             limit: limit.min(MAX_PRECOMPILED_BYTES),
             overflowed: false,
         }
     }
 }
 
-impl AsyncWrite for Capped {
+impl<W: AsyncWrite + Unpin> AsyncWrite for Capped<W> {
     fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
         buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
+    ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
-        if this.bytes.len() + buf.len() > this.limit {
+        if this.written + buf.len() > this.limit {
             this.overflowed = true;
             let message = format!("the blob is longer than its {} bytes", this.limit);
-            return std::task::Poll::Ready(Err(std::io::Error::other(message)));
+            return Poll::Ready(Err(std::io::Error::other(message)));
         }
-        this.bytes.extend_from_slice(buf);
-        std::task::Poll::Ready(Ok(buf.len()))
+        let written = std::task::ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
+        this.hasher.update(&buf[..written]);
+        this.written += written;
+        Poll::Ready(Ok(written))
     }
 
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }
 
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 

@@ -5,8 +5,9 @@
 //! signed by `wasmop sign` with a key the operator's policy trusts, load from the registry into
 //! both replicas — no compile, no restart, no OOM kill — and converge a WebApp, one after the
 //! other in place of the built-in Rust `webapp` (all four are named `webapp`); each pod's peak
-//! memory while one loads is printed. Needs root, the node's binaries and the image: run with
-//! `make test-cluster`.
+//! memory while one loads is printed (the container's, page cache included, and the host's
+//! resident set, which must stay under the limit). Needs root, the node's binaries and the
+//! image: run with `make test-cluster`.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -193,11 +194,14 @@ async fn precompiled_plugins_load_from_the_registry_into_both_pods_within_their_
                 "{pod_name} restarted loading {reconciler}"
             );
             assert_eq!(oom_kills(pod), 0, "the OOM killer acted in {pod_name}");
+            // The container's count includes page cache (the layer written, the code mapped),
+            // which the kernel reclaims at the limit: what must hold is that nothing was killed
+            // and the host's own resident set stayed under the limit.
             let (container, resident) = peaks(pod);
             eprintln!(
-                "[pods] {reconciler} ({file}) from {reference} in {pod_name}: container peak {container} MiB of 256, host resident peak {resident} MiB"
+                "[pods] {reconciler} ({file}) from {reference} in {pod_name}: container peak {container} MiB of 256 (page cache included), host resident peak {resident} MiB"
             );
-            assert!(container < 256, "{pod_name} peaked at {container} MiB");
+            assert!(resident < 256, "{pod_name}'s host peaked at {resident} MiB");
         }
         let app = format!("from-{reconciler}");
         apps.create(&Default::default(), &common::webapp(&app))

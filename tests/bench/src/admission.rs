@@ -140,7 +140,11 @@ async fn start(
         .env("KUBECONFIG", cluster.kubeconfig())
         .env("WEBAPP_NAMESPACE", namespace);
     let log = logs.join(format!("admission-{name}.log"));
-    Ok(Some(Operator::start(command, &log)?))
+    Ok(Some(Operator::start(
+        command,
+        &log,
+        &format!("admission-{name}"),
+    )?))
 }
 
 /// Waits until the webhooks answer: a WebApp with too many replicas is refused (at once for the

@@ -12,6 +12,7 @@
 //! instead ([`soak`]).
 
 mod admission;
+mod cgroup;
 mod comparator;
 mod converged;
 mod load;
@@ -75,7 +76,8 @@ struct Args {
         default_value = "1000,50000"
     )]
     curve: Vec<usize>,
-    /// The operators to run (controller-runtime, kube-rs, wasmop-rust, wasmop-python,
+    /// The operators to run (controller-runtime, kube-rs, wasmop-rust,
+    /// wasmop-rust-compiling-in-process, wasmop-python,
     /// wasmop-go-controller-runtime-api-4-warm-instances, kopf); all by default.
     #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
     only: Vec<Comparator>,

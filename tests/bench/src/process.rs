@@ -1,10 +1,14 @@
 //! An operator under measurement: a child process whose CPU time and memory are read from
-//! `/proc/<pid>`, stopped with SIGTERM like a Pod, and killed if it does not stop.
+//! `/proc/<pid>` — its CPU time with that of the children it has reaped (wasmop's compile
+//! workers) — and, where the machine allows, from a memory cgroup of its own that holds it and
+//! every process it starts; stopped with SIGTERM like a Pod, and killed if it does not stop.
 
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::process::{Child, Command};
+
+use crate::cgroup::Group;
 
 /// How long a stopped operator may take to exit before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(20);
@@ -12,7 +16,7 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 /// What `/proc` says about a process at one moment.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
-    /// User plus system CPU time since it started.
+    /// User plus system CPU time since it started, its reaped children's included.
     pub cpu: Duration,
     /// Resident set size, in MiB.
     pub rss: f64,
@@ -20,6 +24,9 @@ pub struct Sample {
     pub peak: f64,
     /// The file-backed part of the resident set (program, libraries, mapped files), in MiB.
     pub file_rss: f64,
+    /// Its cgroup's memory now and its high-water mark — the process and its children, page
+    /// cache included, as a Pod's limit counts them — in MiB, where it has a cgroup.
+    pub pod: Option<(f64, f64)>,
 }
 
 /// A running operator.
@@ -27,11 +34,21 @@ pub struct Operator {
     child: Child,
     pid: u32,
     ticks_per_second: u64,
+    group: Option<Group>,
 }
 
 impl Operator {
-    /// Starts `command`, its output going to `log`.
-    pub fn start(mut command: Command, log: &std::path::Path) -> anyhow::Result<Operator> {
+    /// Starts `command`, its output going to `log`, in a memory cgroup named `name` where one
+    /// can be made.
+    pub fn start(
+        mut command: Command,
+        log: &std::path::Path,
+        name: &str,
+    ) -> anyhow::Result<Operator> {
+        let group = Group::make(name);
+        if let Some(group) = &group {
+            command = group.wrap(&command);
+        }
         let file = std::fs::File::create(log)?;
         let child = command
             .stdout(file.try_clone()?)
@@ -44,6 +61,7 @@ impl Operator {
             child,
             pid,
             ticks_per_second: clock_ticks(),
+            group,
         })
     }
 
@@ -54,19 +72,24 @@ impl Operator {
         }
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))?;
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
-        // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+        // Fields after the parenthesised command name; utime, stime, cutime and cstime are the
+        // 14th to 17th.
         let fields: Vec<&str> = stat
             .rsplit_once(')')
             .context("a /proc stat line")?
             .1
             .split_whitespace()
             .collect();
-        let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+        let ticks = fields[11..15]
+            .iter()
+            .map(|f| f.parse::<u64>())
+            .sum::<Result<u64, _>>()?;
         Ok(Sample {
             cpu: Duration::from_secs_f64(ticks as f64 / self.ticks_per_second as f64),
             rss: kib_field(&status, "VmRSS:") / 1024.0,
             peak: kib_field(&status, "VmHWM:") / 1024.0,
             file_rss: kib_field(&status, "RssFile:") / 1024.0,
+            pod: self.group.as_ref().map(Group::memory).transpose()?,
         })
     }
 
@@ -130,11 +153,14 @@ mod tests {
             "-c",
             "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 30",
         ]);
-        let mut operator = Operator::start(command, &log)?;
+        let mut operator = Operator::start(command, &log, "process-test")?;
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let sample = operator.sample()?;
         assert!(sample.cpu > Duration::ZERO, "{sample:?}");
         assert!(sample.rss > 0.0 && sample.peak >= sample.rss, "{sample:?}");
+        if let Some((now, peak)) = sample.pod {
+            assert!(now > 0.0 && peak >= now, "{sample:?}");
+        }
         operator.stop().await?;
         Ok(())
     }

@@ -80,7 +80,7 @@ impl Group {
             .join(format!("shards-{}-{name}.log", self.namespace));
         Ok(Replica {
             name: name.to_owned(),
-            operator: Operator::start(command, &log)?,
+            operator: Operator::start(command, &log, &format!("shards-{name}"))?,
             metrics,
             log,
         })

@@ -69,9 +69,11 @@ impl Spread {
         format!("{:.2}x{mark}", self.median / baseline.median)
     }
 
-    /// The median with its range when repeated, e.g. `11.0 (10.0–12.0)`.
+    /// The median with its range when repeated, e.g. `11.0 (10.0–12.0)`; `–` when not measured.
     fn ranged(&self, decimals: usize) -> String {
-        if self.runs > 1 {
+        if self.runs == 0 {
+            "–".to_owned()
+        } else if self.runs > 1 {
             format!(
                 "{:.decimals$} ({:.decimals$}–{:.decimals$})",
                 self.median, self.low, self.high
@@ -169,29 +171,36 @@ impl Results {
             out,
             "\n**{webapps} WebApps created at once** (median and range of {runs} runs; ratios to {baseline}; apiserver requests per WebApp from its audit log)\n"
         );
-        out.push_str("| operator | converged in | ratio | CPU seconds | ratio | peak RSS | ratio | requests | ratio | writes | conflicts |\n");
-        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("| operator | converged in | ratio | CPU seconds | ratio | peak RSS | ratio | peak, pod | ratio | requests | ratio | writes | conflicts |\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         let per_app = |n: usize| n as f64 / webapps as f64;
         for name in &self.comparators {
             let get =
                 |name: &str, field: &dyn Fn(&Converge) -> f64| self.converge(name, webapps, field);
             let seconds = get(name, &|r| r.seconds);
             if seconds.runs == 0 {
-                let _ = writeln!(out, "| {name} | not run at this size | | | | | | | | | |");
+                let _ = writeln!(
+                    out,
+                    "| {name} | not run at this size | | | | | | | | | | | |"
+                );
                 continue;
             }
             let cpu = get(name, &|r| r.cpu_seconds);
             let peak = get(name, &|r| r.peak_rss);
+            let pod = |r: &Converge| r.peak_pod.unwrap_or(f64::NAN);
+            let peak_pod = get(name, &pod);
             let requests = get(name, &|r| per_app(r.requests.total));
             let _ = writeln!(
                 out,
-                "| {name} | {} s | {} | {} | {} | {} MiB | {} | {:.1} | {} | {:.1} | {:.2} |",
+                "| {name} | {} s | {} | {} | {} | {} MiB | {} | {} MiB | {} | {:.1} | {} | {:.1} | {:.2} |",
                 seconds.ranged(1),
                 seconds.ratio(&get(&baseline, &|r| r.seconds)),
                 cpu.ranged(1),
                 cpu.ratio(&get(&baseline, &|r| r.cpu_seconds)),
                 peak.ranged(0),
                 peak.ratio(&get(&baseline, &|r| r.peak_rss)),
+                peak_pod.ranged(0),
+                peak_pod.ratio(&get(&baseline, &pod)),
                 requests.median,
                 requests.ratio(&get(&baseline, &|r| per_app(r.requests.total))),
                 get(name, &|r| per_app(r.requests.writes)).median,
@@ -210,22 +219,26 @@ impl Results {
             "\n**Idle** (one WebApp converged, nothing to do: RSS 3 s after it did, and CPU over the next 5 s, from the {smallest}-WebApp runs; {} started the same way in the start-up runs' empty namespace)\n",
             TEN_PLUGINS.name
         );
-        out.push_str("| operator | idle RSS | ratio | idle CPU |\n|---|---|---|---|\n");
+        out.push_str("| operator | idle RSS | ratio | idle, pod | ratio | idle CPU |\n|---|---|---|---|---|---|\n");
+        let pod = |r: &Converge| r.idle_pod.unwrap_or(f64::NAN);
         for name in &self.comparators {
             let rss = self.converge(name, smallest, |r| r.idle_rss);
+            let idle_pod = self.converge(name, smallest, pod);
             let cpu = self.converge(name, smallest, |r| r.idle_cpu.unwrap_or(f64::NAN));
             let _ = writeln!(
                 out,
-                "| {name} | {} MiB | {} | {} % of a core |",
+                "| {name} | {} MiB | {} | {} MiB | {} | {} % of a core |",
                 rss.ranged(0),
                 rss.ratio(&self.converge(&baseline, smallest, |r| r.idle_rss)),
+                idle_pod.ranged(0),
+                idle_pod.ratio(&self.converge(&baseline, smallest, pod)),
                 cpu.ranged(2),
             );
         }
         let many = TEN_PLUGINS.name;
         let rss = self.startup(many, (0, CompileCache::Warm), |r| r.rss);
         if rss.runs > 0 {
-            let _ = writeln!(out, "| {many} | {} MiB | | |", rss.ranged(0));
+            let _ = writeln!(out, "| {many} | {} MiB | | | | |", rss.ranged(0));
         }
     }
 
@@ -239,7 +252,7 @@ impl Results {
             out,
             "\n**Start with {count} ConfigMaps to cache** (process start until a waiting WebApp converged, and peak RSS by 3 s later; with wasmop's compile cache warm, and empty as in a new pod — the other operators compile nothing, so their two columns are two measurements of the same start)\n"
         );
-        out.push_str("| operator | start to ready | ratio | peak RSS | ratio | start, empty cache | peak RSS, empty cache | ratio |\n|---|---|---|---|---|---|---|---|\n");
+        out.push_str("| operator | start to ready | ratio | peak RSS | ratio | start, empty cache | peak RSS, empty cache | ratio | peak, pod, empty cache | ratio |\n|---|---|---|---|---|---|---|---|---|---|\n");
         let warm = (count, CompileCache::Warm);
         let cold = (count, CompileCache::Cold);
         for name in &self.comparators {
@@ -248,9 +261,11 @@ impl Results {
             let peak = get(name, warm, |r| r.peak);
             let cold_ready = get(name, cold, |r| r.ready_seconds);
             let cold_peak = get(name, cold, |r| r.peak);
+            let pod = |r: &Startup| r.peak_pod.unwrap_or(f64::NAN);
+            let cold_pod = get(name, cold, pod);
             let _ = writeln!(
                 out,
-                "| {name} | {} s | {} | {} MiB | {} | {} s | {} MiB | {} |",
+                "| {name} | {} s | {} | {} MiB | {} | {} s | {} MiB | {} | {} MiB | {} |",
                 ready.ranged(2),
                 ready.ratio(&get(&baseline, warm, |r| r.ready_seconds)),
                 peak.ranged(0),
@@ -258,6 +273,8 @@ impl Results {
                 cold_ready.ranged(2),
                 cold_peak.ranged(0),
                 cold_peak.ratio(&get(&baseline, cold, |r| r.peak)),
+                cold_pod.ranged(0),
+                cold_pod.ratio(&get(&baseline, cold, pod)),
             );
         }
     }
@@ -316,6 +333,8 @@ mod tests {
             cpu_seconds: cpu,
             idle_rss: 10.0,
             peak_rss: peak,
+            idle_pod: Some(12.0),
+            peak_pod: Some(peak + 20.0),
             idle_cpu: Some(0.5),
             requests: Requests {
                 total: 600,
@@ -334,6 +353,7 @@ mod tests {
             ready_seconds: 0.5,
             rss,
             peak: rss + 1.0,
+            peak_pod: None,
         }
     }
 
@@ -376,12 +396,14 @@ mod tests {
         let table = results.markdown();
         assert!(
             table.contains(
-                "| other | 6.0 (5.0–7.0) s | 0.55x | 2.5 (2.0–3.0) | 0.50x | 45 (40–50) MiB | 0.45x | 6.0 | 1.00x | 4.0 | 0.03 |"
+                "| other | 6.0 (5.0–7.0) s | 0.55x | 2.5 (2.0–3.0) | 0.50x | 45 (40–50) MiB | 0.45x | 65 (60–70) MiB | 0.54x | 6.0 | 1.00x | 4.0 | 0.03 |"
             ),
             "{table}"
         );
         assert!(
-            table.contains("| base | 10 (10–10) MiB | 1.00x | 0.50 (0.50–0.50) % of a core |"),
+            table.contains(
+                "| base | 10 (10–10) MiB | 1.00x | 12 (12–12) MiB | 1.00x | 0.50 (0.50–0.50) % of a core |"
+            ),
             "{table}"
         );
     }

@@ -15,9 +15,9 @@ use kube::api::ListParams;
 use serde::Serialize;
 use wasmop_envtest::{AuditEvent, ControlPlane};
 
-use crate::comparator::Comparator;
-use crate::load;
+use crate::comparator::{self, Comparator};
 use crate::process::Operator;
+use crate::{cgroup, load};
 
 /// How long an operator's memory is left to settle before its idle size is read.
 const SETTLE: Duration = Duration::from_secs(3);
@@ -93,6 +93,11 @@ pub struct Converge {
     pub idle_rss: f64,
     /// Its resident set's high-water mark at the end, in MiB.
     pub peak_rss: f64,
+    /// Its cgroup's memory before the WebApps came (with its children, page cache included),
+    /// in MiB, where it had one.
+    pub idle_pod: Option<f64>,
+    /// Its cgroup's high-water mark at the end, in MiB, where it had one.
+    pub peak_pod: Option<f64>,
     /// Its CPU use while idle before the WebApps came, in percent of one core, when measured.
     pub idle_cpu: Option<f64>,
     /// Its apiserver requests from the first create until every WebApp converged.
@@ -114,6 +119,9 @@ pub struct Startup {
     pub rss: f64,
     /// The resident set's high-water mark by then, in MiB.
     pub peak: f64,
+    /// Its cgroup's high-water mark by then (with its children, page cache included), in MiB,
+    /// where it had one.
+    pub peak_pod: Option<f64>,
 }
 
 /// A control plane of its own with the WebApp CRD installed, its admin client, and the
@@ -287,8 +295,12 @@ impl Bench<'_> {
         let log = self
             .logs
             .join(format!("{}-{namespace}.log", comparator.key()));
+        let mut files = comparator::files_of(&command);
+        files.push(compile_cache.to_owned());
+        cgroup::evict(&files);
+        let name = format!("{}-{namespace}", comparator.key());
         let started = Instant::now();
-        let operator = Operator::start(command, &log)?;
+        let operator = Operator::start(command, &log, &name)?;
         load::wait_converged(&cluster.client, namespace, 1)
             .await
             .map_err(|e| {
@@ -352,6 +364,8 @@ impl Bench<'_> {
             cpu_seconds: (end.cpu - idle.cpu).as_secs_f64(),
             idle_rss: idle.rss,
             peak_rss: end.peak,
+            idle_pod: idle.pod.map(|(now, _)| now),
+            peak_pod: end.pod.map(|(_, peak)| peak),
             idle_cpu,
             requests: after.since(&before),
         })
@@ -390,6 +404,7 @@ impl Bench<'_> {
             ready_seconds: ready.as_secs_f64(),
             rss: settled.rss,
             peak: settled.peak,
+            peak_pod: settled.pod.map(|(_, peak)| peak),
         })
     }
 }

@@ -94,7 +94,7 @@ impl Soak<'_> {
         let log = self.logs.join(format!("soak-{name}.log"));
         Ok(Replica {
             name,
-            operator: Operator::start(command, &log)?,
+            operator: Operator::start(command, &log, &format!("soak-{name}"))?,
         })
     }
 

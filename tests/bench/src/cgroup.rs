@@ -2,7 +2,7 @@
 //! compile workers) are measured together, as a Pod's memory limit counts them: resident memory
 //! plus the page cache charged to the group. Made under the harness's own memory cgroup (v1) or
 //! the unified hierarchy's root (v2), which needs root; where none can be made, runs are measured
-//! by their process alone and the report says so.
+//! by their process alone and the report's pod columns read `–`.
 //!
 //! Page cache is charged to the group that first reads a page, so before a run the operator's own
 //! files (its program, its plugins, its compile cache) are dropped from the cache: each run then
@@ -36,15 +36,6 @@ impl Group {
         let _ = std::fs::remove_dir(&dir);
         std::fs::create_dir(&dir).ok()?;
         Some(Group { dir, version })
-    }
-
-    /// Moves the process `pid` (and so every process it starts later) into the group; what it
-    /// allocated before stays charged where it was.
-    #[cfg(test)]
-    pub fn add(&self, pid: u32) -> anyhow::Result<()> {
-        let procs = self.dir.join("cgroup.procs");
-        std::fs::write(&procs, pid.to_string())
-            .with_context(|| format!("moving {pid} into {}", procs.display()))
     }
 
     /// `command` made to start inside the group: a shell moves itself in, then becomes the
@@ -170,21 +161,19 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn a_group_counts_what_its_processes_and_their_children_allocate() -> anyhow::Result<()> {
+    #[tokio::test]
+    async fn a_group_counts_what_its_processes_and_their_children_allocate() -> anyhow::Result<()> {
         let Some(group) = Group::make("test") else {
             eprintln!("no memory cgroups here (needs root): nothing to check");
             return Ok(());
         };
         // A shell whose child holds 64 MiB: the group's peak sees the child.
-        let mut shell = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "sleep 0.3; dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null",
-            ])
-            .spawn()?;
-        group.add(shell.id())?;
-        shell.wait()?;
+        let mut shell = Command::new("sh");
+        shell.args([
+            "-c",
+            "dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null",
+        ]);
+        group.wrap(&shell).status().await?;
         let (_, peak) = group.memory()?;
         assert!(peak >= 60.0, "the group peaked at {peak} MiB");
         Ok(())

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo demo-cluster test test-cluster bench fuzz soak guests control-plane image down install docs
+.PHONY: help demo demo-cluster test test-cluster bench bench-large fuzz soak guests control-plane image down install docs
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
@@ -10,7 +10,8 @@ help:
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
 	@echo "make test-cluster  the tests that need a node: pods, the image, wasmop in pods (root)"
 	@echo "make image  the wasmop image as a docker-archive, built without a daemon: target/image/wasmop.tar"
-	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf, one replica beside three sharding ones"
+	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf, N operators in one host beside N processes"
+	@echo "make bench-large  20,000 WebApps for wasmop, kube-rs and controller-runtime, and one replica beside three sharding ones (about 25 minutes)"
 	@echo "make soak   half an hour of churn, hot swaps and a failover on 1,000 WebApps: memory and convergence checked"
 	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
 	@echo "make down   stop the demo's control plane"
@@ -59,9 +60,18 @@ bench: control-plane guests
 	tests/bench/controller-runtime/build
 	tests/bench/kopf/install
 	target/release/wasmop-bench
+	target/release/wasmop-bench consolidation
 	target/release/wasmop-bench admission
-	target/release/wasmop-bench shards
 	tests/bench/chart
+
+# Not part of `make bench`: the per-object slope at 20,000 WebApps (once each; results in
+# tests/bench/results/large/) and the sharding benchmark over 5,000.
+bench-large: control-plane guests
+	cargo build --release -p wasmop -p webapp-kube-rs -p wasmop-bench
+	tests/bench/controller-runtime/build
+	time target/release/wasmop-bench --converge-only --sizes 20000 --repeats 1 \
+	  --only controller-runtime,kube-rs,wasmop-rust --out tests/bench/results/large
+	time target/release/wasmop-bench shards
 
 # `make test` runs each fuzz target (host/src/fuzz/) for a quarter of a second; this runs them for
 # FUZZ_SECONDS each and prints the inputs each tried and the seed that reproduces its run

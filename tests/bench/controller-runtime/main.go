@@ -5,7 +5,8 @@
 // plugin (plugins/webapp), written the way controller-runtime users write an operator.
 //
 // It reads the kubeconfig from KUBECONFIG (or the in-cluster config) and watches the namespace
-// WEBAPP_NAMESPACE, or all namespaces when that is unset; with WEBAPP_WEBHOOK_CERT_DIR it also
+// WEBAPP_NAMESPACE, or all namespaces when that is unset, and serves WebApps from the API group
+// WEBAPP_GROUP when set; with WEBAPP_WEBHOOK_CERT_DIR it also
 // serves the plugin's validating and defaulting webhooks (webapp/webhook.go). It has no leader
 // election, no metrics or health endpoints, logs JSON at info level to stderr, and stops on
 // SIGTERM or SIGINT once running reconciles finish.
@@ -33,6 +34,8 @@ import (
 const (
 	// NamespaceEnv names the environment variable naming the one namespace to watch.
 	NamespaceEnv = "WEBAPP_NAMESPACE"
+	// GroupEnv names the environment variable naming another API group to serve WebApps from.
+	GroupEnv = "WEBAPP_GROUP"
 	// Manager is the field manager of every write.
 	Manager = "webapp-controller-runtime"
 	// WebhookCertDirEnv names the environment variable naming a directory with tls.crt and
@@ -69,6 +72,9 @@ func run() error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
+	}
+	if group := os.Getenv(GroupEnv); group != "" {
+		webapp.UseGroup(group)
 	}
 	if err := webapp.AddToScheme(scheme); err != nil {
 		return err

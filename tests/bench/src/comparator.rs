@@ -145,28 +145,12 @@ impl Comparator {
                 command
             }
             Runner::Wasmop(components, options) => {
-                let program = built(
-                    repo,
-                    "target/release/wasmop",
-                    "cargo build --release --bin wasmop",
-                )?;
-                let mut command = Command::new(program);
-                command.args(["run", "--namespaces", namespace]);
-                for component in components {
-                    let plugin = built(
-                        repo,
-                        &format!("target/components/{component}"),
-                        "make guests",
-                    )?;
-                    command.arg("--plugin").arg(plugin);
-                }
+                let plugins = components
+                    .iter()
+                    .map(|c| built(repo, &format!("target/components/{c}"), "make guests"))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let mut command = wasmop(repo, &[namespace], &plugins)?;
                 command.args(options);
-                command.args([
-                    "--metrics-bind-address",
-                    "0",
-                    "--health-probe-bind-address",
-                    "0",
-                ]);
                 command
             }
         };
@@ -175,6 +159,27 @@ impl Comparator {
             .env("WEBAPP_NAMESPACE", namespace);
         Ok(command)
     }
+}
+
+/// The release `wasmop` loading `plugins`, watching `namespaces`, with no HTTP ports.
+pub fn wasmop(repo: &Path, namespaces: &[&str], plugins: &[PathBuf]) -> anyhow::Result<Command> {
+    let program = built(
+        repo,
+        "target/release/wasmop",
+        "cargo build --release --bin wasmop",
+    )?;
+    let mut command = Command::new(program);
+    command.args(["run", "--namespaces", &namespaces.join(",")]);
+    for plugin in plugins {
+        command.arg("--plugin").arg(plugin);
+    }
+    command.args([
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+    ]);
+    Ok(command)
 }
 
 /// The files `command` runs from — its program and the plugins it loads — which a run pays to

@@ -10,8 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 
-use crate::load;
-
 /// Whether a WebApp's status has observed its current generation.
 pub fn observed(app: &DynamicObject) -> bool {
     let observed = app.data["status"]["observedGeneration"].as_i64();
@@ -27,14 +25,15 @@ struct Wanted {
     port: i64,
 }
 
-/// The WebApps of `namespace` whose status, Deployment or Service is not yet what they ask for,
-/// by name with the first difference found.
+/// The WebApps `apps` of `namespace` whose status, Deployment or Service is not yet what they ask
+/// for, by name with the first difference found.
 pub async fn unconverged(
+    apps: &Api<DynamicObject>,
     client: &kube::Client,
     namespace: &str,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let listed = ListParams::default();
-    let apps = load::webapps(client, namespace).list(&listed).await?.items;
+    let apps = apps.list(&listed).await?.items;
     let deployments: HashMap<String, Deployment> = by_name(
         Api::<Deployment>::namespaced(client.clone(), namespace)
             .list(&listed)

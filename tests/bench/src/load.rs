@@ -27,9 +27,17 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// How long convergence may take before the run fails.
 const CONVERGE_LIMIT: Duration = Duration::from_secs(900);
 
+/// The API group of `deploy/crds/webapp.yaml`'s WebApps.
+pub const GROUP: &str = "example.wasmop.dev";
+
 /// The WebApps of `namespace`.
 pub fn webapps(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("example.wasmop.dev", "v1alpha1", "WebApp");
+    webapps_in(client, namespace, GROUP)
+}
+
+/// The WebApps of API group `group` in `namespace`.
+pub fn webapps_in(client: &kube::Client, namespace: &str, group: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1alpha1", "WebApp");
     Api::namespaced_with(
         client.clone(),
         namespace,
@@ -86,12 +94,22 @@ pub async fn wait_converged(
     namespace: &str,
     count: usize,
 ) -> anyhow::Result<()> {
+    wait_converged_in(&webapps(client, namespace), client, namespace, count).await
+}
+
+/// [`wait_converged`] for the WebApps `apps` of `namespace`, of any API group.
+pub async fn wait_converged_in(
+    apps: &Api<DynamicObject>,
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut last = Vec::new();
     let waited = async {
-        watch_converged(client, namespace, count, started).await?;
+        watch_converged(apps, namespace, count, started).await?;
         loop {
-            last = converged::unconverged(client, namespace).await?;
+            last = converged::unconverged(apps, client, namespace).await?;
             if last.is_empty() {
                 return anyhow::Ok(());
             }
@@ -109,12 +127,12 @@ pub async fn wait_converged(
 }
 
 async fn watch_converged(
-    client: &kube::Client,
+    apps: &Api<DynamicObject>,
     namespace: &str,
     count: usize,
     started: Instant,
 ) -> anyhow::Result<()> {
-    let events = watcher(webapps(client, namespace), watcher::Config::default());
+    let events = watcher(apps.clone(), watcher::Config::default());
     let mut events = std::pin::pin!(events);
     let mut done: HashSet<String> = HashSet::new();
     let mut progress =

@@ -5,15 +5,16 @@
 //! and the apiserver requests it made (from the audit log) are taken; each operator also starts
 //! against namespaces of 1k to 50k ConfigMaps to cache, with wasmop's compile cache warm and
 //! empty. Runs alternate the operators and repeat so the machine's noise shows (the largest size,
-//! two minutes or more per operator on 2 cores, runs once and for wasmop + Rust and
+//! two minutes or more per operator on 2 cores, runs once and for wasmop + Rust, kube-rs and
 //! controller-runtime only unless asked; kopf, far from the others, runs once); the report gives medians,
 //! ranges and ratios to controller-runtime, printed and written to
 //! `tests/bench/results/latest.{md,json}`. `soak` runs wasmop alone for half an hour of churn
-//! instead ([`soak`]).
+//! instead ([`soak`]); `consolidation` runs N operators side by side ([`consolidation`]).
 
 mod admission;
 mod cgroup;
 mod comparator;
+mod consolidation;
 mod converged;
 mod load;
 mod process;
@@ -49,14 +50,14 @@ struct Args {
     #[arg(long, env = "WASMOP_BENCH_REPEATS_AT_LARGEST", default_value_t = 1)]
     repeats_at_largest: usize,
     /// The operators that also converge the largest size: two minutes or more each for 5,000
-    /// on 2 cores (kopf five to six), and the memory targets there concern wasmop and
-    /// controller-runtime, so by default only they run it.
+    /// on 2 cores (kopf five to six), so by default only wasmop + Rust and the native operators
+    /// it is measured against run it.
     #[arg(
         long,
         env = "WASMOP_BENCH_LARGEST",
         value_delimiter = ',',
         value_parser = comparator,
-        default_value = "controller-runtime,wasmop-rust"
+        default_value = "controller-runtime,kube-rs,wasmop-rust"
     )]
     largest: Vec<Comparator>,
     /// Runs of kopf at each size: its times lie far from every other operator's (2.5x
@@ -81,6 +82,9 @@ struct Args {
     /// wasmop-go-controller-runtime-api-4-warm-instances, kopf); all by default.
     #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
     only: Vec<Comparator>,
+    /// Only the convergence runs: no starts against pre-filled namespaces (`make bench-large`).
+    #[arg(long)]
+    converge_only: bool,
     /// Where the report is written.
     #[arg(long, default_value = "tests/bench/results")]
     out: PathBuf,
@@ -98,6 +102,9 @@ enum Mode {
     /// rolling restart under churn with every reconcile recorded, a kill, and a leader takeover
     /// from a cold and a warm standby.
     Shards(shards::ShardsArgs),
+    /// N distinct operators as N controller-runtime or kube-rs processes, or in one wasmop host:
+    /// summed memory, CPU and convergence at each N.
+    Consolidation(consolidation::ConsolidationArgs),
     /// Admission latency through each operator's webhooks, beside the apiserver alone.
     Admission {
         /// Timed requests per row.
@@ -293,6 +300,12 @@ async fn main() -> anyhow::Result<()> {
     match &args.mode {
         Some(Mode::Soak(soak)) => return soak::run(&repo, &logs, soak).await,
         Some(Mode::Shards(shards)) => return shards::run(&repo, &logs, shards).await,
+        Some(Mode::Consolidation(consolidation)) => {
+            let out = repo.join(&args.out);
+            let table = consolidation::run(&repo, &logs, &out, consolidation).await?;
+            println!("{table}");
+            return Ok(());
+        }
         Some(Mode::Admission { requests }) => {
             let rows = admission::run(&repo, &logs, *requests).await?;
             let table = admission::markdown(&rows);
@@ -315,7 +328,11 @@ async fn main() -> anyhow::Result<()> {
         logs: &logs,
         compile_cache: &compile_cache,
     };
-    let (startup, json_bytes) = startups(&args, &comparators, &bench).await?;
+    let (startup, json_bytes) = if args.converge_only {
+        (Vec::new(), 0.0)
+    } else {
+        startups(&args, &comparators, &bench).await?
+    };
     let results = Results {
         machine: machine(),
         configmaps: args.configmaps,

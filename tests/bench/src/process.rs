@@ -24,6 +24,10 @@ pub struct Sample {
     pub peak: f64,
     /// The file-backed part of the resident set (program, libraries, mapped files), in MiB.
     pub file_rss: f64,
+    /// Its proportional set size: the resident set with each page shared with other processes
+    /// (the same program's text, say) divided among them, in MiB; summed over processes, shared
+    /// pages count once.
+    pub pss: f64,
     /// Its cgroup's memory now and its high-water mark — the process and its children, page
     /// cache included, as a Pod's limit counts them — in MiB, where it has a cgroup.
     pub pod: Option<(f64, f64)>,
@@ -72,6 +76,7 @@ impl Operator {
         }
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))?;
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
+        let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", self.pid))?;
         // Fields after the parenthesised command name; utime, stime, cutime and cstime are the
         // 14th to 17th.
         let fields: Vec<&str> = stat
@@ -89,6 +94,7 @@ impl Operator {
             rss: kib_field(&status, "VmRSS:") / 1024.0,
             peak: kib_field(&status, "VmHWM:") / 1024.0,
             file_rss: kib_field(&status, "RssFile:") / 1024.0,
+            pss: kib_field(&rollup, "Pss:") / 1024.0,
             pod: self.group.as_ref().map(Group::memory).transpose()?,
         })
     }
@@ -158,6 +164,7 @@ mod tests {
         let sample = operator.sample()?;
         assert!(sample.cpu > Duration::ZERO, "{sample:?}");
         assert!(sample.rss > 0.0 && sample.peak >= sample.rss, "{sample:?}");
+        assert!(sample.pss > 0.0 && sample.pss <= sample.rss, "{sample:?}");
         if let Some((now, peak)) = sample.pod {
             assert!(now > 0.0 && peak >= now, "{sample:?}");
         }

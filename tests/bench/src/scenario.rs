@@ -211,6 +211,12 @@ impl Cluster {
         Ok(bytes as f64 / listed.len() as f64)
     }
 
+    /// Installs the CRDs in `files` and waits until the apiserver serves them.
+    pub async fn install_crds(&self, files: &[PathBuf]) -> anyhow::Result<()> {
+        self.plane.install_crds(files).await?;
+        Ok(())
+    }
+
     /// Its admin client.
     pub fn client(&self) -> &kube::Client {
         &self.client

@@ -5,6 +5,8 @@
 use serde_json::{Map, Value};
 use wasmop_guest::webhooks::{AdmissionRequest, Denial, Verdict};
 
+use crate::resource::GROUP;
+
 /// The most replicas a WebApp may ask for.
 #[cfg(not(feature = "roomier"))]
 pub const MAX_REPLICAS: i64 = 50;
@@ -14,8 +16,6 @@ pub const MAX_REPLICAS: i64 = 50;
 pub const MAX_REPLICAS: i64 = 100;
 /// The port a WebApp that names none gets.
 pub const DEFAULT_PORT: i64 = 8080;
-/// The API group of WebApps.
-pub const GROUP: &str = "example.wasmop.dev";
 
 /// Admits a WebApp whose replicas are within 0..=50 and whose image is a well-formed reference.
 pub fn validate(request: &AdmissionRequest) -> Verdict {

@@ -27,6 +27,13 @@ pub use resource::{WebApp, WebAppSpec, WebAppStatus};
 /// The finalizer that keeps a WebApp until its marker ConfigMap is gone.
 pub const FINALIZER: &str = "example.wasmop.dev/cleanup";
 
+/// The plugin's name: `webapp`, or what a build names with `WEBAPP_PLUGIN` (beside
+/// `WEBAPP_GROUP`, see [`resource::GROUP`]).
+pub const NAME: &str = match option_env!("WEBAPP_PLUGIN") {
+    Some(name) => name,
+    None => "webapp",
+};
+
 /// The `webapp` reconciler.
 pub struct WebAppReconciler;
 
@@ -35,7 +42,7 @@ wasmop_guest::export_reconciler!(WebAppReconciler);
 impl Reconciler for WebAppReconciler {
     fn describe() -> Registration {
         use Verb::{Create, Delete, Get, Patch, Status, Update};
-        Registration::new::<WebApp>("webapp", env!("CARGO_PKG_VERSION"))
+        Registration::new::<WebApp>(NAME, env!("CARGO_PKG_VERSION"))
             .owns::<Deployment>()
             .owns::<Service>()
             .permit::<Deployment>(&[Create, Update, Patch, Delete])

@@ -1,5 +1,5 @@
 //! The `WebApp` custom resource (`example.wasmop.dev/v1alpha1`), as `deploy/crds/webapp.yaml`
-//! declares it.
+//! declares it, or in the group a build names with `WEBAPP_GROUP`.
 
 use serde::{Deserialize, Serialize};
 use wasmop_guest::k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
@@ -16,13 +16,56 @@ pub struct WebApp {
     pub status: Option<WebAppStatus>,
 }
 
-wasmop_guest::custom_resource!(WebApp {
-    group: "example.wasmop.dev",
-    version: "v1alpha1",
-    kind: "WebApp",
-    plural: "webapps",
-    scope: Namespaced,
-});
+/// The API group WebApps are served in; a build with `WEBAPP_GROUP` set serves that group instead
+/// (the consolidation benchmark builds one plugin per group, each its own operator).
+pub const GROUP: &str = match option_env!("WEBAPP_GROUP") {
+    Some(group) => group,
+    None => "example.wasmop.dev",
+};
+/// The version WebApps are stored in.
+pub const VERSION: &str = "v1alpha1";
+const API_VERSION_BYTES: [u8; GROUP.len() + 1 + VERSION.len()] = joined(GROUP, VERSION);
+
+impl wasmop_guest::k8s_openapi::Resource for WebApp {
+    const API_VERSION: &'static str = match core::str::from_utf8(&API_VERSION_BYTES) {
+        Ok(api_version) => api_version,
+        Err(_) => panic!("a group and version join into UTF-8"),
+    };
+    const GROUP: &'static str = GROUP;
+    const KIND: &'static str = "WebApp";
+    const VERSION: &'static str = VERSION;
+    const URL_PATH_SEGMENT: &'static str = "webapps";
+    type Scope = wasmop_guest::k8s_openapi::NamespaceResourceScope;
+}
+
+impl wasmop_guest::k8s_openapi::Metadata for WebApp {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// `group/version`, at compile time.
+const fn joined<const N: usize>(group: &str, version: &str) -> [u8; N] {
+    let (group, version) = (group.as_bytes(), version.as_bytes());
+    let mut out = [b'/'; N];
+    let mut i = 0;
+    while i < group.len() {
+        out[i] = group[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < version.len() {
+        out[group.len() + 1 + j] = version[j];
+        j += 1;
+    }
+    out
+}
 
 /// The desired state of a [`WebApp`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -69,4 +112,18 @@ pub struct WebAppStatus {
     /// Standard conditions; `Ready` says whether all replicas are ready.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmop_guest::k8s_openapi::Resource;
+
+    #[test]
+    fn the_api_version_joins_group_and_version() {
+        assert_eq!(WebApp::API_VERSION, format!("{GROUP}/{VERSION}"));
+        if option_env!("WEBAPP_GROUP").is_none() {
+            assert_eq!(WebApp::API_VERSION, "example.wasmop.dev/v1alpha1");
+        }
+    }
 }

@@ -12,6 +12,13 @@ import (
 // GroupVersion is the API group and version of WebApp, as deploy/crds/webapp.yaml declares it.
 var GroupVersion = schema.GroupVersion{Group: "example.wasmop.dev", Version: "v1alpha1"}
 
+// UseGroup serves WebApp from another API group than deploy/crds/webapp.yaml's (the consolidation
+// benchmark runs one operator per group); call it before AddToScheme.
+func UseGroup(group string) {
+	GroupVersion.Group = group
+	V1beta1.Group = group
+}
+
 // AddToScheme registers WebApp and WebAppList with a scheme.
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &WebApp{}, &WebAppList{})

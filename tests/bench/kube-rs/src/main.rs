@@ -4,8 +4,9 @@
 //! a status — the behaviour of the `webapp` plugin (`plugins/webapp`).
 //!
 //! It reads the kubeconfig from `KUBECONFIG` (or the in-cluster config) and watches the namespace
-//! `WEBAPP_NAMESPACE`, or all namespaces when that is unset. It has no leader election and no HTTP
-//! ports, logs to stderr, and stops on SIGTERM or SIGINT once running reconciles finish.
+//! `WEBAPP_NAMESPACE`, or all namespaces when that is unset; `WEBAPP_GROUP` serves WebApps from
+//! another API group. It has no leader election and no HTTP ports, logs to stderr, and stops on
+//! SIGTERM or SIGINT once running reconciles finish.
 
 mod desired;
 mod reconcile;

@@ -1,12 +1,28 @@
 //! The `WebApp` custom resource (`example.wasmop.dev/v1alpha1`), as `deploy/crds/webapp.yaml`
-//! declares it. The workspace's kube has no `derive` feature, so the type implements
+//! declares it, or in the group `WEBAPP_GROUP` names (the consolidation benchmark runs one operator
+//! per group). The workspace's kube has no `derive` feature, so the type implements
 //! [`kube::Resource`] by hand rather than through `#[derive(CustomResource)]`.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde::{Deserialize, Serialize};
+
+/// The environment variable naming the API group to serve WebApps from, when not the default.
+const GROUP_ENV: &str = "WEBAPP_GROUP";
+
+/// The API group, read once from [`GROUP_ENV`].
+static GROUP: LazyLock<String> = LazyLock::new(|| {
+    std::env::var(GROUP_ENV)
+        .ok()
+        .filter(|group| !group.is_empty())
+        .unwrap_or_else(|| "example.wasmop.dev".to_owned())
+});
+
+/// `group/version`, made once.
+static API_VERSION: LazyLock<String> = LazyLock::new(|| format!("{}/v1alpha1", GROUP.as_str()));
 
 /// A web application: an image served on a port by some replicas.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -29,7 +45,7 @@ impl kube::Resource for WebApp {
     }
 
     fn group((): &()) -> Cow<'_, str> {
-        "example.wasmop.dev".into()
+        GROUP.as_str().into()
     }
 
     fn version((): &()) -> Cow<'_, str> {
@@ -37,7 +53,7 @@ impl kube::Resource for WebApp {
     }
 
     fn api_version((): &()) -> Cow<'_, str> {
-        "example.wasmop.dev/v1alpha1".into()
+        API_VERSION.as_str().into()
     }
 
     fn plural((): &()) -> Cow<'_, str> {

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use wasmop_guest::webhooks::{AdmissionRequest, Denial, Verdict};
 
-use crate::resource::GROUP;
+use super::resource::GROUP;
 
 /// The most replicas a WebApp may ask for.
 #[cfg(not(feature = "roomier"))]

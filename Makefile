@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo demo-cluster test test-cluster bench bench-large fuzz soak guests control-plane image down install docs
+.PHONY: help demo demo-cluster test test-cluster bench bench-large bench-profile fuzz soak guests control-plane image down install docs
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
@@ -11,6 +11,7 @@ help:
 	@echo "make test-cluster  the tests that need a node: pods, the image, wasmop in pods (root)"
 	@echo "make image  the wasmop image as a docker-archive, built without a daemon: target/image/wasmop.tar"
 	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf, N operators in one host beside N processes"
+	@echo "make bench-profile  flame graphs of wasmop and kube-rs converging 5,000 WebApps (perf), into tests/bench/results/flamegraphs/"
 	@echo "make bench-large  20,000 WebApps for wasmop, kube-rs and controller-runtime, and one replica beside three sharding ones (about 25 minutes)"
 	@echo "make soak   half an hour of churn, hot swaps and a failover on 1,000 WebApps: memory and convergence checked"
 	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
@@ -72,6 +73,14 @@ bench-large: control-plane guests
 	time target/release/wasmop-bench --converge-only --sizes 20000 --repeats 1 \
 	  --only controller-runtime,kube-rs,wasmop-rust --out tests/bench/results/large
 	time target/release/wasmop-bench shards
+
+# Flame graphs of the operators converging 5,000 WebApps (perf record at 499 Hz), drawn with
+# inferno (installed with cargo on first use).
+bench-profile: control-plane guests
+	cargo build --release -p wasmop -p webapp-kube-rs -p wasmop-bench
+	command -v inferno-flamegraph >/dev/null || cargo install --locked inferno --no-default-features --features cli
+	WASMOP_BENCH_PROFILE=tests/bench/results/flamegraphs target/release/wasmop-bench --converge-only \
+	  --sizes 5000 --repeats 1 --only kube-rs,wasmop-rust --out target/bench/profile
 
 # `make test` runs each fuzz target (host/src/fuzz/) for a quarter of a second; this runs them for
 # FUZZ_SECONDS each and prints the inputs each tried and the seed that reproduces its run

@@ -18,6 +18,7 @@ mod consolidation;
 mod converged;
 mod load;
 mod process;
+mod profile;
 mod replicas;
 mod report;
 mod scenario;

@@ -69,6 +69,11 @@ impl Operator {
         })
     }
 
+    /// Its process ID.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// Its CPU time and memory now; fails if it has exited.
     pub fn sample(&mut self) -> anyhow::Result<Sample> {
         if let Some(status) = self.child.try_wait()? {

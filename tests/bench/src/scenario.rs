@@ -17,6 +17,7 @@ use wasmop_envtest::{AuditEvent, ControlPlane};
 
 use crate::comparator::{self, Comparator};
 use crate::process::Operator;
+use crate::profile::Profile;
 use crate::{cgroup, load};
 
 /// How long an operator's memory is left to settle before its idle size is read.
@@ -348,6 +349,9 @@ impl Bench<'_> {
             None
         };
         let before = cluster.requests()?;
+        let name = format!("{}-{count}", comparator.key());
+        let title = format!("{} converging {count} WebApps", comparator.name);
+        let profile = Profile::start(operator.pid(), &name, &title)?;
         let started = Instant::now();
         load::create_all(
             &load::webapps(&cluster.client, &namespace),
@@ -358,6 +362,9 @@ impl Bench<'_> {
         load::wait_converged(&cluster.client, &namespace, count + 1).await?;
         let seconds = started.elapsed().as_secs_f64();
         let end = operator.sample()?;
+        if let Some(profile) = profile {
+            profile.finish().await?;
+        }
         // The audit log is written in batches a few tens of milliseconds apart.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let after = cluster.requests()?;

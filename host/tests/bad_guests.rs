@@ -8,7 +8,8 @@ use std::time::Duration;
 use common::{LIMIT, configmap, load, runtime};
 use wasmop::contract::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{
-    DispatchError, InstanceMode, Outcome, PluginOptions, Runtime, RuntimeConfig, TrapKind,
+    DispatchError, EPOCH_TICK, InstanceMode, Outcome, PluginOptions, Runtime, RuntimeConfig,
+    TrapKind,
 };
 use wasmop_envtest::within;
 
@@ -62,12 +63,12 @@ async fn a_looping_guest_is_interrupted_at_its_timeout() {
     .await
 }
 
-/// How far the epoch advances over 100 ms with no call in flight, after 20 ms for a tick under
-/// way to finish.
+/// How far the epoch advances over ten ticks' time with no call in flight, after three ticks'
+/// time for a tick under way to finish.
 async fn idle_ticks(runtime: &wasmop::runtime::Runtime) -> u64 {
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::sleep(EPOCH_TICK * 3).await;
     let before = runtime.epoch_ticks();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(EPOCH_TICK * 10).await;
     runtime.epoch_ticks() - before
 }
 

@@ -36,8 +36,11 @@ use crate::runtime::wrap::Wrap;
 use wasmop_contract::policy::Ceiling;
 
 /// How often the epoch advances while a guest call is in flight: the granularity of timeouts and
-/// of yields of busy guests.
-pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+/// of yields of busy guests. A call is in flight while it waits on the apiserver too, so under load
+/// the ticker runs all the time: at 1 ms it took a tenth of the host's CPU converging 5,000
+/// WebApps (`make bench-profile`); timeouts are seconds, and 10 ms between yields keeps a busy
+/// guest from holding a runtime thread for longer than a tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The most elements one guest table may hold. A Go component built with client-go's types
 /// (controller-runtime's API) has a function table of ~29,000 entries, past wasmtime's default
@@ -335,9 +338,9 @@ mod tests {
 
     /// Waits out the tick that may be under way, then reads the ticks over many ticks' time.
     fn ticks_over_a_while(runtime: &Runtime) -> (u64, u64) {
-        std::thread::sleep(EPOCH_TICK * 20);
+        std::thread::sleep(EPOCH_TICK * 3);
         let before = runtime.epoch_ticks();
-        std::thread::sleep(EPOCH_TICK * 100);
+        std::thread::sleep(EPOCH_TICK * 20);
         (before, runtime.epoch_ticks())
     }
 

@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context;
 use futures::future::try_join_all;
 use serde::Serialize;
 
@@ -41,7 +40,7 @@ pub struct ConsolidationArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Host {
     /// One process per operator, of this comparator.
-    Processes(&'static str),
+    Processes(Comparator),
     /// N plugins in one wasmop host.
     Wasmop,
 }
@@ -49,7 +48,7 @@ enum Host {
 impl Host {
     fn name(self) -> &'static str {
         match self {
-            Host::Processes(key) => Comparator::by_key(key).map_or(key, |c| c.name),
+            Host::Processes(comparator) => comparator.name,
             Host::Wasmop => "wasmop + Rust",
         }
     }
@@ -57,8 +56,8 @@ impl Host {
 
 /// The ways of running N operators, the baseline first.
 const HOSTS: [Host; 3] = [
-    Host::Processes("controller-runtime"),
-    Host::Processes("kube-rs"),
+    Host::Processes(comparator::ALL[0]),
+    Host::Processes(comparator::ALL[1]),
     Host::Wasmop,
 ];
 
@@ -100,13 +99,8 @@ fn plugin(i: usize) -> String {
     format!("webapp-{i:02}")
 }
 
-/// Runs every N for every host, writes `consolidation.{md,json}` to `out` and returns the table.
-pub async fn run(
-    repo: &Path,
-    logs: &Path,
-    out: &Path,
-    args: &ConsolidationArgs,
-) -> anyhow::Result<String> {
+/// Runs every N for every host.
+pub async fn run(repo: &Path, logs: &Path, args: &ConsolidationArgs) -> anyhow::Result<Vec<Run>> {
     let most = args.operators.iter().copied().max().unwrap_or(0);
     let variants = build_variants(repo, most).await?;
     let crds = write_crds(repo, logs, most)?;
@@ -132,15 +126,7 @@ pub async fn run(
             runs.push(run);
         }
     }
-    let table = markdown(&runs);
-    std::fs::create_dir_all(out)?;
-    let header = format!("Measured by `make bench` on {}.\n\n", crate::machine());
-    std::fs::write(out.join("consolidation.md"), format!("{header}{table}"))?;
-    std::fs::write(
-        out.join("consolidation.json"),
-        serde_json::to_string_pretty(&runs)?,
-    )?;
-    Ok(table)
+    Ok(runs)
 }
 
 /// What every run needs: programs, CRDs, plugin builds and wasmop's compile cache.
@@ -227,8 +213,8 @@ impl Setup<'_> {
                 let log = self.logs.join(format!("{}.log", name(0)));
                 Ok(vec![Operator::start(command, &log, &name(0))?])
             }
-            Host::Processes(key) => {
-                let comparator = Comparator::by_key(key).context("a known comparator")?;
+            Host::Processes(comparator) => {
+                let key = comparator.key();
                 let mut operators = Vec::new();
                 for (i, namespace) in namespaces.iter().enumerate() {
                     let mut command = comparator.command(self.repo, kubeconfig, namespace)?;

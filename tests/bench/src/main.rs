@@ -276,6 +276,25 @@ async fn converges(
     Ok(runs)
 }
 
+/// Prints `table` and writes it to `<out>/<stem>.md` under a line naming the machine, with `runs`
+/// as `<stem>.json`.
+fn write_table(
+    out: &Path,
+    stem: &str,
+    table: &str,
+    runs: &impl serde::Serialize,
+) -> anyhow::Result<()> {
+    println!("{table}");
+    std::fs::create_dir_all(out)?;
+    let header = format!("Measured by `make bench` on {}.\n\n", machine());
+    std::fs::write(out.join(format!("{stem}.md")), format!("{header}{table}"))?;
+    std::fs::write(
+        out.join(format!("{stem}.json")),
+        serde_json::to_string_pretty(runs)?,
+    )?;
+    Ok(())
+}
+
 fn write(out: &Path, results: &Results, table: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     let header = format!("Measured by `make bench` on {}.\n", results.machine);
@@ -302,24 +321,14 @@ async fn main() -> anyhow::Result<()> {
         Some(Mode::Soak(soak)) => return soak::run(&repo, &logs, soak).await,
         Some(Mode::Shards(shards)) => return shards::run(&repo, &logs, shards).await,
         Some(Mode::Consolidation(consolidation)) => {
-            let out = repo.join(&args.out);
-            let table = consolidation::run(&repo, &logs, &out, consolidation).await?;
-            println!("{table}");
-            return Ok(());
+            let runs = consolidation::run(&repo, &logs, consolidation).await?;
+            let table = consolidation::markdown(&runs);
+            return write_table(&repo.join(&args.out), "consolidation", &table, &runs);
         }
         Some(Mode::Admission { requests }) => {
             let rows = admission::run(&repo, &logs, *requests).await?;
             let table = admission::markdown(&rows);
-            println!("{table}");
-            let out = repo.join(&args.out);
-            std::fs::create_dir_all(&out)?;
-            let header = format!("Measured by `make bench` on {}.\n\n", machine());
-            std::fs::write(out.join("admission.md"), format!("{header}{table}"))?;
-            std::fs::write(
-                out.join("admission.json"),
-                serde_json::to_string_pretty(&rows)?,
-            )?;
-            return Ok(());
+            return write_table(&repo.join(&args.out), "admission", &table, &rows);
         }
         None => {}
     }

@@ -29,7 +29,10 @@ fn main() -> anyhow::Result<()> {
         _ => init_logging(LogFormat::Text),
     }
     if let Command::CompileWorker(args) = &cli.command {
-        return Ok(wasmop::runtime::run_worker(args.memory_limit)?);
+        return Ok(wasmop::runtime::run_worker(
+            args.memory_limit,
+            args.compiler,
+        )?);
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     match cli.command {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use common::{LIMIT, configmap, load, runtime};
 use wasmop::contract::object::{GroupVersionKind, ObjectKey};
 use wasmop::runtime::{
-    DispatchError, EPOCH_TICK, InstanceMode, Outcome, PluginOptions, Runtime, RuntimeConfig,
-    TrapKind,
+    Backend, CompileIn, CompileWorker, DispatchError, EPOCH_TICK, InstanceMode, Outcome,
+    PluginOptions, Runtime, RuntimeConfig, TrapKind,
 };
 use wasmop_envtest::within;
 
@@ -31,6 +31,22 @@ async fn good_guest_still_works(runtime: &wasmop::runtime::Runtime) {
         seen["metadata"]["annotations"]["guest-good.wasmop.dev/seen"].is_string(),
         "{seen}"
     );
+}
+
+/// The memory hog, capped at 16 MiB, traps at its cap and never holds more.
+async fn hog_traps_at_its_cap(runtime: &Runtime) {
+    let options = PluginOptions {
+        memory_limit: 16 << 20,
+        ..PluginOptions::default()
+    };
+    let (hog, _host) = load(runtime, "guest-hog", options).await;
+    let (kind, message) = trapped(hog.reconcile(&key()).await);
+    assert_eq!(kind, TrapKind::Memory, "{message}");
+    assert!(
+        message.contains("over its limit of 16777216 bytes"),
+        "{message}"
+    );
+    assert!(hog.memory_high_water() <= 16 << 20);
 }
 
 fn trapped(result: Result<Outcome, DispatchError>) -> (TrapKind, String) {
@@ -59,6 +75,32 @@ async fn a_looping_guest_is_interrupted_at_its_timeout() {
             started.elapsed()
         );
         good_guest_still_works(&runtime).await;
+    })
+    .await
+}
+
+/// Guests compiled by Cranelift in the compile worker meet the same walls as Winch's: a loop is
+/// interrupted at its timeout, a memory hog traps at its cap, and a good guest still reconciles.
+#[tokio::test]
+async fn the_cranelift_backend_keeps_loops_and_hogs_contained() {
+    within(LIMIT, "guests compiled by Cranelift", async {
+        let cache = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: cache.path().to_owned(),
+            compile: CompileIn::Child(CompileWorker {
+                program: env!("CARGO_BIN_EXE_wasmop").into(),
+                memory_limit: None,
+            }),
+            backend: Backend::Cranelift,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let (spin, _host) = load(&runtime, "guest-spin", PluginOptions::default()).await;
+        let (kind, message) = trapped(spin.reconcile(&key()).await);
+        assert_eq!(kind, TrapKind::Timeout, "{message}");
+        hog_traps_at_its_cap(&runtime).await;
+        good_guest_still_works(&runtime).await;
+        assert_eq!(runtime.cache_misses(), 3, "each guest compiled once");
     })
     .await
 }
@@ -94,18 +136,7 @@ async fn the_epoch_advances_only_while_a_guest_runs() {
 async fn a_guest_that_exhausts_its_memory_cap_traps_cleanly() {
     within(LIMIT, "the memory hog", async {
         let runtime = runtime();
-        let options = PluginOptions {
-            memory_limit: 16 << 20,
-            ..PluginOptions::default()
-        };
-        let (hog, _host) = load(&runtime, "guest-hog", options).await;
-        let (kind, message) = trapped(hog.reconcile(&key()).await);
-        assert_eq!(kind, TrapKind::Memory, "{message}");
-        assert!(
-            message.contains("over its limit of 16777216 bytes"),
-            "{message}"
-        );
-        assert!(hog.memory_high_water() <= 16 << 20);
+        hog_traps_at_its_cap(&runtime).await;
         good_guest_still_works(&runtime).await;
     })
     .await

@@ -9,7 +9,8 @@ use common::{LIMIT, component, runtime};
 use wasmop::contract::object::GroupVersionKind;
 use wasmop::contract::{Mapping, Verb};
 use wasmop::runtime::{
-    CompileIn, CompileWorker, PluginOptions, Runtime, RuntimeConfig, RuntimeError, WorkerError,
+    Backend, CompileIn, CompileWorker, PluginOptions, Runtime, RuntimeConfig, RuntimeError,
+    WorkerError,
 };
 use wasmop::testing::MemoryHost;
 use wasmop_envtest::within;
@@ -214,6 +215,33 @@ async fn a_compile_over_its_memory_limit_fails_that_load_and_leaves_nothing_cach
             "the child's artifact is not the one this process would make"
         );
     })
+    .await
+}
+
+#[tokio::test]
+async fn artifacts_of_one_backend_are_never_mapped_by_the_other() {
+    within(
+        LIMIT,
+        "Winch and Cranelift sharing a compile cache",
+        async {
+            let cache = tempfile::tempdir().unwrap();
+            let winch = compiling_in_children(cache.path(), None);
+            let cranelift = Runtime::new(RuntimeConfig {
+                cache_dir: cache.path().to_owned(),
+                backend: Backend::Cranelift,
+                ..RuntimeConfig::default()
+            })
+            .unwrap();
+            assert_ne!(winch.engine_fingerprint(), cranelift.engine_fingerprint());
+            common::load(&winch, "guest-good", PluginOptions::default()).await;
+            common::load(&cranelift, "guest-good", PluginOptions::default()).await;
+            assert_eq!((cranelift.cache_hits(), cranelift.cache_misses()), (0, 1));
+            assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
+            let restarted = compiling_in_children(cache.path(), None);
+            common::load(&restarted, "guest-good", PluginOptions::default()).await;
+            assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
+        },
+    )
     .await
 }
 

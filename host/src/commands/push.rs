@@ -4,7 +4,7 @@
 use anyhow::Context;
 use wasmop::config::PushArgs;
 use wasmop::plugins::oci::Precompiled;
-use wasmop::runtime::{Runtime, RuntimeConfig};
+use wasmop::runtime::{Backend, Runtime, RuntimeConfig};
 
 use super::{credentials, registries};
 
@@ -20,7 +20,7 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<()> {
     let auth = credentials(&args.credentials)?;
     let registries = registries(&args.registry, None).await?;
     let precompiled = match args.precompile {
-        true => Some(precompiled(&module).await?),
+        true => Some(precompiled(&module, args.compiler).await?),
         false => None,
     };
     eprintln!(
@@ -40,11 +40,12 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `module` compiled ahead of time by an engine of this build's default settings.
-async fn precompiled(module: &[u8]) -> anyhow::Result<Precompiled> {
+/// `module` compiled ahead of time by `backend` on an engine of this build's settings.
+async fn precompiled(module: &[u8], backend: Backend) -> anyhow::Result<Precompiled> {
     let cache = tempfile::tempdir()?;
     let config = RuntimeConfig {
         cache_dir: cache.path().to_owned(),
+        backend,
         ..RuntimeConfig::default()
     };
     let runtime = Runtime::new(config)?;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::namespace;
+use crate::runtime::Backend;
 
 /// How registries are reached (`wasmop run`, `push` and `pull`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -39,6 +40,9 @@ pub struct PushArgs {
     /// (`wasmop sign`).
     #[arg(long)]
     pub precompile: bool,
+    /// What compiles the precompiled component: the `--compiler` of the hosts that will use it.
+    #[arg(long, default_value = "winch", requires = "precompile")]
+    pub compiler: Backend,
     /// How the registry is reached.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -90,6 +94,9 @@ pub struct CompileWorkerArgs {
     /// The most memory the compile may allocate, in bytes.
     #[arg(long)]
     pub memory_limit: Option<u64>,
+    /// What compiles it: the host's `--compiler`.
+    #[arg(long, default_value = "winch")]
+    pub compiler: Backend,
 }
 
 /// Options of `wasmop rbac`.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::cache::Namespaces;
 use crate::http::SecureServing;
+use crate::runtime::Backend;
 use wasmop_contract::Ceiling;
 
 use super::{
@@ -57,6 +58,12 @@ pub struct RunArgs {
     /// needs more fails that plugin's load. Unlimited (up to the host's own limit) when absent.
     #[arg(long, env = "WASMOP_COMPILE_MEMORY_LIMIT", value_parser = bytes, conflicts_with = "compile_in_process")]
     pub compile_memory_limit: Option<usize>,
+    /// What compiles plugins: `winch`, the baseline compiler, which compiles a large plugin in a
+    /// tenth of Cranelift's time and memory, or `cranelift`, whose code takes less CPU (for
+    /// plugins pushed precompiled with `wasmop push --precompile --compiler cranelift`, or a
+    /// compile memory limit of ~1 GiB). Compiled components of one are never used by the other.
+    #[arg(long, env = "WASMOP_COMPILER", default_value = "winch")]
+    pub compiler: Backend,
     /// The most linear memory all plugins' instances may hold together; a guest that would grow
     /// past it traps (a memory trap naming the plugin), as past its own `--memory-limit`.
     /// Unbounded when absent: set it below the host's own memory limit.

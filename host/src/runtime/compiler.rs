@@ -22,7 +22,7 @@ use wasmtime::component::Component;
 
 use crate::runtime::Runtime;
 use crate::runtime::artifacts::Artifacts;
-use crate::runtime::engine::compilation_config;
+use crate::runtime::engine::{Backend, compilation_config};
 
 /// The subcommand of this binary that compiles one component from stdin to stdout.
 pub const WORKER_COMMAND: &str = "compile-worker";
@@ -107,6 +107,7 @@ pub(crate) struct Compiler {
     pub(crate) engine: Engine,
     pub(crate) artifacts: Arc<Artifacts>,
     pub(crate) place: CompileIn,
+    pub(crate) backend: Backend,
 }
 
 impl Compiler {
@@ -120,8 +121,8 @@ impl Compiler {
     /// Compiles `bytes` where this compiler compiles, writing the artifact to `out`.
     fn artifact(&self, bytes: &[u8], out: &mut dyn Write) -> wasmtime::Result<()> {
         match &self.place {
-            CompileIn::Process => Ok(out.write_all(&precompile(bytes)?)?),
-            CompileIn::Child(worker) => Ok(worker.compile(bytes, out)?),
+            CompileIn::Process => Ok(out.write_all(&precompile(bytes, self.backend)?)?),
+            CompileIn::Child(worker) => Ok(worker.compile(bytes, self.backend, out)?),
         }
     }
 }
@@ -168,16 +169,25 @@ impl Runtime {
     }
 }
 
-/// The artifact of `bytes`, compiled on a throwaway engine of the runtime's settings.
-fn precompile(bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
-    Engine::new(&compilation_config())?.precompile_component(bytes)
+/// The artifact of `bytes`, compiled by `backend` on a throwaway engine of the runtime's settings.
+fn precompile(bytes: &[u8], backend: Backend) -> wasmtime::Result<Vec<u8>> {
+    Engine::new(&compilation_config(backend))?.precompile_component(bytes)
 }
 
 impl CompileWorker {
-    /// Compiles `bytes` in a child process, streaming the artifact it writes into `out`.
-    fn compile(&self, bytes: &[u8], out: &mut dyn Write) -> Result<(), WorkerError> {
+    /// Compiles `bytes` with `backend` in a child process, streaming the artifact it writes into
+    /// `out`.
+    fn compile(
+        &self,
+        bytes: &[u8],
+        backend: Backend,
+        out: &mut dyn Write,
+    ) -> Result<(), WorkerError> {
         let mut command = Command::new(&self.program);
-        command.arg(WORKER_COMMAND);
+        command
+            .arg(WORKER_COMMAND)
+            .arg("--compiler")
+            .arg(backend.name());
         if let Some(limit) = self.memory_limit {
             command.arg("--memory-limit").arg(limit.to_string());
         }
@@ -246,8 +256,8 @@ fn tail(text: &str) -> &str {
 }
 
 /// The body of `wasmop compile-worker`: volunteers for the out-of-memory killer, takes on
-/// `memory_limit`, and compiles the component on stdin into the artifact on stdout.
-pub fn run_worker(memory_limit: Option<u64>) -> std::io::Result<()> {
+/// `memory_limit`, and compiles the component on stdin with `backend` into the artifact on stdout.
+pub fn run_worker(memory_limit: Option<u64>, backend: Backend) -> std::io::Result<()> {
     if let Err(error) = std::fs::write("/proc/self/oom_score_adj", "1000") {
         tracing::warn!("the compiler cannot volunteer for the out-of-memory killer: {error}");
     }
@@ -260,7 +270,8 @@ pub fn run_worker(memory_limit: Option<u64>) -> std::io::Result<()> {
     }
     let mut bytes = Vec::new();
     std::io::stdin().lock().read_to_end(&mut bytes)?;
-    let artifact = precompile(&bytes).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    let artifact =
+        precompile(&bytes, backend).map_err(|e| std::io::Error::other(format!("{e:#}")))?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&artifact)?;
     stdout.flush()?;

@@ -3,13 +3,16 @@
 //! ticker thread that runs only while a guest call is in flight (an idle host never wakes for
 //! it), and compiled components from the on-disk compile cache, so a restart does not recompile.
 //!
-//! Guest code is compiled by Winch, wasmtime's single-pass baseline compiler, not Cranelift: a
-//! first start must compile inside the pod's memory limit, and Cranelift's register allocator
-//! needs hundreds of MiB for one large function (a cold start of the serde-heavy Rust `webapp`
-//! peaked at 700 MB, against 70 MB and a tenth of the time with Winch). Winch's code is slower
-//! where a guest computes, which a reconcile seldom does; `SinglePass` register allocation
-//! would also fit but wasmtime leaves it outside its security support, and fewer threads, a
-//! lower opt level or no address map save little.
+//! Guest code is compiled by Winch, wasmtime's single-pass baseline compiler, unless the operator
+//! chooses Cranelift ([`Backend`]): a first start must compile inside the pod's memory limit, and
+//! Cranelift's register allocator needs hundreds of MiB for one large function (a cold start of
+//! the serde-heavy Rust `webapp` peaked at 700 MB, against 70 MB and a tenth of the time with
+//! Winch). Winch's code is slower (converging 5,000 WebApps took the host about a quarter more
+//! CPU than with Cranelift's), so Cranelift suits plugins that arrive precompiled or a compile
+//! memory limit that fits it; `SinglePass` register allocation would fit but wasmtime leaves it
+//! outside its security support, and fewer threads, a lower opt level or no address map save
+//! little. The backend is part of the compilation settings: artifacts of one are never mapped by
+//! an engine of the other.
 //!
 //! Components are compiled on a short-lived second engine with the same compilation settings, in
 //! this process or a child ([`CompileIn`]), and handed to the long-lived engine as artifacts of
@@ -48,6 +51,38 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// only as the table fills.
 const TABLE_ELEMENTS: usize = 100_000;
 
+/// Which of wasmtime's compilers turns guest code into machine code (see the module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// The single-pass baseline compiler: a tenth of Cranelift's compile time and memory.
+    #[default]
+    Winch,
+    /// The optimising compiler: faster code, and a large plugin's compile needs ~700 MiB.
+    Cranelift,
+}
+
+impl Backend {
+    /// The name the command line and the compile worker use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Winch => "winch",
+            Backend::Cranelift => "cranelift",
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "winch" => Ok(Backend::Winch),
+            "cranelift" => Ok(Backend::Cranelift),
+            other => Err(format!("no compiler {other:?}: winch or cranelift")),
+        }
+    }
+}
+
 /// Settings of the runtime as a whole.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -61,6 +96,8 @@ pub struct RuntimeConfig {
     pub ceiling: Ceiling,
     /// Where components are compiled.
     pub compile: CompileIn,
+    /// What compiles them.
+    pub backend: Backend,
     /// The most linear memory all guest instances may hold together, in bytes; unbounded when
     /// absent.
     pub guest_memory: Option<usize>,
@@ -76,6 +113,7 @@ impl Default for RuntimeConfig {
             max_memory: wasmop_contract::MAX_MEMORY,
             ceiling: Ceiling::default(),
             compile: CompileIn::Process,
+            backend: Backend::default(),
             guest_memory: None,
             wrap: None,
         }
@@ -98,8 +136,8 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the engine and linker and starts the epoch ticker.
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
-        let engine =
-            Engine::new(&pooled(compilation_config(), &config)).map_err(RuntimeError::Engine)?;
+        let engine = Engine::new(&pooled(compilation_config(config.backend), &config))
+            .map_err(RuntimeError::Engine)?;
         let artifacts = Arc::new(Artifacts::open(&config.cache_dir, &engine)?);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(RuntimeError::Engine)?;
@@ -112,6 +150,7 @@ impl Runtime {
                 engine: engine.clone(),
                 artifacts,
                 place: config.compile.clone(),
+                backend: config.backend,
             },
             engine,
             guest_memory: Arc::new(GuestMemory::new(config.guest_memory)),
@@ -189,14 +228,17 @@ impl Drop for Reservation {
     }
 }
 
-/// Everything that decides the compiled code; both engines must agree on it. Winch, not
-/// Cranelift: see the module doc.
-pub(crate) fn compilation_config() -> Config {
+/// Everything that decides the compiled code; both engines must agree on it.
+pub(crate) fn compilation_config(backend: Backend) -> Config {
+    let strategy = match backend {
+        Backend::Winch => Strategy::Winch,
+        Backend::Cranelift => Strategy::Cranelift,
+    };
     let mut config = Config::new();
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
-        .strategy(Strategy::Winch);
+        .strategy(strategy);
     config
 }
 
@@ -307,6 +349,15 @@ mod tests {
             ..RuntimeConfig::default()
         })
         .unwrap()
+    }
+
+    #[test]
+    fn backends_are_named_as_the_command_line_names_them() {
+        for backend in [Backend::Winch, Backend::Cranelift] {
+            assert_eq!(backend.name().parse::<Backend>(), Ok(backend));
+        }
+        let refused = "llvm".parse::<Backend>().unwrap_err();
+        assert!(refused.contains("winch or cranelift"), "{refused}");
     }
 
     #[test]

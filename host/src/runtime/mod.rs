@@ -31,7 +31,7 @@ mod wrap;
 pub use artifacts::{CACHE_LIMIT, default_cache_dir, written_back};
 pub use clock::{HostClock, SetClock, frozen_at};
 pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
-pub use engine::{EPOCH_TICK, Runtime, RuntimeConfig};
+pub use engine::{Backend, EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
 pub use host::MemoryLimitExceeded;
 pub use instances::InstanceMode;

@@ -29,7 +29,7 @@ pub struct Comparator {
 }
 
 /// Every comparator, the baseline (controller-runtime) first.
-pub const ALL: [Comparator; 7] = [
+pub const ALL: [Comparator; 8] = [
     Comparator {
         name: "controller-runtime",
         runner: Runner::ControllerRuntime,
@@ -47,6 +47,11 @@ pub const ALL: [Comparator; 7] = [
     Comparator {
         name: "wasmop + Rust, compiling in process",
         runner: Runner::Wasmop(&["webapp.wasm"], &["--compile-in-process"]),
+    },
+    // As above, with guest code compiled by Cranelift rather than Winch (`--compiler cranelift`).
+    Comparator {
+        name: "wasmop + Rust, Cranelift",
+        runner: Runner::Wasmop(&["webapp.wasm"], &["--compiler", "cranelift"]),
     },
     Comparator {
         name: "wasmop + Python",
@@ -93,7 +98,7 @@ pub const TEN_PLUGINS: Comparator = Comparator {
 impl Comparator {
     /// The comparator whose name, lowercased with every run of other characters than letters
     /// and digits made one `-`, is `key` (`controller-runtime`, `kube-rs`, `wasmop-rust`,
-    /// `wasmop-rust-compiling-in-process`, `wasmop-python`,
+    /// `wasmop-rust-compiling-in-process`, `wasmop-rust-cranelift`, `wasmop-python`,
     /// `wasmop-go-controller-runtime-api-4-warm-instances`, `kopf`).
     pub fn by_key(key: &str) -> Option<Comparator> {
         ALL.into_iter().find(|c| c.key() == key)
@@ -217,6 +222,7 @@ mod tests {
                 "kube-rs",
                 "wasmop-rust",
                 "wasmop-rust-compiling-in-process",
+                "wasmop-rust-cranelift",
                 "wasmop-python",
                 "wasmop-go-controller-runtime-api-4-warm-instances",
                 "kopf"

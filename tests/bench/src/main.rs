@@ -51,14 +51,14 @@ struct Args {
     #[arg(long, env = "WASMOP_BENCH_REPEATS_AT_LARGEST", default_value_t = 1)]
     repeats_at_largest: usize,
     /// The operators that also converge the largest size: two minutes or more each for 5,000
-    /// on 2 cores (kopf five to six), so by default only wasmop + Rust and the native operators
-    /// it is measured against run it.
+    /// on 2 cores (kopf five to six), so by default only wasmop + Rust (with each compiler) and
+    /// the native operators it is measured against run it.
     #[arg(
         long,
         env = "WASMOP_BENCH_LARGEST",
         value_delimiter = ',',
         value_parser = comparator,
-        default_value = "controller-runtime,kube-rs,wasmop-rust"
+        default_value = "controller-runtime,kube-rs,wasmop-rust,wasmop-rust-cranelift"
     )]
     largest: Vec<Comparator>,
     /// Runs of kopf at each size: its times lie far from every other operator's (2.5x

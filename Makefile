@@ -72,7 +72,8 @@ bench-large: control-plane guests
 	tests/bench/controller-runtime/build
 	time target/release/wasmop-bench --converge-only --sizes 20000 --repeats 1 \
 	  --only controller-runtime,kube-rs,wasmop-rust --out tests/bench/results/large
-	time target/release/wasmop-bench shards
+	time target/release/wasmop-bench shards --out tests/bench/results/large
+	tests/bench/chart tests/bench/results/large
 
 # Flame graphs of the operators converging 5,000 WebApps (perf record at 499 Hz), drawn with
 # inferno (installed with cargo on first use).

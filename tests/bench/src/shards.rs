@@ -8,8 +8,10 @@
 //! place) under a steady churn of changes, and a replica killed with SIGKILL, timed until its
 //! WebApps are reassigned, against the member Lease's duration; every reconcile of every replica
 //! is recorded (replica, key, start, end; written to `shards-record.csv` beside the logs) and
-//! checked for a key on two replicas at once.
+//! checked for a key on two replicas at once. The table and its figures are written to
+//! `shards.md` and `shards.json` in `--out` (the chart script draws them).
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
+use serde::Serialize;
 use serde_json::json;
 use wasmop_envtest::record;
 
@@ -45,9 +48,13 @@ pub struct ShardsArgs {
     /// larger sizes: no rolling restart, kill or takeover.
     #[arg(long)]
     converge_only: bool,
+    /// Where `shards.md` and `shards.json` are written.
+    #[arg(long, default_value = "tests/bench/results")]
+    out: PathBuf,
 }
 
 /// One replica's cost while the WebApps converged.
+#[derive(Serialize)]
 struct Cost {
     name: String,
     idle_rss: f64,
@@ -100,7 +107,15 @@ pub async fn run(repo: &Path, logs: &Path, args: &ShardsArgs) -> anyhow::Result<
         converge(&cluster, &three, &names, args.webapps).await?;
     let apps = load::webapps(cluster.client(), &three.namespace);
     let balance = replicas::owners(&apps).await?;
-    print_costs(&single, &sharded, (single_seconds, sharded_seconds));
+    let table = costs_table(&single, &sharded, (single_seconds, sharded_seconds));
+    println!("{table}");
+    write_results(
+        &repo.join(&args.out),
+        &table,
+        &single,
+        &sharded,
+        (single_seconds, sharded_seconds),
+    )?;
     println!(
         "WebApps per member: {:?}",
         balance.values().collect::<Vec<_>>()
@@ -173,14 +188,20 @@ async fn wait_for_leases(cluster: &Cluster, namespace: &str, count: usize) -> an
     }
 }
 
-fn print_costs(single: &[Cost], sharded: &[Cost], (single_seconds, sharded_seconds): (f64, f64)) {
+/// The Markdown table of the replicas' costs, the single replica's first, and the convergence
+/// times below it.
+fn costs_table(
+    single: &[Cost],
+    sharded: &[Cost],
+    (single_seconds, sharded_seconds): (f64, f64),
+) -> String {
     let base = &single[0];
-    println!(
-        "\n| replica | idle RSS MiB | peak RSS MiB | peak vs one | file-backed MiB | CPU s | CPU vs one |"
+    let mut out = String::from(
+        "| replica | idle RSS MiB | peak RSS MiB | peak vs one | file-backed MiB | CPU s | CPU vs one |\n|---|---|---|---|---|---|---|\n",
     );
-    println!("|---|---|---|---|---|---|---|");
     for cost in single.iter().chain(sharded) {
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {:.0} | {:.0} | {:.0} % | {:.1} | {:.1} | {:.0} % |",
             cost.name,
             cost.idle_rss,
@@ -192,11 +213,37 @@ fn print_costs(single: &[Cost], sharded: &[Cost], (single_seconds, sharded_secon
         );
     }
     let total: f64 = sharded.iter().map(|c| c.cpu_seconds).sum();
-    println!(
-        "converged in {single_seconds:.1} s by one replica, {sharded_seconds:.1} s by {} \
+    let _ = write!(
+        out,
+        "\nconverged in {single_seconds:.1} s by one replica, {sharded_seconds:.1} s by {} \
          ({total:.1} CPU s together)",
         sharded.len()
     );
+    out
+}
+
+/// Writes `table` to `shards.md` and the costs behind it to `shards.json` in `dir`.
+fn write_results(
+    dir: &Path,
+    table: &str,
+    single: &[Cost],
+    sharded: &[Cost],
+    (single_seconds, sharded_seconds): (f64, f64),
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("shards.md"), format!("{table}\n"))?;
+    let figures = json!({
+        "single": single,
+        "sharded": sharded,
+        "single_seconds": single_seconds,
+        "sharded_seconds": sharded_seconds,
+    });
+    std::fs::write(
+        dir.join("shards.json"),
+        serde_json::to_string_pretty(&figures)?,
+    )?;
+    eprintln!("[shards] wrote {}", dir.join("shards.md").display());
+    Ok(())
 }
 
 /// Restarts every replica of `live` in turn under churn: SIGTERM, its WebApps move to the

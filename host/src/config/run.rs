@@ -59,9 +59,10 @@ pub struct RunArgs {
     #[arg(long, env = "WASMOP_COMPILE_MEMORY_LIMIT", value_parser = bytes, conflicts_with = "compile_in_process")]
     pub compile_memory_limit: Option<usize>,
     /// What compiles plugins: `winch`, the baseline compiler, which compiles a large plugin in a
-    /// tenth of Cranelift's time and memory, or `cranelift`, whose code takes less CPU (for
-    /// plugins pushed precompiled with `wasmop push --precompile --compiler cranelift`, or a
-    /// compile memory limit of ~1 GiB). Compiled components of one are never used by the other.
+    /// tenth of Cranelift's time and memory, or `cranelift`, wasmtime's default and most-fuzzed
+    /// backend (for plugins pushed precompiled with `wasmop push --precompile --compiler
+    /// cranelift`, or a compile memory limit of ~1 GiB). Compiled components of one are never
+    /// used by the other.
     #[arg(long, env = "WASMOP_COMPILER", default_value = "winch")]
     pub compiler: Backend,
     /// The most linear memory all plugins' instances may hold together; a guest that would grow

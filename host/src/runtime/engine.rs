@@ -7,9 +7,10 @@
 //! chooses Cranelift ([`Backend`]): a first start must compile inside the pod's memory limit, and
 //! Cranelift's register allocator needs hundreds of MiB for one large function (a cold start of
 //! the serde-heavy Rust `webapp` peaked at 700 MB, against 70 MB and a tenth of the time with
-//! Winch). Winch's code is slower (converging 5,000 WebApps took the host about a quarter more
-//! CPU than with Cranelift's), so Cranelift suits plugins that arrive precompiled or a compile
-//! memory limit that fits it; `SinglePass` register allocation would fit but wasmtime leaves it
+//! Winch). Winch's code is slower where a guest computes, which a reconcile seldom does
+//! (`make bench` finds no difference in the host's CPU converging `webapp`'s WebApps); Cranelift
+//! is wasmtime's default and most-fuzzed backend, for plugins that arrive precompiled or a compile
+//! memory limit that fits it. `SinglePass` register allocation would fit but wasmtime leaves it
 //! outside its security support, and fewer threads, a lower opt level or no address map save
 //! little. The backend is part of the compilation settings: artifacts of one are never mapped by
 //! an engine of the other.
@@ -57,7 +58,7 @@ pub enum Backend {
     /// The single-pass baseline compiler: a tenth of Cranelift's compile time and memory.
     #[default]
     Winch,
-    /// The optimising compiler: faster code, and a large plugin's compile needs ~700 MiB.
+    /// The optimising compiler, wasmtime's default: a large plugin's compile needs ~700 MiB.
     Cranelift,
 }
 

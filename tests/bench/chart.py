@@ -9,12 +9,14 @@ shards.png from shards.json (each replica's memory and CPU beside the single rep
 import json
 import statistics
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import matplotlib.ticker  # noqa: E402
 
 PANELS = [
     ("seconds", "time to converge (s, log scale)", "log"),
@@ -51,7 +53,7 @@ def draw(results, out):
     runs = results["converge"]
     comparators = results["comparators"]
     sizes = sorted({r["webapps"] for r in runs})
-    fig, axes = plt.subplots(1, len(PANELS) + 1, figsize=(5 * (len(PANELS) + 1), 4.2))
+    fig, axes = plt.subplots(1, len(PANELS) + 1, figsize=(5 * (len(PANELS) + 1), 5))
     width = 0.8 / len(comparators)
     for ax, (field, title, scale) in zip(axes, PANELS):
         for i, comparator in enumerate(comparators):
@@ -60,11 +62,15 @@ def draw(results, out):
         ax.set_xticks(range(len(sizes)), [f"{size:,} WebApps" for size in sizes])
         ax.set_title(title)
         ax.set_yscale(scale)
+        plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
         ax.grid(axis="y", alpha=0.3)
     curve(axes[-1], results)
-    axes[0].legend()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle(f"webapp operators on one kube-apiserver — {results['machine']}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(out, dpi=110)
 
 
@@ -103,7 +109,8 @@ def grouped(ax, labels, series, title, unit):
         xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(labels))]
         bars = ax.bar(xs, [0 if v is None else v for v in values], width, label=name)
         ax.bar_label(bars, [("" if v is None else f"{v:.{unit}f}") for v in values], fontsize=7)
-    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
+    wrapped = [textwrap.fill(label, 16) for label in labels]
+    ax.set_xticks(range(len(labels)), wrapped, fontsize=7)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
@@ -132,7 +139,7 @@ def startup(results, out):
     def idle(name, field):
         return median_of([r for r in converge if r["comparator"] == name and r["webapps"] == smallest], field)
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, axes = plt.subplots(3, 1, figsize=(13, 13))
     grouped(axes[0], names, [
         ("compile cache warm", [start(n, "warm", "ready_seconds") for n in names]),
         ("empty", [start(n, "cold", "ready_seconds") for n in names]),

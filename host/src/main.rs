@@ -31,7 +31,7 @@ fn main() -> anyhow::Result<()> {
     if let Command::CompileWorker(args) = &cli.command {
         return Ok(wasmop::runtime::run_worker(
             args.memory_limit,
-            args.compiler,
+            commands::backend(args.compiler),
         )?);
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;

@@ -15,8 +15,17 @@ use std::path::Path;
 
 use anyhow::Context;
 use oci_client::secrets::RegistryAuth;
-use wasmop::config::{CredentialArgs, RegistryArgs};
+use wasmop::config::{Compiler, CredentialArgs, RegistryArgs};
 use wasmop::plugins::oci::{Registries, Store};
+use wasmop::runtime::Backend;
+
+/// The runtime's backend for the command line's `--compiler`.
+pub(crate) fn backend(compiler: Compiler) -> Backend {
+    match compiler {
+        Compiler::Winch => Backend::Winch,
+        Compiler::Cranelift => Backend::Cranelift,
+    }
+}
 
 /// The kubeconfig given, else in-cluster configuration or the default kubeconfig.
 pub(crate) async fn connect(

@@ -20,7 +20,7 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<()> {
     let auth = credentials(&args.credentials)?;
     let registries = registries(&args.registry, None).await?;
     let precompiled = match args.precompile {
-        true => Some(precompiled(&module, args.compiler).await?),
+        true => Some(precompiled(&module, super::backend(args.compiler)).await?),
         false => None,
     };
     eprintln!(

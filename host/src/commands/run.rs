@@ -154,7 +154,7 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
                 .unwrap_or_else(wasmop::runtime::default_cache_dir),
             ceiling: args.ceiling.clone(),
             compile: compile_in(args),
-            backend: args.compiler,
+            backend: super::backend(args.compiler),
             guest_memory: args.guest_memory_budget,
             wrap: args
                 .limits

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use super::namespace;
-use crate::runtime::Backend;
 
 /// How registries are reached (`wasmop run`, `push` and `pull`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -41,8 +40,8 @@ pub struct PushArgs {
     #[arg(long)]
     pub precompile: bool,
     /// What compiles the precompiled component: the `--compiler` of the hosts that will use it.
-    #[arg(long, default_value = "winch", requires = "precompile")]
-    pub compiler: Backend,
+    #[arg(long, value_enum, default_value = "winch", requires = "precompile")]
+    pub compiler: Compiler,
     /// How the registry is reached.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -88,6 +87,15 @@ pub struct SignArgs {
     pub credentials: CredentialArgs,
 }
 
+/// Which of wasmtime's compilers turns plugins into machine code (`--compiler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Compiler {
+    /// The baseline compiler: a large plugin in a tenth of Cranelift's time and memory.
+    Winch,
+    /// wasmtime's default, optimising compiler: its most-fuzzed backend.
+    Cranelift,
+}
+
 /// Options of `wasmop compile-worker`, the child process a plugin is compiled in.
 #[derive(Debug, clap::Args)]
 pub struct CompileWorkerArgs {
@@ -95,8 +103,8 @@ pub struct CompileWorkerArgs {
     #[arg(long)]
     pub memory_limit: Option<u64>,
     /// What compiles it: the host's `--compiler`.
-    #[arg(long, default_value = "winch")]
-    pub compiler: Backend,
+    #[arg(long, value_enum, default_value = "winch")]
+    pub compiler: Compiler,
 }
 
 /// Options of `wasmop rbac`.

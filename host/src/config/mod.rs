@@ -26,8 +26,8 @@ mod run;
 mod webhook;
 
 pub use commands::{
-    CompileWorkerArgs, CredentialArgs, NewArgs, PluginsArgs, PullArgs, PushArgs, RbacArgs,
-    RegistryArgs, SignArgs, TestArgs,
+    CompileWorkerArgs, Compiler, CredentialArgs, NewArgs, PluginsArgs, PullArgs, PushArgs,
+    RbacArgs, RegistryArgs, SignArgs, TestArgs,
 };
 pub use limits::{GuestArgs, PluginLimits};
 pub use parse::{BindAddress, MAX_DURATION};

@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use crate::cache::Namespaces;
 use crate::http::SecureServing;
-use crate::runtime::Backend;
 use wasmop_contract::Ceiling;
 
 use super::{
-    BindAddress, ConfigError, PluginLimits, PluginOverrides, RegistryArgs, WebhookArgs, bytes,
-    duration, namespace,
+    BindAddress, Compiler, ConfigError, PluginLimits, PluginOverrides, RegistryArgs, WebhookArgs,
+    bytes, duration, namespace,
 };
 
 /// Options of `wasmop run`.
@@ -63,8 +62,8 @@ pub struct RunArgs {
     /// backend (for plugins pushed precompiled with `wasmop push --precompile --compiler
     /// cranelift`, or a compile memory limit of ~1 GiB). Compiled components of one are never
     /// used by the other.
-    #[arg(long, env = "WASMOP_COMPILER", default_value = "winch")]
-    pub compiler: Backend,
+    #[arg(long, env = "WASMOP_COMPILER", value_enum, default_value = "winch")]
+    pub compiler: Compiler,
     /// The most linear memory all plugins' instances may hold together; a guest that would grow
     /// past it traps (a memory trap naming the plugin), as past its own `--memory-limit`.
     /// Unbounded when absent: set it below the host's own memory limit.

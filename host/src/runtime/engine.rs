@@ -63,23 +63,11 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The name the command line and the compile worker use.
+    /// The name the compile worker's `--compiler` takes.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Winch => "winch",
             Backend::Cranelift => "cranelift",
-        }
-    }
-}
-
-impl std::str::FromStr for Backend {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Self, String> {
-        match name {
-            "winch" => Ok(Backend::Winch),
-            "cranelift" => Ok(Backend::Cranelift),
-            other => Err(format!("no compiler {other:?}: winch or cranelift")),
         }
     }
 }
@@ -350,15 +338,6 @@ mod tests {
             ..RuntimeConfig::default()
         })
         .unwrap()
-    }
-
-    #[test]
-    fn backends_are_named_as_the_command_line_names_them() {
-        for backend in [Backend::Winch, Backend::Cranelift] {
-            assert_eq!(backend.name().parse::<Backend>(), Ok(backend));
-        }
-        let refused = "llvm".parse::<Backend>().unwrap_err();
-        assert!(refused.contains("winch or cranelift"), "{refused}");
     }
 
     #[test]

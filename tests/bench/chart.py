@@ -25,10 +25,16 @@ PANELS = [
 ]
 
 
+def median_of(rows, field):
+    """The median of `field` over `rows`, or None when no row has it."""
+    values = [r[field] for r in rows if r.get(field) is not None]
+    return statistics.median(values) if values else None
+
+
 def medians(runs, comparator, size, field):
-    """The median of `field` over the runs of one operator at one size."""
-    values = [r[field] for r in runs if r["comparator"] == comparator and r["webapps"] == size]
-    return statistics.median(values) if values else 0.0
+    """The median of `field` over the runs of one operator at one size (0 for none)."""
+    rows = [r for r in runs if r["comparator"] == comparator and r["webapps"] == size]
+    return median_of(rows, field) or 0.0
 
 
 def curve(ax, results):
@@ -114,12 +120,6 @@ def grouped(ax, labels, series, title, unit):
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-
-
-def median_of(rows, field):
-    """The median of `field` over `rows`, or None when no row has it."""
-    values = [r[field] for r in rows if r.get(field) is not None]
-    return statistics.median(values) if values else None
 
 
 def startup(results, out):

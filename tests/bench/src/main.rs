@@ -278,7 +278,7 @@ async fn converges(
 
 /// Prints `table` and writes it to `<out>/<stem>.md` under a line naming the machine, with `runs`
 /// as `<stem>.json`.
-fn write_table(
+pub(crate) fn write_table(
     out: &Path,
     stem: &str,
     table: &str,

@@ -108,14 +108,13 @@ pub async fn run(repo: &Path, logs: &Path, args: &ShardsArgs) -> anyhow::Result<
     let apps = load::webapps(cluster.client(), &three.namespace);
     let balance = replicas::owners(&apps).await?;
     let table = costs_table(&single, &sharded, (single_seconds, sharded_seconds));
-    println!("{table}");
-    write_results(
-        &repo.join(&args.out),
-        &table,
-        &single,
-        &sharded,
-        (single_seconds, sharded_seconds),
-    )?;
+    let figures = json!({
+        "single": single,
+        "sharded": sharded,
+        "single_seconds": single_seconds,
+        "sharded_seconds": sharded_seconds,
+    });
+    crate::write_table(&repo.join(&args.out), "shards", &table, &figures)?;
     println!(
         "WebApps per member: {:?}",
         balance.values().collect::<Vec<_>>()
@@ -220,30 +219,6 @@ fn costs_table(
         sharded.len()
     );
     out
-}
-
-/// Writes `table` to `shards.md` and the costs behind it to `shards.json` in `dir`.
-fn write_results(
-    dir: &Path,
-    table: &str,
-    single: &[Cost],
-    sharded: &[Cost],
-    (single_seconds, sharded_seconds): (f64, f64),
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("shards.md"), format!("{table}\n"))?;
-    let figures = json!({
-        "single": single,
-        "sharded": sharded,
-        "single_seconds": single_seconds,
-        "sharded_seconds": sharded_seconds,
-    });
-    std::fs::write(
-        dir.join("shards.json"),
-        serde_json::to_string_pretty(&figures)?,
-    )?;
-    eprintln!("[shards] wrote {}", dir.join("shards.md").display());
-    Ok(())
 }
 
 /// Restarts every replica of `live` in turn under churn: SIGTERM, its WebApps move to the

@@ -12,7 +12,7 @@ help:
 	@echo "make image  the wasmop image as a docker-archive, built without a daemon: target/image/wasmop.tar"
 	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf, N operators in one host beside N processes"
 	@echo "make bench-profile  flame graphs of wasmop and kube-rs converging 5,000 WebApps (perf), into tests/bench/results/flamegraphs/"
-	@echo "make bench-large  20,000 WebApps for wasmop, kube-rs and controller-runtime, and one replica beside three sharding ones (about 25 minutes)"
+	@echo "make bench-large  20,000 WebApps for wasmop, kube-rs and controller-runtime, and one replica beside three sharding ones (about 45 minutes)"
 	@echo "make soak   half an hour of churn, hot swaps and a failover on 1,000 WebApps: memory and convergence checked"
 	@echo "make fuzz   the parsers of guest, apiserver and operator input fuzzed, FUZZ_SECONDS (default 30) per target"
 	@echo "make down   stop the demo's control plane"

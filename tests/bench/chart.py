@@ -19,9 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import matplotlib.ticker  # noqa: E402
 
 PANELS = [
-    ("seconds", "time to converge (s, log scale)", "log"),
-    ("cpu_seconds", "operator CPU (s, log scale)", "log"),
-    ("peak_rss", "operator peak RSS (MiB)", "linear"),
+    ("seconds", "time to converge (s)", True),
+    ("cpu_seconds", "operator CPU (s)", True),
+    ("peak_rss", "operator peak RSS (MiB)", False),
 ]
 
 
@@ -37,9 +37,15 @@ def medians(runs, comparator, size, field):
     return median_of(rows, field) or 0.0
 
 
+def warm_starts(results):
+    """The start-up runs with a warm compile cache and ConfigMaps to cache (none when only
+    convergence ran)."""
+    return [r for r in results.get("startup", []) if r["compile_cache"] == "warm" and r["objects"] > 0]
+
+
 def curve(ax, results):
     """Draws each operator's settled RSS against cached ConfigMaps (warm starts) on `ax`."""
-    starts = [r for r in results["startup"] if r["compile_cache"] == "warm" and r["objects"] > 0]
+    starts = warm_starts(results)
     counts = sorted({r["objects"] for r in starts})
     for comparator in results["comparators"]:
         rss = [
@@ -55,24 +61,32 @@ def curve(ax, results):
 
 
 def draw(results, out):
-    """Writes the chart of `results` to `out`."""
+    """Writes the chart of `results` to `out`: a log scale where sizes differ tenfold, a linear
+    one from zero with each bar's value for a single size, and the memory curve when start-ups
+    ran."""
     runs = results["converge"]
     comparators = results["comparators"]
     sizes = sorted({r["webapps"] for r in runs})
-    fig, axes = plt.subplots(1, len(PANELS) + 1, figsize=(5 * (len(PANELS) + 1), 5))
+    has_curve = bool(warm_starts(results))
+    panels = len(PANELS) + has_curve
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 5))
     width = 0.8 / len(comparators)
-    for ax, (field, title, scale) in zip(axes, PANELS):
+    for ax, (field, title, spans_sizes) in zip(axes, PANELS):
+        log = spans_sizes and len(sizes) > 1
         for i, comparator in enumerate(comparators):
             xs = [s + (i - (len(comparators) - 1) / 2) * width for s in range(len(sizes))]
-            ax.bar(xs, [medians(runs, comparator, size, field) for size in sizes], width, label=comparator)
+            bars = ax.bar(xs, [medians(runs, comparator, size, field) for size in sizes], width, label=comparator)
+            if len(sizes) == 1:
+                ax.bar_label(bars, fmt="%.1f", fontsize=8)
         ax.set_xticks(range(len(sizes)), [f"{size:,} WebApps" for size in sizes])
-        ax.set_title(title)
-        ax.set_yscale(scale)
+        ax.set_title(f"{title[:-1]}, log scale)" if log else title)
+        ax.set_yscale("log" if log else "linear")
         plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
         ax.yaxis.set_major_formatter(plain)
         ax.yaxis.set_minor_formatter(plain)
         ax.grid(axis="y", alpha=0.3)
-    curve(axes[-1], results)
+    if has_curve:
+        curve(axes[-1], results)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle(f"webapp operators on one kube-apiserver — {results['machine']}", fontsize=10)
@@ -198,7 +212,7 @@ def shards(figures, out):
     """Writes the sharding chart of `figures` to `out`: each replica's peak RSS, its file-backed
     part, and its CPU."""
     replicas = figures["single"] + figures["sharded"]
-    names = [r["name"] for r in replicas]
+    names = ["one replica" if r["name"] == "solo" else f"sharded {r['name']}" for r in replicas]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     grouped(axes[0], names, [
         ("peak RSS", [r["peak_rss"] for r in replicas]),

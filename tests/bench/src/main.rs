@@ -276,6 +276,20 @@ async fn converges(
     Ok(runs)
 }
 
+/// The line heading a table: the command that measured it and the machine it ran on.
+fn measured_by(machine: &str) -> String {
+    let program = std::env::args().next().unwrap_or_default();
+    let name = Path::new(&program)
+        .file_name()
+        .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = std::iter::once(name)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!("Measured by `{command}` on {machine}.")
+}
+
 /// Prints `table` and writes it to `<out>/<stem>.md` under a line naming the machine, with `runs`
 /// as `<stem>.json`.
 pub(crate) fn write_table(
@@ -286,7 +300,7 @@ pub(crate) fn write_table(
 ) -> anyhow::Result<()> {
     println!("{table}");
     std::fs::create_dir_all(out)?;
-    let header = format!("Measured by `make bench` on {}.\n\n", machine());
+    let header = format!("{}\n\n", measured_by(&machine()));
     std::fs::write(out.join(format!("{stem}.md")), format!("{header}{table}"))?;
     std::fs::write(
         out.join(format!("{stem}.json")),
@@ -297,7 +311,7 @@ pub(crate) fn write_table(
 
 fn write(out: &Path, results: &Results, table: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
-    let header = format!("Measured by `make bench` on {}.\n", results.machine);
+    let header = format!("{}\n", measured_by(&results.machine));
     std::fs::write(out.join("latest.md"), format!("{header}{table}"))?;
     std::fs::write(
         out.join("latest.json"),

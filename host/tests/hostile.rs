@@ -21,7 +21,9 @@ use wasmop::cache::Cache;
 use wasmop::contract::Rate;
 use wasmop::contract::object::{GroupVersionKind, ObjectKey};
 use wasmop::contract::{GuestLimits, Refusal};
-use wasmop::runtime::{DispatchError, Plugin, PluginOptions, Runtime, RuntimeError, TrapKind};
+use wasmop::runtime::{
+    DispatchError, InstanceMode, Plugin, PluginOptions, Runtime, RuntimeError, TrapKind,
+};
 use wasmop_envtest::{ControlPlane, shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -572,6 +574,53 @@ async fn floods_are_held_to_their_rates_and_a_neighbour_keeps_its_throughput() -
         assert!(refused(&hostile, Refusal::EventDropped) > 0);
         assert_grew_less_than(baseline, GUEST_MEMORY as u64 + HOST_SLACK);
         assert_kept(kept);
+        Ok(())
+    })
+    .await
+}
+
+/// Plants a pattern with one reconcile of `plugin` and reports whether the next finds it.
+async fn leftover(arena: &Arena, plugin: &Plugin, token: &str) -> String {
+    let planted = plugin
+        .reconcile(&arena.key(&format!("plant-{token}")))
+        .await;
+    assert!(planted.is_ok(), "planting {token}: {planted:?}");
+    let report = attempts(
+        plugin
+            .reconcile(&arena.key(&format!("recall-{token}")))
+            .await,
+    );
+    assert_eq!(report.len(), 1, "{report:?}");
+    report[0].1.clone()
+}
+
+#[tokio::test]
+async fn a_fresh_instance_finds_nothing_an_earlier_reconcile_left_in_memory() -> anyhow::Result<()>
+{
+    within(LIMIT, "the leftovers probe", async {
+        let arena = Arena::new("hostile-leftovers").await?;
+        let fresh = arena.hostile(GuestLimits::default()).await?;
+        // Freed instances' slots are reset in place and reused: many rounds, so the same slot
+        // serves a plant and the recall after it.
+        for round in 0..50 {
+            let token = format!("t{round}q7zk");
+            let found = leftover(&arena, &fresh, &token).await;
+            assert_eq!(
+                found, "absent",
+                "round {round}: a reconcile read what the one before left"
+            );
+        }
+        // The probe finds what is there: a warm instance keeps its memory between reconciles.
+        let options = PluginOptions {
+            mode: InstanceMode::Warm {
+                pool: 1,
+                max_uses: None,
+            },
+            memory_limit: GUEST_MEMORY,
+            ..PluginOptions::default()
+        };
+        let warm = arena.load("guest-hostile", options).await?;
+        assert_eq!(leftover(&arena, &warm, "w4rmq7zk").await, "found");
         Ok(())
     })
     .await

@@ -12,6 +12,9 @@
 //! - `logs`: one log call whose million fields all alias one 8 MiB buffer (16 TB if copied).
 //! - `writes-<n>`: `n` patches of the ConfigMap back to back.
 //! - `requeue`: a requeue after 0 ms.
+//! - `plant-<token>`: leaves a pattern derived from `<token>` in linear memory (`leftovers`).
+//! - `recall-<token>`: reports whether that pattern is anywhere in linear memory (`found` or
+//!   `absent`).
 //! - anything else: done.
 //!
 //! `map` answers every Namespace event with a million keys aliasing one 1 MiB buffer (2 TB if
@@ -35,6 +38,8 @@ mod alias;
 
 #[path = "../../shared/report.rs"]
 mod report;
+
+mod leftovers;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -88,6 +93,19 @@ impl Reconciler for Hostile {
         }
         if let Some(n) = number_after(name, "writes-") {
             return write_repeatedly(&req, n);
+        }
+        if let Some(token) = name.strip_prefix("plant-") {
+            leftovers::plant(token);
+            return Ok(Outcome::Done);
+        }
+        if let Some(token) = name.strip_prefix("recall-") {
+            let found = if leftovers::recall(token) {
+                "found"
+            } else {
+                "absent"
+            };
+            let report = Report(vec![json!({ "call": "recall", "result": found })]);
+            return Err(report.into_error());
         }
         match name {
             "selector" => Err(selectors(&req.namespace).into_error()),

@@ -19,9 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import matplotlib.ticker  # noqa: E402
 
 PANELS = [
-    ("seconds", "time to converge (s)", True),
-    ("cpu_seconds", "operator CPU (s)", True),
-    ("peak_rss", "operator peak RSS (MiB)", False),
+    ("seconds", "time to converge", "s", True),
+    ("cpu_seconds", "operator CPU", "s", True),
+    ("peak_rss", "operator peak RSS", "MiB", False),
 ]
 
 
@@ -61,9 +61,9 @@ def curve(ax, results):
 
 
 def draw(results, out):
-    """Writes the chart of `results` to `out`: a log scale where sizes differ tenfold, a linear
-    one from zero with each bar's value for a single size, and the memory curve when start-ups
-    ran."""
+    """Writes the chart of `results` to `out`: time and CPU on a log scale when there are several
+    sizes, every panel linear from zero with each bar's value for a single size, and the memory
+    curve when start-ups ran."""
     runs = results["converge"]
     comparators = results["comparators"]
     sizes = sorted({r["webapps"] for r in runs})
@@ -71,7 +71,7 @@ def draw(results, out):
     panels = len(PANELS) + has_curve
     fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 5))
     width = 0.8 / len(comparators)
-    for ax, (field, title, spans_sizes) in zip(axes, PANELS):
+    for ax, (field, name, unit, spans_sizes) in zip(axes, PANELS):
         log = spans_sizes and len(sizes) > 1
         for i, comparator in enumerate(comparators):
             xs = [s + (i - (len(comparators) - 1) / 2) * width for s in range(len(sizes))]
@@ -79,7 +79,7 @@ def draw(results, out):
             if len(sizes) == 1:
                 ax.bar_label(bars, fmt="%.1f", fontsize=8)
         ax.set_xticks(range(len(sizes)), [f"{size:,} WebApps" for size in sizes])
-        ax.set_title(f"{title[:-1]}, log scale)" if log else title)
+        ax.set_title(f"{name} ({unit}, log scale)" if log else f"{name} ({unit})")
         ax.set_yscale("log" if log else "linear")
         plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
         ax.yaxis.set_major_formatter(plain)

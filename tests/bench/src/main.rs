@@ -278,20 +278,17 @@ async fn converges(
 
 /// The line heading a table: the command that measured it and the machine it ran on.
 fn measured_by(machine: &str) -> String {
-    let program = std::env::args().next().unwrap_or_default();
+    let mut args = std::env::args();
+    let program = args.next().unwrap_or_default();
     let name = Path::new(&program)
         .file_name()
         .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = std::iter::once(name)
-        .chain(args)
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!("Measured by `{command}` on {machine}.")
+    let command = std::iter::once(name).chain(args).collect::<Vec<_>>();
+    format!("Measured by `{}` on {machine}.", command.join(" "))
 }
 
-/// Prints `table` and writes it to `<out>/<stem>.md` under a line naming the machine, with `runs`
-/// as `<stem>.json`.
+/// Prints `table` and writes it to `<out>/<stem>.md` under a line naming the command and the
+/// machine, with `runs` as `<stem>.json`.
 pub(crate) fn write_table(
     out: &Path,
     stem: &str,

@@ -33,6 +33,7 @@ control-plane:
 	@tests/k8s/build.sh >/dev/null
 	@tests/k8s/build.sh --controller-manager >/dev/null
 	@tests/k8s/build.sh --registry >/dev/null
+	@tests/k8s/build.sh --tools >/dev/null
 
 test: control-plane guests
 	@echo "[test] the benchmark's comparators, for the conformance suite (tests/conformance/tests/comparators.rs)"
@@ -43,6 +44,7 @@ test: control-plane guests
 	set -o pipefail; { cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 	deploy/helm/render --check
+	tests/monitoring/test
 	guest-sdk/build-cli-test
 	tests/k8s/progress-test
 	deploy/demo-test

@@ -305,10 +305,17 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// A registry with every family registered.
+    /// A registry with every family registered, and the process's own (`process_*`: resident
+    /// memory, CPU seconds, open files), as controller-runtime's dashboards read them.
     pub fn new() -> Self {
         let registry = Registry::new();
         let families = Families::register(&registry);
+        #[cfg(target_os = "linux")]
+        registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("the process collector registers once per registry");
         Metrics { registry, families }
     }
 
@@ -651,5 +658,13 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
+        let resident = text
+            .lines()
+            .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
+            .and_then(|v| v.parse::<f64>().ok());
+        assert!(
+            resident.is_some_and(|bytes| bytes > 1e6),
+            "no resident memory in\n{text}"
+        );
     }
 }

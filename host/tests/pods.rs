@@ -321,21 +321,9 @@ async fn memory_hog_is_refused_a_share_over_the_guest_budget(
 
 /// Runs `helm args…` against `plane`; returns what it printed, or fails with its output.
 fn helm(plane: &ControlPlane, args: &[&str]) -> String {
-    let output = std::process::Command::new(plane.binaries().helm())
-        .args(args)
-        .env("KUBECONFIG", plane.kubeconfig_path())
-        .output()
-        .expect("helm runs");
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success(),
-        "helm {}: {printed}",
-        args.join(" ")
-    );
+    let helm = plane.binaries().helm();
+    let (ok, printed) = common::helm(&helm, Some(plane.kubeconfig_path()), args);
+    assert!(ok, "helm {}: {printed}", args.join(" "));
     printed
 }
 

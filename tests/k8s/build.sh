@@ -16,6 +16,9 @@
 #                                 clients wasmop must interoperate with, the ORAS CLI
 #                                 (ORAS_VERSION) and cosign (COSIGN_VERSION), for tests that
 #                                 push, sign and pull Wasm OCI artifacts
+#   tests/k8s/build.sh --tools    also helm (HELM_VERSION), for the chart's lint and templates, and
+#                                 Prometheus' promtool (PROMETHEUS_VERSION), for the alert rules'
+#                                 unit tests and the dashboard's queries
 #   tests/k8s/build.sh --update   regenerate go/go.mod and go/go.sum for versions.env
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -75,8 +78,9 @@ case "${1:-}" in
   --node) node_packages; tools+=("${node_tools[@]}" pause helm registry) ;;
   --controller-manager) tools+=(kube-controller-manager) ;;
   --registry) tools+=(registry oras cosign) ;;
+  --tools) tools+=(helm promtool) ;;
   "") ;;
-  *) say "error: unknown option $1 (--node, --controller-manager, --registry or --update)"; exit 2 ;;
+  *) say "error: unknown option $1 (--node, --controller-manager, --registry, --tools or --update)"; exit 2 ;;
 esac
 
 have_all() { for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done; }
@@ -112,6 +116,9 @@ for t in "${tools[@]}"; do
     helm)
       (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" \
         go install -v -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") ;;
+    promtool)
+      (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
+        -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION") ;;
     registry)
       (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
         -ldflags "-s -w" "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION") ;;

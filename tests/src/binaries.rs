@@ -33,6 +33,7 @@ static LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 static NODE_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 static CONTROLLER_MANAGER_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 static REGISTRY_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
+static TOOLS_LOCATED: OnceCell<Binaries> = OnceCell::const_new();
 /// What `tests/k8s/build.sh --registry` adds.
 const REGISTRY_TOOLS: [&str; 3] = ["registry", "oras", "cosign"];
 
@@ -77,6 +78,16 @@ impl Binaries {
         let all: Vec<&str> = TOOLS.iter().copied().chain(REGISTRY_TOOLS).collect();
         REGISTRY_LOCATED
             .get_or_try_init(|| Self::find_or_build(&["--registry"], &all))
+            .await
+            .cloned()
+    }
+
+    /// [`Binaries::locate`] with `helm` and Prometheus' `promtool` too, for tests of the chart,
+    /// its alerts and its dashboard: `tests/k8s/build.sh --tools`.
+    pub async fn locate_tools() -> Result<Self, Error> {
+        let all: Vec<&str> = TOOLS.iter().copied().chain(["helm", "promtool"]).collect();
+        TOOLS_LOCATED
+            .get_or_try_init(|| Self::find_or_build(&["--tools"], &all))
             .await
             .cloned()
     }
@@ -157,9 +168,15 @@ impl Binaries {
         self.dir.join("pause")
     }
 
-    /// `helm`, to install the chart on the node (from [`Binaries::locate_node`]).
+    /// `helm`, to render the chart or install it on the node (from [`Binaries::locate_tools`]
+    /// or [`Binaries::locate_node`]).
     pub fn helm(&self) -> PathBuf {
         self.dir.join("helm")
+    }
+
+    /// Prometheus' `promtool` (from [`Binaries::locate_tools`]).
+    pub fn promtool(&self) -> PathBuf {
+        self.dir.join("promtool")
     }
 
     /// CNCF Distribution's `registry` (from [`Binaries::locate_registry`] or

@@ -78,7 +78,7 @@ pub struct Manager {
     runnables: Vec<(String, Runnable)>,
     /// This replica's part in sharding, when on.
     shard: Option<Shard>,
-    _cache_gauges: Collecting,
+    _gauges: [Collecting; 2],
 }
 
 /// A sharded replica's member Lease, its handover of objects the leader moves, and the live
@@ -116,6 +116,9 @@ impl Manager {
             .register(cache.gauges())
             .expect("the first cache collector");
         let runtime = Arc::new(Runtime::new(options.runtime.clone())?);
+        let memory_gauges = metrics
+            .register(runtime.memory_gauges())
+            .expect("the first guest memory collector");
         let identities = options.identities.clone();
         let loader = Loader::new(
             runtime,
@@ -141,7 +144,7 @@ impl Manager {
             webhook_tls: None,
             runnables: Vec::new(),
             shard,
-            _cache_gauges: cache_gauges,
+            _gauges: [cache_gauges, memory_gauges],
         })
     }
 

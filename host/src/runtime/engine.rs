@@ -197,6 +197,11 @@ impl Runtime {
         self.guest_memory.held()
     }
 
+    /// Gauges of the guest memory budget, for the metrics registry.
+    pub fn memory_gauges(&self) -> super::MemoryGauges {
+        super::MemoryGauges::new(self.guest_memory.clone())
+    }
+
     /// Compiled components found in the on-disk cache so far.
     pub fn cache_hits(&self) -> usize {
         self.compiler.artifacts.hits()

@@ -63,6 +63,12 @@ impl GuestMemory {
         self.totals().held
     }
 
+    /// The budget, what the shares reserve and what instances hold, read together.
+    pub(crate) fn totals_now(&self) -> (usize, usize, usize) {
+        let totals = self.totals();
+        (self.budget, totals.reserved, totals.held)
+    }
+
     /// The budget no plugin has reserved.
     pub(crate) fn unreserved(&self) -> usize {
         self.budget - self.totals().reserved

@@ -232,3 +232,24 @@ pub fn production_services(
         }
     }
 }
+
+/// `helm args…` run from `binary`, talking to the cluster in `kubeconfig` when given: whether it
+/// succeeded, and its stdout and stderr together.
+pub fn helm(
+    binary: &std::path::Path,
+    kubeconfig: Option<&std::path::Path>,
+    args: &[&str],
+) -> (bool, String) {
+    let mut command = std::process::Command::new(binary);
+    command.args(args);
+    if let Some(kubeconfig) = kubeconfig {
+        command.env("KUBECONFIG", kubeconfig);
+    }
+    let output = command.output().expect("helm runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), printed)
+}

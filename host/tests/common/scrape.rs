@@ -40,6 +40,15 @@ pub fn free_address() -> String {
 /// Sample values by metric name, each with its labels.
 pub type Samples = HashMap<String, Vec<(HashMap<String, String>, f64)>>;
 
+/// `text` without the `process_*` families, which change on their own (CPU, resident memory).
+pub fn without_process(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains("process_"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The samples of a scrape's text, by metric name.
 pub fn parse(text: &str) -> Samples {
     let lines = text.lines().map(|l| Ok(l.to_owned()));
     let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text format");

@@ -6,7 +6,7 @@
 //! ready endpoints until their probes pass again), hot-load a plugin into both pods, survive a
 //! plugin too large to compile in their memory (the OOM killer takes the compile, not the host)
 //! and one whose guest grows past their guest memory budget (it traps), and lose no WebApp
-//! through a rolling update. Needs root, the node's binaries and the
+//! through a rolling update (the Helm chart's install and upgrade: pods_chart.rs). Needs root, the node's binaries and the
 //! image: run with `make test-cluster`.
 
 mod common;
@@ -15,15 +15,15 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::pods::{
-    NAMESPACE, SELECTOR, WAIT, apply_reconciler, endpoint_ready, eventually, install,
-    kill_container, leader, logs, name, node_with_image, oom_kills, ready, ready_pods, repo,
-    restarts_and_oom,
+    NAMESPACE, WAIT, apply_module_reconciler, apply_reconciler, endpoint_ready, eventually,
+    install, kill_container, leader, logs, name, node_with_image, oom_kills, ready, ready_pods,
+    repo, restarts_and_oom, webhook_secret,
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use wasmop::plugins::digest;
 use wasmop_envtest::{ControlPlane, NODE_IP, within};
 
@@ -112,22 +112,7 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
     .await;
 
     // A plugin hot-loaded through a WasmReconciler reaches both running pods.
-    let wasm = std::fs::read(repo().join("target/components/guest-good.wasm")).unwrap();
-    let sha256 = digest(&wasm).trim_start_matches("sha256:").to_owned();
-    let module: ConfigMap = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "guest-good", "namespace": NAMESPACE},
-        "binaryData": {"module.wasm": k8s_openapi::ByteString(wasm)},
-    }))
-    .unwrap();
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
-    configmaps
-        .create(&Default::default(), &module)
-        .await
-        .unwrap();
-    let module = format!(
-        "  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: guest-good, key: module.wasm}}\n"
-    );
-    apply_reconciler(&plane, "guest-good", &module).await;
+    apply_module_reconciler(&plane, "guest-good").await;
     let seen: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     within(
         WAIT,
@@ -319,79 +304,6 @@ async fn memory_hog_is_refused_a_share_over_the_guest_budget(
         .unwrap();
 }
 
-/// Runs `helm args…` against `plane`; returns what it printed, or fails with its output.
-fn helm(plane: &ControlPlane, args: &[&str]) -> String {
-    let helm = plane.binaries().helm();
-    let (ok, printed) = common::helm(&helm, Some(plane.kubeconfig_path()), args);
-    assert!(ok, "helm {}: {printed}", args.join(" "));
-    printed
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_helm_chart_lints_installs_and_converges() {
-    let plane = node_with_image().await;
-    let chart = repo().join("deploy/helm/wasmop");
-    let chart = chart.to_string_lossy();
-    helm(&plane, &["lint", &chart]);
-    let env = format!(
-        r#"extraEnv=[{{"name":"KUBERNETES_SERVICE_HOST","value":"{}"}},{{"name":"KUBERNETES_SERVICE_PORT","value":"{}"}}]"#,
-        wasmop_envtest::NODE_IP,
-        wasmop_envtest::APISERVER_PORT
-    );
-    helm(
-        &plane,
-        &[
-            "install",
-            "wasmop",
-            &chart,
-            "--namespace",
-            "wasmop-helm",
-            "--create-namespace",
-            "--set",
-            "image.repository=10.213.0.1:5000/wasmop",
-            "--set",
-            "image.tag=dev",
-            "--set-json",
-            &env,
-        ],
-    );
-    let pods: Api<Pod> = Api::namespaced(plane.client().await.unwrap(), "wasmop-helm");
-    eventually("two Ready pods installed by helm", WAIT, || async {
-        let list = pods
-            .list(&ListParams::default().labels(SELECTOR))
-            .await
-            .ok()?;
-        (list.items.len() == 2 && list.items.iter().all(ready)).then_some(())
-    })
-    .await;
-    let namespace = plane.create_namespace("helm").await.unwrap();
-    converge(&plane, &namespace, "from-helm").await;
-}
-
-/// The Secret cert-manager would write for the webhooks' Service: a CA of the test's own and a
-/// serving certificate it signed, with the CA as `ca.crt` (the bundle the leader publishes).
-fn webhook_secret() -> String {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let names = vec![format!("wasmop-webhooks.{NAMESPACE}.svc")];
-    let cert = CertificateParams::new(names)
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    serde_json::json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": "wasmop-webhook-cert", "namespace": NAMESPACE},
-        "stringData": {"tls.crt": cert.pem(), "tls.key": key.serialize_pem(), "ca.crt": ca_cert.pem()},
-    })
-    .to_string()
-}
-
 /// Server-side dry-run creates of a valid WebApp, one after another until `stop`; returns how
 /// many the apiserver admitted and every error it answered.
 async fn admit_until(
@@ -420,7 +332,7 @@ async fn webhooks_in_pods_refuse_nothing_while_a_replica_goes() {
         .await
         .unwrap();
     plane
-        .run_kubectl(&["apply", "-f", "-"], Some(&webhook_secret()))
+        .run_kubectl(&["apply", "-f", "-"], Some(&webhook_secret(NAMESPACE)))
         .await
         .unwrap();
     let overlay = repo().join("deploy/test-cluster-webhooks");

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::ListParams;
@@ -208,4 +208,52 @@ pub async fn install(plane: &ControlPlane, overlay: &Path) -> (Api<Pod>, Vec<Pod
     let pods: Api<Pod> = Api::namespaced(plane.client().await.unwrap(), NAMESPACE);
     let ready = ready_pods(&pods, 2).await;
     (pods, ready)
+}
+
+/// The Secret cert-manager would write for the webhooks' Service: a CA of the test's own and a
+/// serving certificate it signed for the Service in `namespace`, with the CA as `ca.crt` (the bundle the leader publishes).
+pub fn webhook_secret(namespace: &str) -> String {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let names = vec![format!("wasmop-webhooks.{namespace}.svc")];
+    let cert = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "wasmop-webhook-cert", "namespace": namespace},
+        "stringData": {"tls.crt": cert.pem(), "tls.key": key.serialize_pem(), "ca.crt": ca_cert.pem()},
+    })
+    .to_string()
+}
+
+/// Puts the component `component` in a ConfigMap of [`NAMESPACE`] and applies a WasmReconciler
+/// of the same name loading it from there, pinned by its digest.
+pub async fn apply_module_reconciler(plane: &ControlPlane, component: &str) {
+    let file = repo().join(format!("target/components/{component}.wasm"));
+    let wasm = std::fs::read(file).unwrap();
+    let sha256 = wasmop::plugins::digest(&wasm)
+        .trim_start_matches("sha256:")
+        .to_owned();
+    let module: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": component, "namespace": NAMESPACE},
+        "binaryData": {"module.wasm": k8s_openapi::ByteString(wasm)},
+    }))
+    .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await.unwrap(), NAMESPACE);
+    configmaps
+        .create(&Default::default(), &module)
+        .await
+        .unwrap();
+    let module = format!(
+        "  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: {component}, key: module.wasm}}\n"
+    );
+    apply_reconciler(plane, component, &module).await;
 }

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use common::pods::{
     NAMESPACE, WAIT, apply_module_reconciler, apply_reconciler, endpoint_ready, eventually,
-    install, kill_container, leader, logs, name, node_with_image, oom_kills, ready, ready_pods,
-    repo, restarts_and_oom, webhook_secret,
+    install, invalid_webapp_refused, kill_container, leader, logs, name,
+    namespace_with_webhook_secret, node_with_image, oom_kills, ready, ready_pods, repo,
+    restarts_and_oom,
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -327,14 +328,7 @@ async fn admit_until(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_in_pods_refuse_nothing_while_a_replica_goes() {
     let plane = node_with_image().await;
-    plane
-        .run_kubectl(&["create", "namespace", NAMESPACE], None)
-        .await
-        .unwrap();
-    plane
-        .run_kubectl(&["apply", "-f", "-"], Some(&webhook_secret(NAMESPACE)))
-        .await
-        .unwrap();
+    namespace_with_webhook_secret(&plane).await;
     let overlay = repo().join("deploy/test-cluster-webhooks");
     plane
         .run_kubectl(&["apply", "-k", &overlay.to_string_lossy()], None)
@@ -348,15 +342,7 @@ async fn webhooks_in_pods_refuse_nothing_while_a_replica_goes() {
     let apps = common::webapps(client.clone(), &namespace);
 
     // The apiserver calls the plugin in the pods: an invalid WebApp is refused with its message.
-    let mut invalid = common::webapp("too-many");
-    invalid.data["spec"]["replicas"] = 75.into();
-    let refused = eventually("the webhooks configured", WAIT, || async {
-        match apps.create(&Default::default(), &invalid).await {
-            Err(error) if error.to_string().contains("must be between 0 and 50") => Some(error),
-            _ => None,
-        }
-    })
-    .await;
+    let refused = invalid_webapp_refused(&apps).await;
     eprintln!("[pods] {refused}");
 
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -7,11 +7,12 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::pods::{
-    NAMESPACE, WAIT, apply_module_reconciler, eventually, node_with_image, ready_pods, repo,
-    webhook_secret,
+    NAMESPACE, WAIT, apply_module_reconciler, eventually, invalid_webapp_refused,
+    namespace_with_webhook_secret, node_with_image, ready_pods, repo,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -48,6 +49,26 @@ fn helm(plane: &ControlPlane, args: &[&str]) -> String {
     printed
 }
 
+/// `helm verb` (install or upgrade) of release `wasmop` from `chart` into [`NAMESPACE`] with
+/// the values in `values`, waiting for its objects; returns what helm printed.
+fn release(plane: &ControlPlane, verb: &str, chart: &Path, values: &Path) -> String {
+    let (chart, values) = (chart.to_string_lossy(), values.to_string_lossy());
+    let args = [
+        verb,
+        "wasmop",
+        &chart,
+        "--namespace",
+        NAMESPACE,
+        "--create-namespace",
+        "--values",
+        &values,
+        "--wait",
+        "--timeout",
+        "5m",
+    ];
+    helm(plane, &args)
+}
+
 /// `kubectl get args… -o json`, parsed.
 async fn get_json(plane: &ControlPlane, args: &[&str]) -> Value {
     let mut args = [&["get"], args, &["-o", "json"]].concat();
@@ -76,14 +97,7 @@ async fn converged(plane: &ControlPlane, namespace: &str, name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chart_installs_with_policy_webhooks_disruption_budget_and_network_policy() {
     let plane = node_with_image().await;
-    plane
-        .run_kubectl(&["create", "namespace", NAMESPACE], None)
-        .await
-        .unwrap();
-    plane
-        .run_kubectl(&["apply", "-f", "-"], Some(&webhook_secret(NAMESPACE)))
-        .await
-        .unwrap();
+    namespace_with_webhook_secret(&plane).await;
     let values = values(
         "webhooks: {enabled: true, certManager: {enabled: false}}\n\
          networkPolicy: {enabled: true}\n\
@@ -97,23 +111,8 @@ async fn the_chart_installs_with_policy_webhooks_disruption_budget_and_network_p
          \x20 modules: {private-addresses: true}\n",
     );
     let chart = repo().join("deploy/helm/wasmop");
-    let values_path = values.path().to_string_lossy().into_owned();
     let started = Instant::now();
-    let printed = helm(
-        &plane,
-        &[
-            "install",
-            "wasmop",
-            &chart.to_string_lossy(),
-            "--namespace",
-            NAMESPACE,
-            "--values",
-            &values_path,
-            "--wait",
-            "--timeout",
-            "5m",
-        ],
-    );
+    let printed = release(&plane, "install", &chart, values.path());
     let returned = started.elapsed();
     assert!(printed.contains("Check it works:"), "NOTES.txt: {printed}");
     let client = plane.client().await.unwrap();
@@ -172,21 +171,7 @@ async fn the_chart_installs_with_policy_webhooks_disruption_budget_and_network_p
 
     // The webhooks, served with the provided certificate, refuse an invalid WebApp.
     let apps = common::webapps(client.clone(), &namespace);
-    let mut invalid = common::webapp("too-many");
-    invalid.data["spec"]["replicas"] = 75.into();
-    eventually("the webhooks refusing an invalid WebApp", WAIT, || async {
-        match apps.create(&Default::default(), &invalid).await {
-            Err(error) => error
-                .to_string()
-                .contains("must be between 0 and 50")
-                .then_some(()),
-            Ok(_) => {
-                let _ = apps.delete("too-many", &Default::default()).await;
-                None
-            }
-        }
-    })
-    .await;
+    invalid_webapp_refused(&apps).await;
     converge(&plane, &namespace, "from-the-chart").await;
 }
 
@@ -240,23 +225,7 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
     let previous = previous_chart(scratch.path());
     let chart = repo().join("deploy/helm/wasmop");
     let values = values("");
-    let values_path = values.path().to_string_lossy().into_owned();
-    helm(
-        &plane,
-        &[
-            "install",
-            "wasmop",
-            &previous.to_string_lossy(),
-            "--namespace",
-            NAMESPACE,
-            "--create-namespace",
-            "--values",
-            &values_path,
-            "--wait",
-            "--timeout",
-            "5m",
-        ],
-    );
+    release(&plane, "install", &previous, values.path());
     let client = plane.client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     ready_pods(&pods, 2).await;
@@ -287,21 +256,7 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
     let load = tokio::spawn(churn(apps.clone(), stopped));
     tokio::time::sleep(Duration::from_secs(3)).await;
     let started = Instant::now();
-    helm(
-        &plane,
-        &[
-            "upgrade",
-            "wasmop",
-            &chart.to_string_lossy(),
-            "--namespace",
-            NAMESPACE,
-            "--values",
-            &values_path,
-            "--wait",
-            "--timeout",
-            "5m",
-        ],
-    );
+    release(&plane, "upgrade", &chart, values.path());
     let upgraded = started.elapsed();
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.send(true).unwrap();

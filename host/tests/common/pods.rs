@@ -212,7 +212,7 @@ pub async fn install(plane: &ControlPlane, overlay: &Path) -> (Api<Pod>, Vec<Pod
 
 /// The Secret cert-manager would write for the webhooks' Service: a CA of the test's own and a
 /// serving certificate it signed for the Service in `namespace`, with the CA as `ca.crt` (the bundle the leader publishes).
-pub fn webhook_secret(namespace: &str) -> String {
+fn webhook_secret(namespace: &str) -> String {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -256,4 +256,34 @@ pub async fn apply_module_reconciler(plane: &ControlPlane, component: &str) {
         "  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: {component}, key: module.wasm}}\n"
     );
     apply_reconciler(plane, component, &module).await;
+}
+
+/// Creates [`NAMESPACE`] with the webhooks' certificate Secret in it, as cert-manager would.
+pub async fn namespace_with_webhook_secret(plane: &ControlPlane) {
+    plane
+        .run_kubectl(&["create", "namespace", NAMESPACE], None)
+        .await
+        .unwrap();
+    plane
+        .run_kubectl(&["apply", "-f", "-"], Some(&webhook_secret(NAMESPACE)))
+        .await
+        .unwrap();
+}
+
+/// Waits until the webhooks refuse a WebApp of 75 replicas in `apps`' namespace with the
+/// plugin's message; returns the refusal.
+pub async fn invalid_webapp_refused(apps: &Api<kube::api::DynamicObject>) -> kube::Error {
+    let mut invalid = crate::common::webapp("too-many");
+    invalid.data["spec"]["replicas"] = 75.into();
+    eventually("the webhooks refusing an invalid WebApp", WAIT, || async {
+        match apps.create(&Default::default(), &invalid).await {
+            Err(error) if error.to_string().contains("must be between 0 and 50") => Some(error),
+            Err(_) => None,
+            Ok(_) => {
+                let _ = apps.delete("too-many", &Default::default()).await;
+                None
+            }
+        }
+    })
+    .await
 }

@@ -110,6 +110,10 @@ async fn wrong_values_fail_at_install_naming_the_value() {
             "the host needs a plugin to load",
         ),
         ("plugins.directory.enabled=true", "plugins.directory.volume"),
+        (
+            "config.memory-limit=64Mi",
+            "config.memory-limit: the chart sets memory-limit from memoryLimit; set that instead",
+        ),
     ] {
         let (rendered, printed) = template("wasmop-system", &[value]).await;
         assert!(!rendered, "{value} was accepted");

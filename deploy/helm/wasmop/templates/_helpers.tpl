@@ -57,3 +57,14 @@ app.kubernetes.io/name: wasmop
 {{- fail "sharding shares the work among replicas: set replicaCount to 2 or more" -}}
 {{- end -}}
 {{- end }}
+
+{{/* Fails when `config` sets a key the chart sets from a value of its own (a key twice in the
+host's settings file is an error there), naming that value. */}}
+{{- define "wasmop.checkConfig" -}}
+{{- $own := dict "leader-elect" "(always on)" "sharding" "sharding" "warm-standby" "warmStandby" "wasm-reconcilers" "plugins.wasmReconcilers" "compile-cache" "(the cache volume)" "metrics-secure" "metrics.secure" "metrics-bind-address" "metrics.port" "metrics-cert-dir" "metrics.certSecret" "health-probe-bind-address" "(the probes port)" "guest-memory-budget" "guestMemoryBudget" "memory-limit" "memoryLimit" "policy" "policy" "graceful-shutdown-timeout" "gracefulShutdownTimeout" "plugin-identity-namespace" "identity.perPlugin" "plugin-dir" "plugins.directory" "plugins" "plugins.files" -}}
+{{- range $key, $_ := .Values.config -}}
+{{- if hasKey $own $key -}}
+{{- fail (printf "config.%s: the chart sets %s from %s; set that instead" $key $key (index $own $key)) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}

@@ -117,8 +117,11 @@ for t in "${tools[@]}"; do
       (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" \
         go install -v -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") ;;
     promtool)
+      # Without the service discoveries (Prometheus' own remove_all_sd tag): the rule checks and
+      # unit tests need none, and the build takes a minute less.
       (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
-        -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION") ;;
+        -tags remove_all_sd -ldflags "-s -w" \
+        "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION") ;;
     registry)
       (cd "$tmp" && GOBIN="$tmp" GOFLAGS= run_with_progress "building $t" go install -v -trimpath \
         -ldflags "-s -w" "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION") ;;

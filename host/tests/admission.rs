@@ -21,14 +21,6 @@ const CRD: &str = "webapps.example.wasmop.dev";
 /// whole control plane.
 static WEBAPP_CRD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Copies a component into `dir` under `name` the safe way: a dot-file, then a rename.
-fn publish(component: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
-    let staging = dir.join(format!(".{name}.tmp"));
-    std::fs::copy(common::component(component), &staging)?;
-    std::fs::rename(staging, dir.join(name))?;
-    Ok(())
-}
-
 /// `kubectl args` with `stdin`: whether it succeeded, and stdout and stderr together.
 async fn kubectl(
     plane: &ControlPlane,
@@ -128,7 +120,7 @@ async fn webapps_are_validated_defaulted_and_converted_by_the_plugin_and_its_swa
         let namespace = plane.create_namespace("admission").await?;
         let ns = namespace.as_str();
         let dir = tempfile::tempdir()?;
-        publish("webapp", dir.path(), "webapp.wasm")?;
+        common::publish("webapp", dir.path(), "webapp.wasm")?;
         let (webhooks, metrics) = (free_address(), free_address());
         let _host = common::host(plane)
             .arg("--plugin-dir")
@@ -229,7 +221,7 @@ async fn webapps_are_validated_defaulted_and_converted_by_the_plugin_and_its_swa
             assert!(answered >= 1.0, "{hook} answered {answered} times");
         }
 
-        publish("webapp-v2", dir.path(), "webapp.wasm")?;
+        common::publish("webapp-v2", dir.path(), "webapp.wasm")?;
         let args = ["apply", "--dry-run=server", "-n", ns, "-f", "-"];
         let swapped = Instant::now();
         loop {

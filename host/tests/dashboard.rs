@@ -7,7 +7,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::time::Duration;
 
 use common::scrape::{free_address, get, wait_ready};
@@ -192,12 +191,6 @@ fn the_reader_finds_names_labels_and_groupings_and_misses_what_is_not_exported()
     );
 }
 
-/// Copies component `component` into the plugin directory `dir`.
-fn publish(component: &str, dir: &Path) {
-    let file = dir.join(format!("{component}.wasm"));
-    std::fs::copy(common::component(component), file).unwrap();
-}
-
 #[tokio::test]
 async fn every_dashboard_query_names_metrics_a_running_host_exports() -> anyhow::Result<()> {
     within(LIMIT, "the dashboard's metrics on a running host", async {
@@ -216,7 +209,7 @@ async fn every_dashboard_query_names_metrics_a_running_host_exports() -> anyhow:
             "guest-panic",
             "guest-spin",
         ] {
-            publish(component, dir.path());
+            common::publish(component, dir.path(), &format!("{component}.wasm"))?;
         }
         std::fs::write(dir.path().join("broken.wasm"), b"not a component")?;
         let (metrics, probes, webhooks) = (free_address(), free_address(), free_address());

@@ -9,7 +9,6 @@ mod common;
 use common::account;
 use common::scrape::{free_address, get, parse, value};
 
-use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -57,21 +56,13 @@ fn running(statuses: &[PluginStatus], name: &str) -> bool {
         .any(|s| s.name.as_deref() == Some(name) && s.state == PluginState::Running)
 }
 
-/// Copies a component into `dir` under `name` the safe way: a dot-file, then a rename.
-fn publish(component: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
-    let staging = dir.join(format!(".{name}.tmp"));
-    std::fs::copy(common::component(component), &staging)?;
-    std::fs::rename(staging, dir.join(name))?;
-    Ok(())
-}
-
 #[tokio::test]
 async fn a_plugin_directory_loads_upgrades_and_unloads_as_files_change() -> anyhow::Result<()> {
     within(LIMIT, "a watched plugin directory", async {
         let plane = shared().await?;
         let namespace = plane.create_namespace("plugin-dir").await?;
         let dir = tempfile::tempdir()?;
-        publish("guest-good", dir.path(), "good.wasm")?;
+        common::publish("guest-good", dir.path(), "good.wasm")?;
         let address = free_address();
         let _host = common::host(plane)
             .arg("--plugin-dir")
@@ -97,7 +88,7 @@ async fn a_plugin_directory_loads_upgrades_and_unloads_as_files_change() -> anyh
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
 
-        publish("guest-slow", dir.path(), "slow.wasm")?;
+        common::publish("guest-slow", dir.path(), "slow.wasm")?;
         until(&address, "a file renamed in", |s| {
             running(s, "guest-slow") && running(s, "guest-good")
         })
@@ -149,7 +140,7 @@ async fn a_version_asking_for_more_than_the_operators_rbac_is_refused() -> anyho
         let namespace = plane.create_namespace("plugin-rbac").await?;
         let kubeconfig = account::kubeconfig(plane).await?;
         let dir = tempfile::tempdir()?;
-        publish("webapp", dir.path(), "webapp.wasm")?;
+        common::publish("webapp", dir.path(), "webapp.wasm")?;
         let (address, metrics) = (free_address(), free_address());
         let _host = common::host_as(plane, &kubeconfig)
             .arg("--plugin-dir")
@@ -171,7 +162,7 @@ async fn a_version_asking_for_more_than_the_operators_rbac_is_refused() -> anyho
         .await?;
 
         account::grant_services(plane, &["get", "list", "watch"]).await?;
-        publish("webapp-v2", dir.path(), "webapp.wasm")?;
+        common::publish("webapp-v2", dir.path(), "webapp.wasm")?;
         let statuses = until(&address, "0.2.0 once Services may not be written", |s| {
             s.iter().any(|s| s.last_error.is_some())
         })

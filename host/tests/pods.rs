@@ -15,35 +15,21 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::pods::{
-    NAMESPACE, WAIT, apply_module_reconciler, apply_reconciler, endpoint_ready, eventually,
-    install, invalid_webapp_refused, kill_container, leader, logs, name,
+    NAMESPACE, WAIT, apply_module_reconciler, apply_reconciler, converge, endpoint_ready,
+    eventually, install, invalid_webapp_refused, kill_container, leader, logs, name,
     namespace_with_webhook_secret, node_with_image, oom_kills, ready, ready_pods, repo,
-    restarts_and_oom,
+    restarts_and_oom, seen_by_good,
 };
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::DeleteParams;
 use wasmop::plugins::digest;
-use wasmop_envtest::{ControlPlane, NODE_IP, within};
+use wasmop_envtest::{ControlPlane, NODE_IP};
 
 /// The Deployment's lease duration and retry period (the host's defaults).
 const LEASE: Duration = Duration::from_secs(15 + 2);
-
-async fn converge(plane: &ControlPlane, namespace: &str, name: &str) {
-    let apps = common::webapps(plane.client().await.unwrap(), namespace);
-    apps.create(&Default::default(), &common::webapp(name))
-        .await
-        .unwrap();
-    within(
-        WAIT,
-        &format!("WebApp {name} converging"),
-        common::converged(&apps, name),
-    )
-    .await
-    .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
@@ -114,14 +100,7 @@ async fn two_replicas_in_pods_fail_over_restart_hot_load_and_roll() {
 
     // A plugin hot-loaded through a WasmReconciler reaches both running pods.
     apply_module_reconciler(&plane, "guest-good").await;
-    let seen: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    within(
-        WAIT,
-        "guest-good annotating a ConfigMap",
-        common::seen_by_good(&seen, "hot"),
-    )
-    .await
-    .unwrap();
+    seen_by_good(&plane, &namespace, "hot").await;
     for pod in ready_pods(&pods, 2).await {
         let pod = name(&pod);
         eventually(&format!("guest-good loaded in {pod}"), WAIT, || async {

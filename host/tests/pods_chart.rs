@@ -11,15 +11,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::pods::{
-    NAMESPACE, WAIT, apply_module_reconciler, eventually, invalid_webapp_refused,
-    namespace_with_webhook_secret, node_with_image, ready_pods, repo,
+    NAMESPACE, WAIT, apply_module_reconciler, converge, converged, eventually,
+    invalid_webapp_refused, namespace_with_webhook_secret, node_with_image, ready_pods, repo,
+    seen_by_good,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::api::DynamicObject;
 use serde_json::Value;
-use wasmop_envtest::{APISERVER_PORT, ControlPlane, NODE_IP, within};
+use wasmop_envtest::{APISERVER_PORT, ControlPlane, NODE_IP};
 
 /// The commit holding the chart's previous version, 0.1.0, rendered from deploy/ before the
 /// chart became its source.
@@ -71,27 +72,9 @@ fn release(plane: &ControlPlane, verb: &str, chart: &Path, values: &Path) -> Str
 
 /// `kubectl get args… -o json`, parsed.
 async fn get_json(plane: &ControlPlane, args: &[&str]) -> Value {
-    let mut args = [&["get"], args, &["-o", "json"]].concat();
-    args.retain(|a| !a.is_empty());
+    let args = [&["get"], args, &["-o", "json"]].concat();
     let printed = plane.run_kubectl(&args, None).await.unwrap();
     serde_json::from_str(&printed).unwrap()
-}
-
-/// Creates WebApp `name` in `namespace` and waits until the plugin has reconciled it.
-async fn converge(plane: &ControlPlane, namespace: &str, name: &str) {
-    let apps = common::webapps(plane.client().await.unwrap(), namespace);
-    apps.create(&Default::default(), &common::webapp(name))
-        .await
-        .unwrap();
-    converged(plane, namespace, name).await;
-}
-
-async fn converged(plane: &ControlPlane, namespace: &str, name: &str) {
-    let apps = common::webapps(plane.client().await.unwrap(), namespace);
-    let what = format!("WebApp {name} converging");
-    within(WAIT, &what, common::converged(&apps, name))
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,14 +143,7 @@ async fn the_chart_installs_with_policy_webhooks_disruption_budget_and_network_p
     // A WasmReconciler loads, within the policy.
     apply_module_reconciler(&plane, "guest-good").await;
     let namespace = plane.create_namespace("chart").await.unwrap();
-    let seen: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    within(
-        WAIT,
-        "guest-good annotating a ConfigMap",
-        common::seen_by_good(&seen, "hot"),
-    )
-    .await
-    .unwrap();
+    seen_by_good(&plane, &namespace, "hot").await;
 
     // The webhooks, served with the provided certificate, refuse an invalid WebApp.
     let apps = common::webapps(client.clone(), &namespace);
@@ -292,19 +268,12 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
 
     // The CRD changes were applied: the chart now keeps them on uninstall.
     for crd in crds {
-        let stored = get_json(&plane, &["crd", crd, ""]).await;
+        let stored = get_json(&plane, &["crd", crd]).await;
         assert_eq!(
             stored["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
             "{crd}"
         );
     }
     // The WasmReconciler is still loaded by the new pods.
-    let seen: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    within(
-        WAIT,
-        "guest-good after the upgrade",
-        common::seen_by_good(&seen, "after"),
-    )
-    .await
-    .unwrap();
+    seen_by_good(&plane, &namespace, "after").await;
 }

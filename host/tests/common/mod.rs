@@ -253,3 +253,11 @@ pub fn helm(
     );
     (output.status.success(), printed)
 }
+
+/// Copies a component into `dir` under `name` the safe way: a dot-file, then a rename.
+pub fn publish(component: &str, dir: &std::path::Path, name: &str) -> anyhow::Result<()> {
+    let staging = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(self::component(component), &staging)?;
+    std::fs::rename(staging, dir.join(name))?;
+    Ok(())
+}

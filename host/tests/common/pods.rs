@@ -287,3 +287,30 @@ pub async fn invalid_webapp_refused(apps: &Api<kube::api::DynamicObject>) -> kub
     })
     .await
 }
+
+/// Creates WebApp `name` in `namespace` and waits until the plugin has reconciled it.
+pub async fn converge(plane: &ControlPlane, namespace: &str, name: &str) {
+    let apps = crate::common::webapps(plane.client().await.unwrap(), namespace);
+    apps.create(&Default::default(), &crate::common::webapp(name))
+        .await
+        .unwrap();
+    converged(plane, namespace, name).await;
+}
+
+/// Waits until the plugin has reconciled WebApp `name` in `namespace`.
+pub async fn converged(plane: &ControlPlane, namespace: &str, name: &str) {
+    let apps = crate::common::webapps(plane.client().await.unwrap(), namespace);
+    let what = format!("WebApp {name} converging");
+    within(WAIT, &what, crate::common::converged(&apps, name))
+        .await
+        .unwrap();
+}
+
+/// Creates ConfigMap `name` in `namespace` and waits until guest-good has annotated it.
+pub async fn seen_by_good(plane: &ControlPlane, namespace: &str, name: &str) {
+    let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await.unwrap(), namespace);
+    let what = format!("guest-good annotating ConfigMap {name}");
+    within(WAIT, &what, crate::common::seen_by_good(&configmaps, name))
+        .await
+        .unwrap();
+}

@@ -467,6 +467,7 @@ impl Installer {
             Err(error) => return Err(("FetchFailed", error.to_string())),
         };
         let mut options = super::options(&limits);
+        options.tenant = true;
         if let Some(policy) = &spec.policy {
             let ceiling = crate::config::narrowing(policy)
                 .map_err(|message| ("InvalidSpec", format!("spec.policy: {message}")))?;

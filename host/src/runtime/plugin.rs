@@ -64,6 +64,10 @@ pub struct PluginOptions {
     /// The source's own name, when the plugin will run as an identity of its own: it must
     /// declare that name (or the one the operator's policy maps the source to).
     pub identity: Option<String>,
+    /// Whether a tenant installed it (a `WasmReconciler`), not the operator (a `--plugin` file or
+    /// the plugin directory): tenants share what the operator's own plugins leave, and never take
+    /// an operator plugin's name or identity.
+    pub tenant: bool,
 }
 
 impl Default for PluginOptions {
@@ -81,6 +85,7 @@ impl Default for PluginOptions {
             ceiling: None,
             clock: None,
             identity: None,
+            tenant: false,
         }
     }
 }

@@ -17,6 +17,7 @@ mod fuzz;
 pub mod http;
 pub mod identity;
 pub mod leader;
+pub mod logging;
 pub mod manager;
 pub mod metrics;
 pub mod plugins;

@@ -6,6 +6,7 @@ use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
 use wasmop::config::{Cli, Command, ConfigError, LogFormat};
+use wasmop::logging::OneLine;
 
 /// jemalloc with background purging hands a plugin compilation's transient memory (hundreds of
 /// MiB for a large guest) back to the system within a second (`dirty_decay_ms`, set at build time
@@ -56,14 +57,16 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-/// Logs to stderr at the level `RUST_LOG` sets (`info` when unset), in `format`.
+/// Logs to stderr at the level `RUST_LOG` sets (`info` when unset), in `format`, one line per
+/// event whatever a guest wrote into it.
 fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let ansi = format == LogFormat::Text && std::io::stderr().is_terminal();
     let log = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(OneLine::new(std::io::stderr, ansi));
     match format {
-        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Text => log.with_ansi(ansi).init(),
         LogFormat::Json => log
             .json()
             .flatten_event(true)

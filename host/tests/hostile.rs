@@ -695,6 +695,52 @@ async fn requeue_after_zero_is_held_to_the_requeue_rate() -> anyhow::Result<()> 
     .await
 }
 
+#[tokio::test]
+async fn guest_text_cannot_forge_a_host_log_line_in_either_format() -> anyhow::Result<()> {
+    within(LIMIT, "the forged log lines", async {
+        let arena = Arena::new("hostile-forge").await?;
+        arena.configmap("forge").await?;
+        for format in ["text", "json"] {
+            let mut command = common::host(arena.plane);
+            command
+                .arg("--plugin")
+                .arg(common::component("guest-hostile"))
+                .args(["--namespaces", &arena.namespace, "--memory-limit", "256Mi"])
+                .args(["--log-format", format])
+                .args(common::NO_PORTS);
+            let host = common::logged::Logged::spawn("forger", command)?;
+            // The guest's log call, its stdout line and its error, the error retried at least once.
+            while host.count("FORGED") < 4 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let lines = host.log();
+            common::terminate(host.child).await?;
+            let carried: Vec<&String> = lines.iter().filter(|l| l.contains("FORGED")).collect();
+            eprintln!(
+                "FORGE ({format}): {} lines carried the forged text",
+                carried.len()
+            );
+            for line in &lines {
+                assert!(
+                    !line.starts_with("2026-12-06T00:00:00"),
+                    "a forged line in the {format} log: {line}"
+                );
+            }
+            for line in carried {
+                assert!(
+                    line.contains("guest-hostile"),
+                    "the forged text outside its plugin's line ({format}): {line}"
+                );
+                if format == "json" {
+                    serde_json::from_str::<Value>(line)?;
+                }
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// Sends `SIG<name>` to process `pid`.
 fn signal(pid: u32, name: &str) {
     let sent = std::process::Command::new("kill")

@@ -12,6 +12,8 @@
 //! - `logs`: one log call whose million fields all alias one 8 MiB buffer (16 TB if copied).
 //! - `writes-<n>`: `n` patches of the ConfigMap back to back.
 //! - `requeue`: a requeue after 0 ms.
+//! - `forge`: a log message, a stdout line and a retryable error, each carrying a line break
+//!   followed by [`FORGED`], a whole log line in another plugin's name.
 //! - `plant-<token>`: leaves a pattern derived from `<token>` in linear memory (`leftovers`).
 //! - `recall-<token>`: reports whether that pattern is anywhere in linear memory (`found` or
 //!   `absent`).
@@ -56,6 +58,10 @@ use wasmop_guest::{
 
 /// The merge patch every path probe sends.
 pub const PWNED: &str = r#"{"metadata":{"labels":{"pwned":"true"}}}"#;
+
+/// The log line `forge` tries to slip into the host's log after a line break of its own text.
+pub const FORGED: &str =
+    "2026-12-06T00:00:00.000000Z ERROR reconcile{plugin=\"configmap-sync\"}: wasmop: FORGED";
 
 /// The annotation `writes-<n>` sets to the number of the write (1 to n).
 pub const COUNT: &str = "hostile.wasmop.dev/count";
@@ -115,6 +121,11 @@ impl Reconciler for Hostile {
                 Ok(Outcome::Done)
             }
             "requeue" => Ok(Outcome::requeue_after(Duration::ZERO)),
+            "forge" => {
+                log::log(log::Level::Info, &format!("ok\n{FORGED}"), &[]);
+                println!("ok\r{FORGED}\u{2028}{FORGED}");
+                Err(ReconcileError::retryable(format!("ok\n{FORGED}")))
+            }
             _ => Ok(Outcome::Done),
         }
     }

@@ -1,6 +1,8 @@
 //! Plugin identities: with `--plugin-identity-namespace`, each plugin's apiserver writes, events
-//! and access reviews are sent impersonating its own ServiceAccount, `wasmop-plugin-<name>`, so
-//! Kubernetes RBAC checks every plugin on its own and the audit log names it. The shared informer
+//! and access reviews are sent impersonating its own ServiceAccount, so Kubernetes RBAC checks
+//! every plugin on its own and the audit log names it: `wasmop-plugin-<name>` for the operator's
+//! plugins (files, the plugin directory), `wasmop-reconciler-<name>` for a tenant's (a
+//! `WasmReconciler`), so no tenant ever speaks as an operator's plugin, whatever it is named. The shared informer
 //! cache still lists and watches as the operator, so each identity's reads are reviewed again
 //! while its plugin lives ([`wasmop_contract::Rights`]). `wasmop rbac` prints what each identity
 //! needs.
@@ -22,9 +24,31 @@ impl std::fmt::Debug for Identities {
     }
 }
 
-/// The ServiceAccount name of plugin `plugin`.
-pub fn account(plugin: &str) -> String {
-    format!("wasmop-plugin-{plugin}")
+/// Who installed a plugin, which decides the account it speaks as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Installer {
+    /// The operator: a `--plugin` file or the plugin directory.
+    Operator,
+    /// A tenant: a `WasmReconciler`.
+    Tenant,
+}
+
+impl Installer {
+    /// A tenant when `tenant`, else the operator.
+    pub fn of(tenant: bool) -> Self {
+        match tenant {
+            true => Installer::Tenant,
+            false => Installer::Operator,
+        }
+    }
+}
+
+/// The ServiceAccount name of plugin `plugin` installed by `installer`.
+pub fn account(plugin: &str, installer: Installer) -> String {
+    match installer {
+        Installer::Operator => format!("wasmop-plugin-{plugin}"),
+        Installer::Tenant => format!("wasmop-reconciler-{plugin}"),
+    }
 }
 
 /// The Kubernetes user name of the ServiceAccount `account` in `namespace`.
@@ -38,15 +62,15 @@ impl Identities {
         Identities { config, namespace }
     }
 
-    /// The user plugin `plugin` speaks as.
-    pub fn user(&self, plugin: &str) -> String {
-        user(&self.namespace, &account(plugin))
+    /// The user plugin `plugin`, installed by `installer`, speaks as.
+    pub fn user(&self, plugin: &str, installer: Installer) -> String {
+        user(&self.namespace, &account(plugin, installer))
     }
 
-    /// A client that impersonates plugin `plugin`'s ServiceAccount.
-    pub fn client(&self, plugin: &str) -> Result<kube::Client, kube::Error> {
+    /// A client that impersonates the ServiceAccount of plugin `plugin` installed by `installer`.
+    pub fn client(&self, plugin: &str, installer: Installer) -> Result<kube::Client, kube::Error> {
         let mut config = self.config.clone();
-        config.auth_info.impersonate = Some(self.user(plugin));
+        config.auth_info.impersonate = Some(self.user(plugin, installer));
         config.auth_info.impersonate_groups = None;
         kube::Client::try_from(config)
     }
@@ -61,8 +85,12 @@ mod tests {
         let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
         let identities = Identities::new(config, "wasmop-system".to_owned());
         assert_eq!(
-            identities.user("webapp"),
+            identities.user("webapp", Installer::Operator),
             "system:serviceaccount:wasmop-system:wasmop-plugin-webapp"
+        );
+        assert_eq!(
+            identities.user("webapp", Installer::Tenant),
+            "system:serviceaccount:wasmop-system:wasmop-reconciler-webapp"
         );
     }
 }

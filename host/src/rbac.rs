@@ -23,6 +23,8 @@ pub struct Placement {
     pub operator: String,
     /// The operator's namespace.
     pub operator_namespace: String,
+    /// Who installs the plugin: a tenant's (a `WasmReconciler`'s) has an account of its own kind.
+    pub installer: identity::Installer,
 }
 
 /// Rules by (API group, resource): the verbs.
@@ -35,7 +37,7 @@ pub fn manifests(
     placement: &Placement,
     plural: impl Fn(&GroupVersionKind) -> String,
 ) -> Vec<Value> {
-    let name = identity::account(&registration.name);
+    let name = identity::account(&registration.name, placement.installer);
     let labels =
         json!({"app.kubernetes.io/managed-by": "wasmop", "wasmop.dev/plugin": registration.name});
     let mut cluster = Rules::new();
@@ -176,6 +178,7 @@ mod tests {
             namespace: "plugins".to_owned(),
             operator: "wasmop".to_owned(),
             operator_namespace: "wasmop-system".to_owned(),
+            installer: identity::Installer::Operator,
         }
     }
 

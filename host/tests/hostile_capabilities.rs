@@ -112,28 +112,6 @@ fn policy_file(dir: &Path, text: &str) -> anyhow::Result<std::path::PathBuf> {
     Ok(path)
 }
 
-/// Polls `/plugins` of the host whose metrics listen on `metrics` until `done` holds of it.
-async fn plugins_until(metrics: &str, done: impl Fn(&str) -> bool) -> anyhow::Result<String> {
-    loop {
-        if let Ok((200, body)) = get(metrics, "/plugins").await
-            && done(&body)
-        {
-            return Ok(body);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// The audited requests of `user` since `log`'s last read, as `verb resource/name`.
-fn requests_by(log: &mut wasmop_envtest::AuditLog, user: &str) -> anyhow::Result<Vec<String>> {
-    Ok(log
-        .read_new()?
-        .into_iter()
-        .filter(|e| e.user == user || e.impersonated == user)
-        .map(|e| format!("{} {}/{}", e.verb, e.resource, e.name))
-        .collect())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_on_kinds_never_granted_are_refused_at_load_and_never_registered()
 -> anyhow::Result<()> {
@@ -176,7 +154,7 @@ async fn webhooks_on_kinds_never_granted_are_refused_at_load_and_never_registere
             .args(["--webhook-url", &format!("https://{webhooks}")])
             .args(["--webhook-configuration-name", "overreach"])
             .spawn()?;
-        let status = plugins_until(&metrics, |body| body.contains("validating webhook")).await?;
+        let status = common::scrape::plugins_until(&metrics, |body| body.contains("validating webhook")).await?;
         assert!(status.contains("Secret.v1"), "{status}");
         let (_, scraped) = get(&metrics, "/metrics").await?;
         let failures = common::scrape::parse(&scraped)["wasmop_plugin_load_failures_total"]
@@ -352,7 +330,7 @@ async fn a_conversion_is_owned_by_the_plugin_the_policy_names_and_never_taken_fr
         let policy = policy_file(dir.path(), &named)?;
         set_thing_conversion(plane, true).await?;
         let (host, metrics) = converter_host(plane, (&namespace, &policy), "guest-converter")?;
-        plugins_until(&metrics, |body| body.contains("guest-converter") && body.contains("running")).await?;
+        common::scrape::plugins_until(&metrics, |body| body.contains("guest-converter") && body.contains("running")).await?;
         configured(plane).await?;
         let (strategy, url, mark) = thing_conversion(plane).await?;
         assert_eq!((strategy.as_str(), url.as_str()), ("Webhook", OTHERS_CONVERSION), "taken from another");
@@ -362,7 +340,7 @@ async fn a_conversion_is_owned_by_the_plugin_the_policy_names_and_never_taken_fr
 
         set_thing_conversion(plane, false).await?;
         let (host, metrics) = converter_host(plane, (&namespace, &policy), "guest-converter")?;
-        plugins_until(&metrics, |body| body.contains("running")).await?;
+        common::scrape::plugins_until(&metrics, |body| body.contains("running")).await?;
         let (strategy, url, mark) = loop {
             let found = thing_conversion(plane).await?;
             if found.0 == "Webhook" {
@@ -375,7 +353,7 @@ async fn a_conversion_is_owned_by_the_plugin_the_policy_names_and_never_taken_fr
         common::terminate(host).await?;
 
         let (host, metrics) = converter_host(plane, (&namespace, &policy), "guest-good")?;
-        plugins_until(&metrics, |body| body.contains("guest-good")).await?;
+        common::scrape::plugins_until(&metrics, |body| body.contains("guest-good")).await?;
         let reverted = loop {
             let found = thing_conversion(plane).await?;
             if found.0 == "None" {
@@ -524,10 +502,11 @@ async fn a_module_runs_only_as_its_sources_identity() -> anyhow::Result<()> {
             ])
             .args(["--metrics-bind-address", &metrics])
             .spawn()?;
-        let status = plugins_until(&metrics, |body| body.contains("runs as evil")).await?;
+        let status =
+            common::scrape::plugins_until(&metrics, |body| body.contains("runs as evil")).await?;
         assert!(status.contains("declares the name guest-good"), "{status}");
         let privileged = format!("system:serviceaccount:{namespace}:wasmop-plugin-guest-good");
-        let spoken = requests_by(&mut audit, &privileged)?;
+        let spoken = common::requests_by(&mut audit, &privileged)?;
         assert!(spoken.is_empty(), "requests as {privileged}: {spoken:?}");
         println!(
             "IDENTITY: evil.wasm declaring guest-good refused at load; 0 requests as {privileged}"

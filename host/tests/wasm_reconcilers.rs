@@ -9,37 +9,15 @@ mod common;
 
 use common::scrape::{free_address, get, parse, value};
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 use wasmop::plugins::digest;
-use wasmop_envtest::{ControlPlane, shared, within};
+use wasmop_envtest::{shared, within};
 
 const LIMIT: Duration = Duration::from_secs(240);
-
-async fn store_module(
-    plane: &ControlPlane,
-    namespace: &str,
-    component: &str,
-) -> anyhow::Result<()> {
-    let bytes = std::fs::read(common::component(component))?;
-    let configmap = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some(component.into()),
-            ..Default::default()
-        },
-        binary_data: Some(BTreeMap::from([("module.wasm".into(), ByteString(bytes))])),
-        ..Default::default()
-    };
-    Api::<ConfigMap>::namespaced(plane.client().await?, namespace)
-        .create(&PostParams::default(), &configmap)
-        .await?;
-    Ok(())
-}
 
 /// The row of plugin `name` in `wasmop plugins`' table, from the host serving `/plugins` at
 /// `address`.
@@ -65,8 +43,8 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         let client = plane.client().await?;
         let modules = plane.create_namespace("wr-modules").await?;
         let work = plane.create_namespace("wr-work").await?;
-        store_module(plane, &modules, "guest-good").await?;
-        store_module(plane, &modules, "guest-wit2").await?;
+        common::reconcilers::store_module(plane, &modules, "guest-good").await?;
+        common::reconcilers::store_module(plane, &modules, "guest-wit2").await?;
         let metrics = free_address();
         // Modules come from the test's namespace and from loopback servers, which the host
         // refuses unless its policy names them.

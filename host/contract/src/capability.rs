@@ -103,6 +103,10 @@ pub struct Subject<'a> {
     pub policies: &'a [Ceiling],
     /// What the apiserver lets its own identity read now, in identity mode.
     pub rights: Option<&'a Rights>,
+    /// Whether a tenant installed the plugin (a `WasmReconciler`): the operator's grants by name
+    /// (`identities`, `conversions`) then speak of it only as `wasmreconciler/<name>`, so no
+    /// tenant takes a grant meant for an operator's plugin by declaring its name.
+    pub by_tenant: bool,
 }
 
 impl<'a> Subject<'a> {
@@ -113,6 +117,7 @@ impl<'a> Subject<'a> {
             registration: None,
             policies: std::slice::from_ref(policy),
             rights: None,
+            by_tenant: true,
         }
     }
 }
@@ -132,7 +137,8 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
         Power::Convert(kind) => {
             subject.grant(Verb::Get, kind, "", &what(power))?;
             subject.rewrite(kind, &what(power))?;
-            subject.operator(&what(power), |c| c.may_convert(plugin(subject), kind))
+            let plugin = granted_name(subject);
+            subject.operator(&what(power), |c| c.may_convert(&plugin, kind))
         }
         Power::Event(namespace) => {
             let writes = subject.registration.is_some_and(|r| r.writes_in(namespace));
@@ -146,10 +152,13 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
             subject.current(kind, namespace, &what(power))
         }
         Power::Identity { source, declared } => {
-            let runs_as = subject
-                .policies
-                .first()
-                .map_or(source, |c| c.identity(source));
+            let runs_as = match subject.by_tenant {
+                true => source,
+                false => subject
+                    .policies
+                    .first()
+                    .map_or(source, |c| c.identity(source)),
+            };
             match runs_as == declared {
                 true => Ok(()),
                 false => Err(Denied::Operator(format!(
@@ -195,6 +204,15 @@ pub fn implied<'a>(
 /// The name of `subject`'s plugin (empty before it has described itself).
 fn plugin<'a>(subject: Subject<'a>) -> &'a str {
     subject.registration.map_or("", |r| r.name.as_str())
+}
+
+/// The name the operator's policy grants `subject`'s plugin powers by: its own for the
+/// operator's plugins, `wasmreconciler/<name>` for a tenant's.
+fn granted_name(subject: Subject<'_>) -> String {
+    match subject.by_tenant {
+        true => format!("wasmreconciler/{}", plugin(subject)),
+        false => plugin(subject).to_owned(),
+    }
 }
 
 impl Subject<'_> {
@@ -340,6 +358,7 @@ mod tests {
             registration: Some(registration),
             policies,
             rights: None,
+            by_tenant: false,
         };
         implied(registration, webhooks)
             .into_iter()
@@ -381,6 +400,45 @@ mod tests {
         let own = [Ceiling::default(), policy[0].clone()];
         let reason = refused(&writer, None, &own).unwrap();
         assert!(reason.contains("WasmReconciler's policy"), "{reason}");
+    }
+
+    #[test]
+    fn a_tenant_takes_no_conversion_granted_to_an_operator_plugins_name() {
+        let webapp = GroupVersionKind::gvk("example.wasmop.dev", "v2", "WebApp");
+        let mut plugin = Registration::minimal("webapp");
+        plugin.permissions.push(Permission {
+            kind: webapp.clone(),
+            verbs: vec![Verb::Get, Verb::Update],
+            namespaces: vec![],
+        });
+        let granting = |name: &str| Ceiling {
+            conversions: Some(vec![Conversion {
+                kind: KindPattern::parse("example.wasmop.dev/WebApp").unwrap(),
+                plugin: name.to_owned(),
+            }]),
+            ..Ceiling::default()
+        };
+        let subject = |policies, by_tenant| Subject {
+            registration: Some(&plugin),
+            policies,
+            rights: None,
+            by_tenant,
+        };
+        let operators = [granting("webapp")];
+        assert_eq!(
+            check(subject(&operators, false), Power::Convert(&webapp)),
+            Ok(())
+        );
+        let reason = check(subject(&operators, true), Power::Convert(&webapp))
+            .unwrap_err()
+            .to_string();
+        assert!(reason.contains("operator's policy"), "{reason}");
+        let tenants = [granting("wasmreconciler/webapp")];
+        assert_eq!(
+            check(subject(&tenants, true), Power::Convert(&webapp)),
+            Ok(())
+        );
+        assert!(check(subject(&tenants, false), Power::Convert(&webapp)).is_err());
     }
 
     #[test]
@@ -479,6 +537,7 @@ mod tests {
             registration: Some(&plugin),
             policies: &policies,
             rights: None,
+            by_tenant: false,
         };
         assert!(check(subject, Power::Event("team-a")).is_ok());
         assert!(check(subject, Power::Event("kube-system")).is_err());
@@ -498,9 +557,20 @@ mod tests {
             registration: Some(&plugin),
             policies: &mapped,
             rights: None,
+            by_tenant: false,
         };
         assert!(check(subject, identity("canary", "webapp")).is_ok());
         assert!(check(subject, identity("canary", "canary")).is_err());
+        // A tenant's source named like the mapped one runs as itself, not as the operator's plugin.
+        let tenant = Subject {
+            by_tenant: true,
+            ..subject
+        };
+        let reason = check(tenant, identity("canary", "webapp"))
+            .unwrap_err()
+            .to_string();
+        assert!(reason.contains("runs as canary"), "{reason}");
+        assert!(check(tenant, identity("canary", "canary")).is_ok());
     }
 
     #[test]
@@ -510,6 +580,7 @@ mod tests {
             registration: None,
             policies: &tenant,
             rights: None,
+            by_tenant: true,
         };
         assert!(check(subject, Power::ModuleObject("kube-system")).is_err());
         let loopback = Power::ModuleAddress("127.0.0.1".parse().unwrap());
@@ -539,6 +610,7 @@ mod tests {
             registration: Some(&plugin),
             policies: &policies,
             rights: Some(&rights),
+            by_tenant: false,
         };
         let read = Power::Call(Verb::Get, &plugin.primary, "shop");
         assert_eq!(check(subject, read), Ok(()));

@@ -124,6 +124,10 @@ pub struct RbacArgs {
     /// A cluster to look up the kinds' resource names in; guessed from the kind names without one.
     #[arg(long, env = "WASMOP_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// The plugin is a tenant's, installed by a `WasmReconciler`: its account is
+    /// `wasmop-reconciler-<name>`, never an operator plugin's `wasmop-plugin-<name>`.
+    #[arg(long)]
+    pub wasm_reconciler: bool,
 }
 
 /// Options of `wasmop new`.

@@ -201,6 +201,7 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
         registration: Some(&registration),
         policies: &policies,
         rights: None,
+        by_tenant: false,
     };
     for power in capability::implied(&registration, None) {
         let _ = capability::check(subject, power);

@@ -58,9 +58,11 @@ impl std::fmt::Display for Need {
     }
 }
 
-/// Refuses `registration` when the operator may not do something it declares.
+/// Refuses `registration` when its `identity` (the user `client` speaks as) may not do something
+/// it declares.
 pub(crate) async fn check(
     client: &kube::Client,
+    identity: &str,
     namespaces: &Namespaces,
     registration: &Registration,
 ) -> Result<(), PluginError> {
@@ -78,6 +80,7 @@ pub(crate) async fn check(
     Err(PluginError::Forbidden {
         plugin: registration.name.clone(),
         version: registration.version.clone(),
+        identity: identity.to_owned(),
         denied: denied.join("; "),
     })
 }

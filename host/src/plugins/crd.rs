@@ -1,6 +1,8 @@
 //! The `WasmReconciler` source (`wasmop.dev/v1alpha1`, cluster-scoped): each object names a
 //! module ([`ModuleRef`]), per-plugin overrides and a policy narrowing the operator's ceiling for
-//! its plugin; its plugin's source is `wasmreconciler/<name>`.
+//! its plugin; its plugin's source is `wasmreconciler/<name>`. Its plugins are a tenant's: they
+//! never take a name the operator's own sources supply (one that does is unloaded, and its object
+//! reconciled again to say `NameTaken`), nor, in identity mode, an operator plugin's account.
 //!
 //! Every replica watches the objects and loads their modules, so followers stay warm; only the
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
@@ -192,7 +194,21 @@ impl WasmReconcilers {
             })
             .touched_objects();
         let (context, reader) = (self.context.clone(), store.clone());
+        let unloaded = futures::stream::unfold(
+            (self.context.plugins.status_view(), self.context.clone()),
+            |(mut statuses, context)| async move {
+                loop {
+                    if !statuses.changed().await {
+                        return None;
+                    }
+                    if context.forget_unloaded() {
+                        return Some(((), (statuses, context)));
+                    }
+                }
+            },
+        );
         let results = Controller::for_stream_with(events, store.clone(), self.resource)
+            .reconcile_all_on(unloaded)
             .run(reconcile, error_policy, self.context.clone())
             .for_each_concurrent(None, move |result| {
                 let (context, store) = (context.clone(), reader.clone());
@@ -297,6 +313,25 @@ impl Reconciler {
         );
     }
 
+    /// Forgets what was done for every object whose installed plugin is no longer loaded (the
+    /// operator's own source took its name), so its next reconcile installs it again and reports
+    /// why it cannot; whether there was any.
+    fn forget_unloaded(&self) -> bool {
+        let unloaded: Vec<String> = self
+            .plugins
+            .statuses()
+            .into_iter()
+            .filter(|status| status.digest.is_none() && status.last_error.is_some())
+            .filter_map(|status| status.source.strip_prefix(SOURCE_PREFIX).map(str::to_owned))
+            .collect();
+        let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
+        let before = handled.len();
+        handled.retain(|name, h| {
+            !(unloaded.contains(name) && matches!(h.outcome, Outcome::Installed(_)))
+        });
+        handled.len() != before
+    }
+
     /// Unloads `name`'s plugin unless the object is back in `store`.
     async fn unload_if_gone(&self, store: &Store<Watched>, name: &str) {
         if store
@@ -382,6 +417,7 @@ impl Installer {
         match self.plugins.install(&source, &file, bytes, options).await {
             Ok(_) => Outcome::Installed(unreachable),
             Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
+            Err(error @ PluginError::NameTaken { .. }) => failed("NameTaken", error.to_string()),
             Err(error @ PluginError::Load(RuntimeError::CompileKilled { .. })) => {
                 failed("CompileKilled", error.to_string())
             }

@@ -148,6 +148,11 @@ impl PluginHandle {
         self.statuses.current()
     }
 
+    /// The statuses' view, to wait for their changes.
+    pub fn status_view(&self) -> Statuses {
+        self.statuses.clone()
+    }
+
     async fn ask<T>(
         &self,
         command: Command,

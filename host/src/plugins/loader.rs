@@ -13,7 +13,7 @@ use super::{PluginError, access};
 use crate::cache::Cache;
 use crate::client::PluginClient;
 use crate::events::Events;
-use crate::identity::Identities;
+use crate::identity::{Identities, Installer};
 use crate::metrics::{Metrics, PluginMetrics};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError};
 use wasmop_contract::{Observer, Refusal, Registration, Reviewer, Rights, Services};
@@ -85,18 +85,18 @@ impl Loader {
         if self.identities.is_some() {
             options.identity = Some(source_identity(file));
         }
+        let installer = Installer::of(options.tenant);
         let identity = std::sync::OnceLock::new();
         let reviewed = std::sync::OnceLock::new();
         let services = |registration: &Registration| {
-            let client = identity.get_or_init(|| self.client_for(&registration.name));
+            let client = identity.get_or_init(|| self.client_for(&registration.name, installer));
             // A plugin whose identity cannot be built is refused below, before it ever runs.
             let client = client.as_ref().unwrap_or(&self.client).clone();
             let plugin = PluginClient::new(client.clone(), self.cache.clone(), &registration.name)
                 .sharding(&registration.primary, &registration.owns);
-            let rights = self
-                .identities
-                .as_ref()
-                .map(|identities| Arc::new(Rights::new(identities.user(&registration.name))));
+            let rights = self.identities.as_ref().map(|identities| {
+                Arc::new(Rights::new(identities.user(&registration.name, installer)))
+            });
             let _ = reviewed.set(rights.clone());
             Services {
                 cache: Arc::new(plugin.clone()),
@@ -112,10 +112,14 @@ impl Loader {
             .await?;
         let client = match identity.into_inner() {
             Some(client) => client?,
-            None => self.client_for(plugin.name())?,
+            None => self.client_for(plugin.name(), installer)?,
         };
         let namespaces = self.cache.namespaces();
-        access::check(&client, namespaces, plugin.registration()).await?;
+        let speaks_as = self.identities.as_ref().map_or_else(
+            || "the operator's service account".to_owned(),
+            |identities| identities.user(plugin.name(), installer),
+        );
+        access::check(&client, &speaks_as, namespaces, plugin.registration()).await?;
         if let Some(rights) = reviewed.into_inner().flatten() {
             let registration = Arc::new(plugin.registration().clone());
             let reviewing = access::keep_reviewing(
@@ -129,16 +133,17 @@ impl Loader {
         Ok(Arc::new(plugin))
     }
 
-    /// The client plugin `name` writes through: its own identity's, or the operator's.
-    fn client_for(&self, name: &str) -> Result<kube::Client, PluginError> {
+    /// The client plugin `name` writes through: its own identity's (by who installed it), or the
+    /// operator's.
+    fn client_for(&self, name: &str, installer: Installer) -> Result<kube::Client, PluginError> {
         let Some(identities) = &self.identities else {
             return Ok(self.client.clone());
         };
         identities
-            .client(name)
+            .client(name, installer)
             .map_err(|source| PluginError::Identity {
                 plugin: name.to_owned(),
-                user: identities.user(name),
+                user: identities.user(name, installer),
                 source: Box::new(source),
             })
     }

@@ -10,7 +10,9 @@
 //! a published view ([`Statuses`]), never from the loop.
 //! Removing a source stops its controller — keys still queued are dropped (the informers list
 //! them again for whoever loads the plugin next), in-flight reconciles finish within the grace
-//! period — and releases the informers only it used. Plugin names are unique across sources.
+//! period — and releases the informers only it used. Plugin names are unique across sources, and
+//! the operator's sources (files, the plugin directory) always win a name over a tenant's (a
+//! `WasmReconciler`): whichever loads first, the tenant's plugin of that name is unloaded.
 //!
 //! Imports: the contract, `cache`, `client`, `config`, `controller`, `events`, `http`, `identity`,
 //! `metrics` and `runtime`; never `manager` or `testing`.
@@ -47,13 +49,15 @@ pub enum PluginError {
     Load(#[from] RuntimeError),
     /// The identity the plugin writes as (the operator's, or its own) may not do what it declares.
     #[error(
-        "plugin {plugin} {version} declares what its identity is not allowed to do: {denied}; grant it to the operator's service account, or with --plugin-identity-namespace to the plugin's own (wasmop rbac prints it), or drop it from describe()"
+        "plugin {plugin} {version} declares what its identity ({identity}) is not allowed to do: {denied}; grant it to the operator's service account, or with --plugin-identity-namespace to the plugin's own (wasmop rbac prints it, with --wasm-reconciler for a WasmReconciler's), or drop it from describe()"
     )]
     Forbidden {
         /// The plugin.
         plugin: String,
         /// Its version.
         version: String,
+        /// Who it speaks as: its own account's user, or the operator's.
+        identity: String,
         /// What the apiserver denied.
         denied: String,
     },
@@ -91,6 +95,16 @@ pub enum PluginError {
         /// The name.
         name: String,
         /// The other source.
+        source_name: String,
+    },
+    /// The operator's own source now supplies a plugin of the name this tenant's plugin had.
+    #[error(
+        "plugin {name} was unloaded: the operator's source {source_name} supplies a plugin of that name, and the operator's plugins always win their names"
+    )]
+    Evicted {
+        /// The name.
+        name: String,
+        /// The operator's source.
         source_name: String,
     },
     /// Its informers did not start or sync in time.

@@ -86,6 +86,13 @@ impl Statuses {
     }
 }
 
+impl Statuses {
+    /// Waits for the next change of any source's status; `false` once the table is gone.
+    pub async fn changed(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
+}
+
 impl PluginReport for Statuses {
     fn json(&self) -> String {
         serde_json::to_string(&self.current()).expect("statuses serialize")
@@ -135,10 +142,11 @@ impl Registry {
         self.live.subscribe()
     }
 
-    /// Asks to make a version named `name` the plugin of `source`; the ticket names that change
-    /// in [`Registry::install`] and [`Registry::failed`]. Refused if another source has the name.
-    pub(crate) fn ticket(&mut self, source: &str, name: &str) -> Result<u64, PluginError> {
-        self.name_free(source, name)?;
+    /// Asks to make `plugin` the plugin of `source`; the ticket names that change in
+    /// [`Registry::install`] and [`Registry::failed`]. Refused if another source has its name,
+    /// unless that is a tenant's and `plugin` the operator's.
+    pub(crate) fn ticket(&mut self, source: &str, plugin: &Plugin) -> Result<u64, PluginError> {
+        self.holder(source, plugin)?;
         self.next_ticket += 1;
         let ticket = self.next_ticket;
         let entry = self.entry(source);
@@ -150,8 +158,9 @@ impl Registry {
 
     /// Makes `plugin` (module `digest`) the plugin of `source` for change `ticket`; a
     /// `prepared` version also starts a controller or takes over the running one. Returns the
-    /// controller this replaced, for the caller to stop. On error nothing changes but the
-    /// source's last error (and not even that when a later change superseded this one).
+    /// controllers this replaced or evicted (a tenant's of the same name, when `plugin` is the
+    /// operator's), for the caller to stop. On error nothing changes but the source's last error
+    /// (and not even that when a later change superseded this one).
     pub(crate) fn install(
         &mut self,
         source: &str,
@@ -160,12 +169,15 @@ impl Registry {
         digest: String,
         prepared: Option<Prepared>,
         metrics: &Arc<Metrics>,
-    ) -> Result<Option<Controller>, PluginError> {
+    ) -> Result<Vec<Controller>, PluginError> {
         self.current(source, ticket)?;
-        if let Err(error) = self.name_free(source, plugin.name()) {
-            self.failed(source, ticket, error.to_string());
-            return Err(error);
-        }
+        let evicted = match self.claim(source, &plugin) {
+            Ok(evicted) => evicted,
+            Err(error) => {
+                self.failed(source, ticket, error.to_string());
+                return Err(error);
+            }
+        };
         let entry = self.entry(source);
         let running = entry.loaded.as_mut().and_then(|l| l.controller.take());
         let (controller, replaced) = match (prepared, running) {
@@ -187,7 +199,7 @@ impl Registry {
         entry.last_error = None;
         entry.starting = false;
         self.publish();
-        Ok(replaced)
+        Ok(replaced.into_iter().chain(evicted).collect())
     }
 
     /// Whether `plugin` is already `source`'s version.
@@ -242,7 +254,7 @@ impl Registry {
         waiting
             .into_iter()
             .filter_map(|(source, plugin, digest)| {
-                let ticket = self.ticket(&source, plugin.name()).ok()?;
+                let ticket = self.ticket(&source, &plugin).ok()?;
                 Some((source, ticket, plugin, digest))
             })
             .collect()
@@ -268,18 +280,42 @@ impl Registry {
             .find_map(|e| e.loaded.as_ref()?.controller.as_ref())
     }
 
-    fn name_free(&self, source: &str, name: &str) -> Result<(), PluginError> {
-        match self
+    /// The index of the other source holding `plugin`'s name, if any: refused unless that
+    /// source is a tenant's and `plugin` the operator's.
+    fn holder(&self, source: &str, plugin: &Plugin) -> Result<Option<usize>, PluginError> {
+        let Some(index) = self
             .entries
             .iter()
-            .find(|e| e.source != source && e.name() == Some(name))
-        {
-            Some(other) => Err(PluginError::NameTaken {
-                name: name.to_owned(),
-                source_name: other.source.clone(),
+            .position(|e| e.source != source && e.name() == Some(plugin.name()))
+        else {
+            return Ok(None);
+        };
+        let holder = &self.entries[index];
+        let by_tenant = holder.loaded.as_ref().is_some_and(|l| l.plugin.by_tenant());
+        match by_tenant && !plugin.by_tenant() {
+            true => Ok(Some(index)),
+            false => Err(PluginError::NameTaken {
+                name: plugin.name().to_owned(),
+                source_name: holder.source.clone(),
             }),
-            None => Ok(()),
         }
+    }
+
+    /// Takes `plugin`'s name for `source`: a tenant's plugin holding it is unloaded, its
+    /// source's last error saying why; returns its controller, to stop.
+    fn claim(&mut self, source: &str, plugin: &Plugin) -> Result<Option<Controller>, PluginError> {
+        let Some(index) = self.holder(source, plugin)? else {
+            return Ok(None);
+        };
+        let holder = &mut self.entries[index];
+        let evicted = PluginError::Evicted {
+            name: plugin.name().to_owned(),
+            source_name: source.to_owned(),
+        };
+        tracing::warn!(source = %holder.source, "{evicted}");
+        holder.last_error = Some(evicted.to_string());
+        holder.starting = false;
+        Ok(holder.loaded.take().and_then(|l| l.controller))
     }
 
     /// Whether `ticket` is still the latest change asked for `source`.

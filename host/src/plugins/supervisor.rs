@@ -234,7 +234,7 @@ impl Supervisor {
         digest: String,
         reply: oneshot::Sender<Result<(), PluginError>>,
     ) {
-        let ticket = match self.registry.ticket(&source, plugin.name()) {
+        let ticket = match self.registry.ticket(&source, &plugin) {
             Ok(ticket) => ticket,
             Err(error) => {
                 self.registry.load_failed(&source, error.to_string());
@@ -306,7 +306,7 @@ impl Supervisor {
             if !started_only {
                 tracing::info!(%source, plugin = %name, %version, "plugin installed");
             }
-            if let Some(controller) = replaced {
+            for controller in replaced {
                 self.stop_later(controller, None);
             }
         });
@@ -385,8 +385,16 @@ mod tests {
         }
 
         async fn plugin(&self, name: &str) -> Arc<Plugin> {
+            self.installed_by(name, false).await
+        }
+
+        /// Component `name`, loaded as a tenant's plugin when `tenant`, else the operator's.
+        async fn installed_by(&self, name: &str, tenant: bool) -> Arc<Plugin> {
             let host = MemoryHost::new();
-            let options = PluginOptions::default();
+            let options = PluginOptions {
+                tenant,
+                ..PluginOptions::default()
+            };
             let file = component(name);
             let loaded = self.runtime.load(&file, options, |_| host.services());
             Arc::new(
@@ -459,6 +467,35 @@ mod tests {
         assert!(removed.await.unwrap());
         assert_eq!(offline.status("a.wasm"), None);
         assert!(offline.supervisor.live().borrow().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_operators_plugin_takes_its_name_from_a_tenants_whichever_came_first() {
+        let mut offline = Offline::new(Duration::from_secs(1));
+        let squatter = offline.installed_by("webapp", true).await;
+        let tenant = "wasmreconciler/webapp";
+        offline.install(tenant, squatter.clone()).await.unwrap();
+        let operators = offline.installed_by("webapp", false).await;
+        offline
+            .install("webapp.wasm", operators.clone())
+            .await
+            .unwrap();
+
+        let lost = offline.status(tenant).unwrap();
+        assert_eq!((lost.state, lost.digest), (PluginState::Failed, None));
+        let why = lost.last_error.unwrap();
+        assert!(why.contains("the operator's source webapp.wasm"), "{why}");
+        let live = offline.supervisor.live().borrow()["webapp"].clone();
+        assert!(Arc::ptr_eq(&live, &operators));
+
+        let again = offline.install(tenant, squatter).await.unwrap_err();
+        assert!(matches!(again, PluginError::NameTaken { .. }), "{again}");
+        let other = offline.installed_by("webapp", false).await;
+        let taken = offline.install("other.wasm", other).await.unwrap_err();
+        assert!(
+            matches!(taken, PluginError::NameTaken { .. }),
+            "operators' sources still share no name: {taken}"
+        );
     }
 
     #[tokio::test]

@@ -63,6 +63,8 @@ pub(crate) struct Grant {
     /// The operator's policy, then the plugin's own if it has one.
     pub policies: Vec<Ceiling>,
     pub services: Services,
+    /// Whether a tenant installed it.
+    pub by_tenant: bool,
 }
 
 impl Grant {
@@ -72,6 +74,7 @@ impl Grant {
             registration: Some(&self.registration),
             policies: &self.policies,
             rights: self.services.rights.as_deref(),
+            by_tenant: self.by_tenant,
         }
     }
 }

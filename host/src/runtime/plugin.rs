@@ -171,6 +171,7 @@ impl Runtime {
             policies: &policies,
             // Its identity's reads were reviewed by whoever loads it; they are re-reviewed later.
             rights: None,
+            by_tenant: options.tenant,
         };
         let identity = options.identity.as_deref().map(|source| Power::Identity {
             source,
@@ -198,6 +199,7 @@ impl Runtime {
                 services,
                 registration: registration.clone(),
                 policies,
+                by_tenant: options.tenant,
             }),
             memory_limit: options.memory_limit,
             budget: Budget::new(&options.limits, observer.clone()),
@@ -470,6 +472,11 @@ impl Plugin {
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.registration.name
+    }
+
+    /// Whether a tenant installed it (a `WasmReconciler`), not the operator.
+    pub fn by_tenant(&self) -> bool {
+        self.context.grant.as_ref().is_some_and(|g| g.by_tenant)
     }
 
     /// The file it was loaded from.

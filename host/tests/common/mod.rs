@@ -139,9 +139,20 @@ pub async fn rbac(
     name: &str,
     namespace: &str,
 ) -> anyhow::Result<String> {
+    rbac_with(plane, name, namespace, &[]).await
+}
+
+/// [`rbac`] with more of `wasmop rbac`'s options (`--wasm-reconciler`).
+pub async fn rbac_with(
+    plane: &wasmop_envtest::ControlPlane,
+    name: &str,
+    namespace: &str,
+    options: &[&str],
+) -> anyhow::Result<String> {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
         .arg("rbac")
         .arg(component(name))
+        .args(options)
         .args(["--namespace", namespace, "--kubeconfig"])
         .arg(plane.kubeconfig_path())
         .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
@@ -150,6 +161,16 @@ pub async fn rbac(
         .await?;
     anyhow::ensure!(output.status.success(), "wasmop rbac failed");
     Ok(String::from_utf8(output.stdout)?)
+}
+
+/// The audited requests of `user` since `log`'s last read, as `verb resource/name`.
+pub fn requests_by(log: &mut wasmop_envtest::AuditLog, user: &str) -> anyhow::Result<Vec<String>> {
+    Ok(log
+        .read_new()?
+        .into_iter()
+        .filter(|e| e.user == user || e.impersonated == user)
+        .map(|e| format!("{} {}/{}", e.verb, e.resource, e.name))
+        .collect())
 }
 
 /// Sends SIGTERM to `host` and checks that it exits cleanly.

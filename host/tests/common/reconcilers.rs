@@ -3,8 +3,12 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject};
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
 
 /// The cluster's WasmReconcilers.
 pub fn api(client: kube::Client) -> Api<DynamicObject> {
@@ -42,4 +46,32 @@ pub async fn status_until(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Stores component `name` in a ConfigMap of the same name in `namespace` (key `module.wasm`);
+/// returns the `spec.module` that loads it, pinned by its digest.
+pub async fn store_module(
+    plane: &wasmop_envtest::ControlPlane,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<Value> {
+    let bytes = std::fs::read(super::component(name))?;
+    let pin = wasmop::plugins::digest(&bytes)
+        .trim_start_matches("sha256:")
+        .to_owned();
+    let configmap = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        binary_data: Some(BTreeMap::from([("module.wasm".into(), ByteString(bytes))])),
+        ..Default::default()
+    };
+    Api::<ConfigMap>::namespaced(plane.client().await?, namespace)
+        .create(&PostParams::default(), &configmap)
+        .await?;
+    Ok(json!({
+        "configMap": {"namespace": namespace, "name": name, "key": "module.wasm"},
+        "sha256": pin,
+    }))
 }

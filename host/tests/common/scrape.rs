@@ -31,6 +31,18 @@ pub async fn wait_ready(probes: &str) {
     }
 }
 
+/// Polls `/plugins` of the host whose metrics listen on `metrics` until `done` holds of it.
+pub async fn plugins_until(metrics: &str, done: impl Fn(&str) -> bool) -> anyhow::Result<String> {
+    loop {
+        if let Ok((200, body)) = get(metrics, "/plugins").await
+            && done(&body)
+        {
+            return Ok(body);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 /// A loopback address nothing listens on right now.
 pub fn free_address() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");

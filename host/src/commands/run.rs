@@ -39,8 +39,13 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
     if args.wasm_reconcilers {
         let (plugins, limits, ceiling) =
             (manager.handle(), args.limits.clone(), args.ceiling.clone());
-        let source = WasmReconcilers::new(client, plugins, limits, ceiling, registries);
-        manager.add_runnable("WasmReconcilers", source.run());
+        let installs = args.max_concurrent_installs.into();
+        let source = WasmReconcilers::new(client, plugins, limits, ceiling, registries, installs);
+        let gauges = manager.metrics().register(source.install_gauges())?;
+        manager.add_runnable("WasmReconcilers", async move {
+            let _gauges = gauges;
+            source.run().await
+        });
     }
     if let Some(dir) = args.plugin_dir.clone() {
         let watcher = load_dir(&mut manager, &args, &dir).await?;
@@ -156,6 +161,8 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
             compile: compile_in(args),
             backend: super::backend(args.compiler),
             guest_memory: args.guest_memory_budget,
+            max_concurrent_compiles: args.max_concurrent_compiles.into(),
+            tenant_log_rate: args.tenant_log_rate,
             wrap: args
                 .limits
                 .record

@@ -9,7 +9,7 @@ use wasmop_contract::Ceiling;
 
 use super::{
     BindAddress, Compiler, ConfigError, PluginLimits, PluginOverrides, RegistryArgs, WebhookArgs,
-    bytes, duration, namespace,
+    bytes, duration, namespace, rate,
 };
 
 /// Options of `wasmop run`.
@@ -64,6 +64,20 @@ pub struct RunArgs {
     /// used by the other.
     #[arg(long, env = "WASMOP_COMPILER", value_enum, default_value = "winch")]
     pub compiler: Compiler,
+    /// The most plugin compiles that run at once; the others wait in line, the operator's
+    /// plugins (files, the plugin directory) before any WasmReconciler's. A load the compile
+    /// cache serves compiles nothing and never waits.
+    #[arg(long, env = "WASMOP_MAX_CONCURRENT_COMPILES", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_compiles: u16,
+    /// The most WasmReconciler installs (fetch, compile, load) that run at once; the others
+    /// wait in line. With each module at most 64 MiB, it bounds the module bytes in memory.
+    #[arg(long, env = "WASMOP_MAX_CONCURRENT_INSTALLS", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_installs: u16,
+    /// Log lines per second, and burst, all WasmReconcilers' plugins share (`PER_SECOND:BURST`),
+    /// beside each plugin's own `--log-rate`; a line over it waits for its turn, counted as the
+    /// plugin's log throttling.
+    #[arg(long, env = "WASMOP_TENANT_LOG_RATE", default_value = "200:1000", value_parser = rate)]
+    pub tenant_log_rate: wasmop_contract::limits::Rate,
     /// The most linear memory all plugins' instances may hold together; a guest that would grow
     /// past it traps (a memory trap naming the plugin), as past its own `--memory-limit`.
     /// Unbounded when absent: set it below the host's own memory limit.

@@ -15,9 +15,10 @@
 //! unpaused. Deleting the object unloads the plugin, and so does a relist that no longer lists it.
 //!
 //! The objects are handled by kube-runtime's `Controller`: each object's reconcile runs on a task
-//! of its own (a slow download or compile never delays another object), one object has at most
-//! one reconcile in flight, and what arrives for it meanwhile is reconciled from its latest state
-//! once that one ends.
+//! of its own, one object has at most one reconcile in flight, and what arrives for it meanwhile
+//! is reconciled from its latest state once that one ends. Installs (fetch, compile, load) take
+//! a slot of the install line ([`Installs`], `--max-concurrent-installs`) first, so objects applied
+//! at once are fetched and compiled a few at a time, and the host's memory stays bounded.
 //!
 //! The watcher reads each object nested at most [`MAX_DEPTH`] levels ([`Watched`]); a deeper one
 //! (its `spec.policy` is free-form) is read as its name, uid, generation and status only and
@@ -42,6 +43,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::PluginError;
+use super::installs::{InstallGauges, Installs};
 use super::module::{ModuleError, ModuleRef};
 use super::oci::{OciError, Registries};
 use super::{PluginHandle, PluginStatus};
@@ -144,18 +146,21 @@ struct Installer {
     ceiling: Ceiling,
     /// How registries are reached.
     registries: Registries,
+    /// The slots installs run in.
+    installs: Arc<Installs>,
 }
 
 impl WasmReconcilers {
     /// A source installing through `plugins`, with `limits` as the defaults spec overrides,
     /// reading modules only from where the operator's `ceiling` allows, reaching registries as
-    /// `registries` says.
+    /// `registries` says, running at most `max_installs` installs at once.
     pub fn new(
         client: kube::Client,
         plugins: PluginHandle,
         limits: PluginLimits,
         ceiling: Ceiling,
         registries: Registries,
+        max_installs: usize,
     ) -> Self {
         let kind = GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
         let resource = ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
@@ -168,6 +173,7 @@ impl WasmReconcilers {
                 limits,
                 ceiling,
                 registries,
+                installs: Arc::new(Installs::new(max_installs)),
             },
             plugins,
             handled: Mutex::default(),
@@ -176,6 +182,11 @@ impl WasmReconcilers {
             resource,
             context: Arc::new(context),
         }
+    }
+
+    /// Gauges of the install line, for the metrics registry.
+    pub fn install_gauges(&self) -> InstallGauges {
+        InstallGauges::new(self.context.installer.installs.clone())
     }
 
     /// Runs until dropped: the controller, and the unloading of objects that are gone.
@@ -400,6 +411,7 @@ impl Installer {
     /// Installs (or pauses) `watched`'s generation. A failure is also recorded as its source's
     /// last error, which `wasmop plugins` shows beside the version still running.
     async fn install(&self, name: &str, watched: &Watched) -> Outcome {
+        let _slot = self.installs.slot().await;
         let source = source(name);
         let (bytes, options, unreachable) = match self.module(&source, watched).await {
             Ok(Some(module)) => module,
@@ -496,6 +508,13 @@ impl Installer {
                     ..
                 },
             ) => return Err(("UntrustedSignature", error.to_string())),
+            Err(
+                error @ (ModuleError::TooLarge { .. }
+                | ModuleError::Oci {
+                    source: OciError::TooLarge(..),
+                    ..
+                }),
+            ) => return Err(("ModuleTooLarge", error.to_string())),
             Err(error @ ModuleError::Verify(_)) => return Err(("InvalidSpec", error.to_string())),
             Err(error @ ModuleError::Invalid(_)) => {
                 return Err(("InvalidSpec", error.to_string()));

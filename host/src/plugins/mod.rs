@@ -22,6 +22,7 @@ mod address;
 pub mod crd;
 pub mod dir;
 mod handle;
+mod installs;
 mod loader;
 pub mod module;
 pub mod oci;
@@ -31,6 +32,7 @@ pub mod signed;
 mod supervisor;
 
 pub use handle::{Installed, PluginHandle};
+pub use installs::InstallGauges;
 pub use loader::{Loader, digest, digest_of};
 pub use options::options;
 pub use registry::{Registry, Statuses};

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -170,6 +170,13 @@ pub enum ModuleError {
         url: String,
         /// What went wrong.
         message: String,
+    },
+    /// The URL serves more than [`MAX_MODULE_BYTES`]; refused before, or as soon as, the rest
+    /// would pass the limit.
+    #[error("fetching {url}: the module is larger than the limit of {MAX_MODULE_BYTES} bytes")]
+    TooLarge {
+        /// The URL.
+        url: String,
     },
     /// The module is not the one the digest names (whose own digest is never told).
     #[error("the module does not match spec.module.sha256")]
@@ -412,7 +419,13 @@ where
         .ok_or(ModuleError::Unreadable)
 }
 
-/// Downloads `url`, connecting only to addresses of its host that `policy` allows.
+/// The body's length as the server declares it, to read it into one buffer of that size.
+fn declared_length(headers: &hyper::HeaderMap) -> Option<usize> {
+    let length = headers.get(hyper::header::CONTENT_LENGTH)?;
+    length.to_str().ok()?.parse().ok()
+}
+
+/// Downloads `url` into one buffer (never a copy of it), connecting only to addresses of its host that `policy` allows.
 async fn from_url(url: &str, policy: &Ceiling) -> Result<Vec<u8>, ModuleError> {
     let failed = |message: String| ModuleError::Fetch {
         url: url.to_owned(),
@@ -447,11 +460,26 @@ async fn from_url(url: &str, policy: &Ceiling) -> Result<Vec<u8>, ModuleError> {
             // A redirect is not followed, and the body is never echoed.
             return Err(failed(format!("the server answered {}", response.status())));
         }
-        let body = Limited::new(response.into_body(), MAX_MODULE_BYTES)
-            .collect()
-            .await
-            .map_err(|e| failed(format!("{e} (at most {MAX_MODULE_BYTES} bytes)")))?;
-        Ok(body.to_bytes().to_vec())
+        let too_large = || ModuleError::TooLarge {
+            url: url.to_owned(),
+        };
+        let declared = declared_length(response.headers());
+        if declared.is_some_and(|length| length > MAX_MODULE_BYTES) {
+            return Err(too_large());
+        }
+        let mut body = response.into_body();
+        let mut module = Vec::with_capacity(declared.unwrap_or(0));
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| failed(format!("{e}")))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if module.len() + data.len() > MAX_MODULE_BYTES {
+                return Err(too_large());
+            }
+            module.extend_from_slice(&data);
+        }
+        Ok(module)
     };
     tokio::time::timeout(FETCH_TIMEOUT, download)
         .await
@@ -654,6 +682,48 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("64 hex digits")
+        );
+    }
+
+    /// Serves `head` and then `body_bytes` bytes of zeros to the first request on loopback.
+    async fn serving(head: &'static str, body_bytes: usize) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let _ = stream.read(&mut [0u8; 4096]).await;
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let chunk = vec![0u8; 1 << 16];
+            for _ in 0..body_bytes.div_ceil(chunk.len()) {
+                if stream.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+        });
+        format!("http://127.0.0.1:{port}/module.wasm")
+    }
+
+    #[tokio::test]
+    async fn a_url_serving_more_than_the_limit_is_refused_as_too_large() {
+        let policy = Ceiling {
+            modules: wasmop_contract::ModuleSources {
+                namespaces: None,
+                private_addresses: true,
+            },
+            ..Ceiling::default()
+        };
+        let declared = "HTTP/1.1 200 OK\r\ncontent-length: 1073741824\r\n\r\n";
+        let url = serving(declared, 0).await;
+        let refused = from_url(&url, &policy).await.unwrap_err();
+        assert!(matches!(refused, ModuleError::TooLarge { .. }), "{refused}");
+        let undeclared = "HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n";
+        let url = serving(undeclared, MAX_MODULE_BYTES + (1 << 16)).await;
+        let refused = from_url(&url, &policy).await.unwrap_err();
+        assert!(matches!(refused, ModuleError::TooLarge { .. }), "{refused}");
+        assert!(
+            refused.to_string().contains("larger than the limit"),
+            "{refused}"
         );
     }
 }

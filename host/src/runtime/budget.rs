@@ -2,6 +2,9 @@
 //! log and requeue, and the count of everything refused, dropped or throttled at its boundary,
 //! which the metrics report per plugin. Shared by every instance of the version.
 //!
+//! A tenant's plugin also draws its log lines from a bucket all tenants' plugins share
+//! (`--tenant-log-rate`), so many tenants together log no faster than that.
+//!
 //! Over its rate a guest waits for its turn rather than being refused: a flood then costs the
 //! host a sleeping task, not a spinning one, and a reconcile that waits past its deadline times
 //! out as any other.
@@ -21,6 +24,7 @@ pub(crate) struct Budget {
     events: Mutex<TokenBucket>,
     logs: Mutex<TokenBucket>,
     requeues: Mutex<TokenBucket>,
+    shared_logs: Option<Arc<Mutex<TokenBucket>>>,
     refused: [AtomicU64; Refusal::ALL.len()],
     observer: Arc<dyn Observer>,
 }
@@ -33,9 +37,16 @@ impl Budget {
             events: Mutex::new(TokenBucket::new(limits.events)),
             logs: Mutex::new(TokenBucket::new(limits.logs)),
             requeues: Mutex::new(TokenBucket::new(limits.requeues)),
+            shared_logs: None,
             refused: Default::default(),
             observer,
         }
+    }
+
+    /// This budget, its log lines also drawn from `logs`, a bucket other budgets share.
+    pub(crate) fn sharing_logs(mut self, logs: Arc<Mutex<TokenBucket>>) -> Self {
+        self.shared_logs = Some(logs);
+        self
     }
 
     /// Counts one refusal.
@@ -61,7 +72,13 @@ impl Budget {
 
     /// How long the next log line must wait for the log rate (counted when it must).
     pub(crate) fn log_delay(&self) -> Duration {
-        Self::delay(&self.logs, || self.refuse(Refusal::LogThrottled))
+        let own = lock(&self.logs).reserve();
+        let shared = self.shared_logs.as_deref().map(|b| lock(b).reserve());
+        let delay = own.max(shared.unwrap_or_default());
+        if !delay.is_zero() {
+            self.refuse(Refusal::LogThrottled);
+        }
+        delay
     }
 
     /// The delay a requeue asked for `after` gets under the requeue rate.
@@ -124,5 +141,30 @@ mod tests {
             counts[Refusal::RequeueThrottled as usize],
             (Refusal::RequeueThrottled, 1)
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn budgets_sharing_a_log_bucket_log_no_faster_together_than_it_allows() {
+        let limits = GuestLimits {
+            logs: Rate::new(10.0, 10),
+            ..GuestLimits::default()
+        };
+        let shared = Arc::new(Mutex::new(TokenBucket::new(Rate::new(1.0, 4))));
+        let budgets: Vec<Budget> = (0..2)
+            .map(|_| Budget::new(&limits, Arc::new(())).sharing_logs(shared.clone()))
+            .collect();
+        let waits: Vec<Duration> = (0..3)
+            .flat_map(|_| budgets.iter().map(Budget::log_delay))
+            .collect();
+        let s = Duration::from_secs;
+        assert_eq!(waits, [s(0), s(0), s(0), s(0), s(1), s(2)]);
+        let alone = Budget::new(&limits, Arc::new(()));
+        assert_eq!(
+            alone.log_delay(),
+            s(0),
+            "an operator's plugin shares nothing"
+        );
+        let throttled = budgets[1].refusals()[Refusal::LogThrottled as usize];
+        assert_eq!(throttled, (Refusal::LogThrottled, 1));
     }
 }

@@ -22,6 +22,7 @@ use wasmtime::component::Component;
 
 use crate::runtime::Runtime;
 use crate::runtime::artifacts::Artifacts;
+use crate::runtime::compiles::{Asker, CompileQueue};
 use crate::runtime::engine::{Backend, compilation_config};
 
 /// The subcommand of this binary that compiles one component from stdin to stdout.
@@ -108,14 +109,18 @@ pub(crate) struct Compiler {
     pub(crate) artifacts: Arc<Artifacts>,
     pub(crate) place: CompileIn,
     pub(crate) backend: Backend,
+    pub(crate) queue: Arc<CompileQueue>,
 }
 
 impl Compiler {
     /// Maps the component of `bytes` from the compile cache, compiling it first where
-    /// configured when the cache has no artifact for it. Blocking: call it off the async runtime.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
-        self.artifacts
-            .load(&self.engine, bytes, |bytes, out| self.artifact(bytes, out))
+    /// configured, in `asker`'s turn of the compile queue, when the cache has no artifact for
+    /// it. Blocking: call it off the async runtime.
+    pub(crate) fn compile(&self, bytes: &[u8], asker: Asker) -> wasmtime::Result<Component> {
+        self.artifacts.load(&self.engine, bytes, |bytes, out| {
+            let _turn = self.queue.turn(asker);
+            self.artifact(bytes, out)
+        })
     }
 
     /// Compiles `bytes` where this compiler compiles, writing the artifact to `out`.

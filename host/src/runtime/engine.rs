@@ -22,8 +22,8 @@
 //! the cache's file.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -32,14 +32,21 @@ use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy,
 };
 
+use crate::rate::TokenBucket;
 use crate::runtime::RuntimeError;
 use crate::runtime::artifacts::{Artifacts, default_cache_dir};
 use crate::runtime::bindings::Reconciler;
 use crate::runtime::compiler::{CompileIn, Compiler};
+use crate::runtime::compiles::CompileQueue;
 use crate::runtime::host::StoreState;
 use crate::runtime::memory::GuestMemory;
 use crate::runtime::wrap::Wrap;
+use wasmop_contract::limits::Rate;
 use wasmop_contract::policy::Ceiling;
+
+/// The log lines per second, and burst, all tenants' plugins share by default: twice one
+/// plugin's default rate.
+const TENANT_LOG_RATE: Rate = Rate::new(200.0, 1000);
 
 /// How often the epoch advances while a guest call is in flight: the granularity of timeouts and
 /// of yields of busy guests. A call is in flight while it waits on the apiserver too, so under load
@@ -104,6 +111,11 @@ pub struct RuntimeConfig {
     /// The most linear memory all guest instances may hold together, in bytes; unbounded when
     /// absent.
     pub guest_memory: Option<usize>,
+    /// The most compiles that run at once; the rest wait, the operator's plugins first.
+    pub max_concurrent_compiles: usize,
+    /// The log lines per second (and burst) all tenants' plugins share, beside each plugin's own
+    /// rate.
+    pub tenant_log_rate: Rate,
     /// Installed around every plugin it loads (the fixture recorder of `--record`), if anything.
     pub wrap: Option<Arc<dyn Wrap>>,
 }
@@ -118,6 +130,8 @@ impl Default for RuntimeConfig {
             compile: CompileIn::Process,
             backend: Backend::default(),
             guest_memory: None,
+            max_concurrent_compiles: 1,
+            tenant_log_rate: TENANT_LOG_RATE,
             wrap: None,
         }
     }
@@ -133,6 +147,8 @@ pub struct Runtime {
     pub(crate) guest_memory: Arc<GuestMemory>,
     /// Instances promised to loaded plugins, out of `config.max_instances`.
     reserved: Arc<AtomicU32>,
+    /// The log lines all tenants' plugins draw from, under `config.tenant_log_rate`.
+    pub(crate) tenant_logs: Arc<Mutex<TokenBucket>>,
     ticker: Ticker,
 }
 
@@ -154,9 +170,11 @@ impl Runtime {
                 artifacts,
                 place: config.compile.clone(),
                 backend: config.backend,
+                queue: Arc::new(CompileQueue::new(config.max_concurrent_compiles)),
             },
             engine,
             guest_memory: Arc::new(GuestMemory::new(config.guest_memory)),
+            tenant_logs: Arc::new(Mutex::new(TokenBucket::new(config.tenant_log_rate))),
             config,
             reserved: Arc::default(),
             ticker,
@@ -200,6 +218,11 @@ impl Runtime {
     /// Gauges of the guest memory budget, for the metrics registry.
     pub fn memory_gauges(&self) -> super::MemoryGauges {
         super::MemoryGauges::new(self.guest_memory.clone())
+    }
+
+    /// Gauges of the compile queue, for the metrics registry.
+    pub fn compile_gauges(&self) -> super::CompileGauges {
+        super::CompileGauges::new(self.compiler.queue.clone())
     }
 
     /// Compiled components found in the on-disk cache so far.
@@ -348,6 +371,7 @@ impl Drop for Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::compiles::Asker;
     use std::path::Path;
 
     /// The empty component: magic, component-model version and layer.
@@ -366,8 +390,14 @@ mod tests {
     fn a_second_load_is_served_from_the_cache() {
         let dir = tempfile::tempdir().unwrap();
         let runtime = runtime_in(dir.path());
-        runtime.compiler.compile(COMPONENT).unwrap();
-        runtime.compiler.compile(COMPONENT).unwrap();
+        runtime
+            .compiler
+            .compile(COMPONENT, Asker::Operator)
+            .unwrap();
+        runtime
+            .compiler
+            .compile(COMPONENT, Asker::Operator)
+            .unwrap();
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
     }
 
@@ -381,11 +411,11 @@ mod tests {
             ..RuntimeConfig::default()
         };
         let first = Runtime::new(config.clone()).unwrap();
-        first.compiler.compile(&bytes).unwrap();
+        first.compiler.compile(&bytes, Asker::Operator).unwrap();
         assert_eq!((first.cache_hits(), first.cache_misses()), (0, 1));
         drop(first);
         let restarted = Runtime::new(config).unwrap();
-        restarted.compiler.compile(&bytes).unwrap();
+        restarted.compiler.compile(&bytes, Asker::Operator).unwrap();
         assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
     }
 

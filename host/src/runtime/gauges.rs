@@ -42,9 +42,14 @@ impl MemoryGauges {
     }
 }
 
-/// A byte count as a gauge value.
-fn bytes(n: usize) -> i64 {
+/// A count (of bytes, of compiles, …) as a gauge value.
+pub(crate) fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The metric families of `collectors`, in order.
+pub(crate) fn collected(collectors: &[&dyn Collector]) -> Vec<MetricFamily> {
+    collectors.iter().flat_map(|c| c.collect()).collect()
 }
 
 impl Collector for MemoryGauges {
@@ -54,11 +59,11 @@ impl Collector for MemoryGauges {
 
     fn collect(&self) -> Vec<MetricFamily> {
         let (budget, reserved, held) = self.memory.totals_now();
-        self.reserved.set(bytes(reserved));
-        self.held.set(bytes(held));
+        self.reserved.set(count(reserved));
+        self.held.set(count(held));
         let mut families = [self.reserved.collect(), self.held.collect()].concat();
         if budget != usize::MAX {
-            self.budget.set(bytes(budget));
+            self.budget.set(count(budget));
             families.extend(self.budget.collect());
         }
         families

@@ -12,6 +12,7 @@ use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::budget::Budget;
 use crate::runtime::compiler::WorkerError;
+use crate::runtime::compiles::Asker;
 use crate::runtime::engine::Reservation;
 use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
 use crate::runtime::host::{Grant, PluginContext};
@@ -21,7 +22,7 @@ use crate::runtime::wrap::Wrap;
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary;
 use wasmop_contract::capability::{self, Power, Subject};
-use wasmop_contract::imports::Services;
+use wasmop_contract::imports::{Observer, Services};
 use wasmop_contract::limits::GuestLimits;
 use wasmop_contract::object::{GroupVersionKind, ObjectKey};
 use wasmop_contract::policy::{Asked, Ceiling};
@@ -202,7 +203,7 @@ impl Runtime {
                 by_tenant: options.tenant,
             }),
             memory_limit: options.memory_limit,
-            budget: Budget::new(&options.limits, observer.clone()),
+            budget: self.budget(&options, observer.clone()),
             limits: options.limits,
             observer,
             clock: options.clock,
@@ -249,7 +250,12 @@ impl Runtime {
             };
             return Err(RuntimeError::NotAComponent { file, found });
         }
-        let component = self.compile(&file, bytes).await?;
+        let asker = if options.tenant {
+            Asker::Tenant
+        } else {
+            Asker::Operator
+        };
+        let component = self.compile(&file, bytes, asker).await?;
         self.check_interface(&file, &component)?;
         let compile_error = |source| RuntimeError::Compile {
             file: file.clone(),
@@ -372,9 +378,24 @@ impl Runtime {
         Ok((asked, share, memory))
     }
 
-    async fn compile(&self, file: &Path, bytes: Vec<u8>) -> Result<Component, RuntimeError> {
+    /// A budget under `options`' limits; a tenant's also draws from the tenants' log bucket.
+    fn budget(&self, options: &PluginOptions, observer: Arc<dyn Observer>) -> Budget {
+        let budget = Budget::new(&options.limits, observer);
+        if options.tenant {
+            budget.sharing_logs(self.tenant_logs.clone())
+        } else {
+            budget
+        }
+    }
+
+    async fn compile(
+        &self,
+        file: &Path,
+        bytes: Vec<u8>,
+        asker: Asker,
+    ) -> Result<Component, RuntimeError> {
         let compiler = self.compiler.clone();
-        let compiled = tokio::task::spawn_blocking(move || compiler.compile(&bytes)).await;
+        let compiled = tokio::task::spawn_blocking(move || compiler.compile(&bytes, asker)).await;
         let compiled =
             compiled.map_err(|e| wasmtime::Error::msg(format!("compiler thread failed: {e}")));
         compiled.and_then(|result| result).map_err(|source| {

@@ -283,16 +283,11 @@ async fn an_index_on_secrets_it_may_not_read_is_refused_and_no_secret_is_listed(
             ])
             .args(["--metrics-bind-address", &metrics])
             .spawn()?;
-        let status = loop {
-            if let Ok((200, body)) = get(&metrics, "/plugins").await
-                && body.contains("list and watch Secret.v1")
-                && body.contains("guest-good")
-            {
-                break body;
-            }
+        while !get(&metrics, "/plugins").await.is_ok_and(|(code, body)| {
+            code == 200 && body.contains("guest-index-secrets") && body.contains("guest-good")
+        }) {
             tokio::time::sleep(Duration::from_millis(200)).await;
-        };
-        assert!(status.contains("declared no such permission"), "{status}");
+        }
         // guest-good's informers have listed and watched: the host was running under audit.
         let mut configmap_reads = 0;
         while configmap_reads == 0 {
@@ -319,6 +314,12 @@ async fn an_index_on_secrets_it_may_not_read_is_refused_and_no_secret_is_listed(
             .filter(|e| !e.user.starts_with("system:"))
             .count();
         assert_eq!(late, 0, "the host listed or watched Secrets");
+        let (_, status) = get(&metrics, "/plugins").await?;
+        assert!(
+            status.contains("list and watch Secret.v1")
+                && status.contains("declared no such permission"),
+            "{status}"
+        );
         let failures = value(
             &parse(&get(&metrics, "/metrics").await?.1),
             "wasmop_plugin_load_failures_total",

@@ -10,3 +10,5 @@ mod common;
 mod fetch;
 #[path = "hostile_tenants/names.rs"]
 mod names;
+#[path = "hostile_tenants/reach.rs"]
+mod reach;

@@ -8,6 +8,11 @@
 //! read now, as last reviewed ([`Rights`]): the shared cache lists and watches as the operator,
 //! so without this a plugin whose RoleBinding was deleted would go on reading.
 //!
+//! Reach stays inside the grant: a webhook reaches the protected namespaces (`kube-system`, the
+//! host's own) only where the operator's policy names them for it ([`unreached`] is what its
+//! configuration leaves out), and the host informs a kind for a plugin only if the plugin may
+//! read it ([`Power::Inform`]), so an index or watch never has the host list what it may not.
+//!
 //! Invariant: no feature hands a plugin a power except through [`check`], at load (every power
 //! its registration implies, [`implied`]) and again at every use. A new capability is not done
 //! until it is a [`Power`] here and the hostile suite attacks it.
@@ -23,15 +28,24 @@ use crate::webhook::WebhookRegistration;
 /// The verbs that rewrite an object's content: a defaulting webhook or a conversion needs one.
 const REWRITES: [Verb; 2] = [Verb::Update, Verb::Patch];
 
+/// The verbs that read objects: the host informs a kind for a plugin that may use one.
+const READS: [Verb; 3] = [Verb::Get, Verb::List, Verb::Watch];
+
 /// A power a plugin can make the host use on its behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Power<'a> {
     /// `verb` on `kind` in `namespace` (empty: across namespaces, or a cluster-scoped object).
     Call(Verb, &'a GroupVersionKind, &'a str),
-    /// A validating webhook on `kind`: it reads every object of it that is written.
-    Validate(&'a GroupVersionKind),
-    /// A defaulting webhook on `kind`: it rewrites every object of it that is written.
-    Default(&'a GroupVersionKind),
+    /// A validating webhook on `kind`: it reads every object of it written in `namespace`
+    /// (empty: its registration, which reaches every namespace but the protected ones its
+    /// policy does not name, or a cluster-scoped object).
+    Validate(&'a GroupVersionKind, &'a str),
+    /// A defaulting webhook on `kind`: it rewrites every object of it written in `namespace`
+    /// (empty as for [`Power::Validate`]).
+    Default(&'a GroupVersionKind, &'a str),
+    /// The host listing and watching `kind` across the watched namespaces as the operator, for
+    /// the plugin's informers and indexes: it must be able to read the kind somewhere.
+    Inform(&'a GroupVersionKind),
     /// A conversion of `kind`'s custom resource: it reads and rewrites every object of it, and
     /// the host takes over the CRD's conversion for it.
     Convert(&'a GroupVersionKind),
@@ -57,13 +71,25 @@ pub enum Power<'a> {
     Unsigned,
 }
 
-impl Power<'_> {
+impl<'a> Power<'a> {
     /// Whether the power changes something in the cluster.
     pub fn writes(&self) -> bool {
         match self {
             Power::Call(verb, ..) => verb.writes(),
             Power::Event(_) => true,
             _ => false,
+        }
+    }
+
+    /// The same webhook on objects in `namespace`; any other power unchanged.
+    pub fn within<'b>(self, namespace: &'b str) -> Power<'b>
+    where
+        'a: 'b,
+    {
+        match self {
+            Power::Validate(kind, _) => Power::Validate(kind, namespace),
+            Power::Default(kind, _) => Power::Default(kind, namespace),
+            other => other,
         }
     }
 }
@@ -80,6 +106,12 @@ pub enum Denied {
     /// The plugin's own (`WasmReconciler`'s) policy does not allow it.
     #[error("{0}, which its WasmReconciler's policy does not allow")]
     Own(String),
+    /// A webhook in a protected namespace the operator's policy does not name for it.
+    #[error(
+        "{0}, a protected namespace (kube-system, the host's own) that no allowance of the \
+         operator's policy names for it"
+    )]
+    Protected(String),
     /// A read the apiserver no longer grants the plugin's identity.
     #[error(
         "{what}: the apiserver no longer lets its identity {user} read it (reviewed every {}s)",
@@ -132,11 +164,15 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
                 false => subject.current(kind, namespace, &what(power)),
             }
         }
-        Power::Validate(kind) => subject.grant(Verb::Get, kind, "", &what(power)),
-        Power::Default(kind) => subject.rewrite(kind, &what(power)),
+        Power::Validate(kind, namespace) => {
+            subject.grant(Verb::Get, kind, namespace, &what(power))?;
+            subject.guarded(Verb::Get, kind, namespace, &what(power))
+        }
+        Power::Default(kind, namespace) => subject.rewrite(kind, namespace, &what(power)),
+        Power::Inform(kind) => subject.inform(kind, &what(power)),
         Power::Convert(kind) => {
             subject.grant(Verb::Get, kind, "", &what(power))?;
-            subject.rewrite(kind, &what(power))?;
+            subject.rewrite(kind, "", &what(power))?;
             let plugin = granted_name(subject);
             subject.operator(&what(power), |c| c.may_convert(&plugin, kind))
         }
@@ -194,11 +230,31 @@ pub fn implied<'a>(
         })
         .collect();
     if let Some(webhooks) = webhooks {
-        powers.extend(webhooks.validate.iter().map(|r| Power::Validate(&r.kind)));
-        powers.extend(webhooks.default.iter().map(|r| Power::Default(&r.kind)));
+        powers.extend(
+            webhooks
+                .validate
+                .iter()
+                .map(|r| Power::Validate(&r.kind, "")),
+        );
+        powers.extend(webhooks.default.iter().map(|r| Power::Default(&r.kind, "")));
         powers.extend(webhooks.convert.iter().map(Power::Convert));
     }
+    powers.extend(registration.informed_kinds().into_iter().map(Power::Inform));
     powers
+}
+
+/// The protected namespaces the webhook `power` may not reach (see [`Power::Validate`]): its
+/// configuration leaves them out, and a call from one is refused.
+pub fn unreached(subject: Subject<'_>, power: Power<'_>) -> Vec<String> {
+    let protected = subject
+        .policies
+        .first()
+        .map_or(&[][..], |c| &c.protected_namespaces);
+    protected
+        .iter()
+        .filter(|namespace| check(subject, power.within(namespace)).is_err())
+        .cloned()
+        .collect()
 }
 
 /// The name of `subject`'s plugin (empty before it has described itself).
@@ -245,14 +301,60 @@ impl Subject<'_> {
         }
     }
 
-    /// Declared and allowed: one verb that rewrites objects of `kind` in every namespace.
-    fn rewrite(&self, kind: &GroupVersionKind, what: &str) -> Result<(), Denied> {
-        let declared = |verb| self.registration.is_some_and(|r| r.allows(verb, kind, ""));
+    /// Declared and allowed: one verb that rewrites objects of `kind` in `namespace` (empty:
+    /// in every namespace).
+    fn rewrite(&self, kind: &GroupVersionKind, namespace: &str, what: &str) -> Result<(), Denied> {
+        let declared = |verb| {
+            self.registration
+                .is_some_and(|r| r.allows(verb, kind, namespace))
+        };
         let mut refusal = Denied::Undeclared(what.to_owned());
         for verb in REWRITES.into_iter().filter(|verb| declared(*verb)) {
-            match self.policy(what, |c| c.covers(verb, kind, "")) {
+            let allowed = self
+                .policy(what, |c| c.covers(verb, kind, namespace))
+                .and_then(|()| self.guarded(verb, kind, namespace, what));
+            match allowed {
                 Ok(()) => return Ok(()),
                 Err(denied) => refusal = denied,
+            }
+        }
+        Err(refusal)
+    }
+
+    /// Outside the protected namespaces, or in one the operator's policy names for `verb` on
+    /// `kind`.
+    fn guarded(
+        &self,
+        verb: Verb,
+        kind: &GroupVersionKind,
+        namespace: &str,
+        what: &str,
+    ) -> Result<(), Denied> {
+        let operator = self.policies.first();
+        let protected = operator.is_some_and(|c| c.protects(namespace));
+        match !protected || operator.is_some_and(|c| c.names(verb, kind, namespace)) {
+            true => Ok(()),
+            false => Err(Denied::Protected(what.to_owned())),
+        }
+    }
+
+    /// Some read of `kind` declared and allowed, across namespaces or in a namespace a
+    /// permission names.
+    fn inform(&self, kind: &GroupVersionKind, what: &str) -> Result<(), Denied> {
+        let named = self
+            .registration
+            .into_iter()
+            .flat_map(|r| &r.permissions)
+            .filter(|p| &p.kind == kind)
+            .flat_map(|p| p.namespaces.iter().map(String::as_str));
+        let mut refusal = Denied::Undeclared(what.to_owned());
+        for namespace in std::iter::once("").chain(named) {
+            for verb in READS {
+                match self.grant(verb, kind, namespace, what) {
+                    Ok(()) => return Ok(()),
+                    Err(Denied::Undeclared(_)) => {}
+                    Err(denied) => refusal = denied,
+                }
             }
         }
         Err(refusal)
@@ -288,8 +390,25 @@ fn what(power: Power<'_>) -> String {
         Power::Call(verb, k, namespace) => {
             format!("may not {verb:?} {} {}", kind(k), place(namespace))
         }
-        Power::Validate(k) => format!("asks for a validating webhook on {}", kind(k)),
-        Power::Default(k) => format!("asks for a defaulting webhook on {}", kind(k)),
+        Power::Validate(k, namespace) => {
+            format!(
+                "asks for a validating webhook on {} {}",
+                kind(k),
+                place(namespace)
+            )
+        }
+        Power::Default(k, namespace) => {
+            format!(
+                "asks for a defaulting webhook on {} {}",
+                kind(k),
+                place(namespace)
+            )
+        }
+        Power::Inform(k) => format!(
+            "may not have the host list and watch {} across the watched namespaces as the \
+             operator",
+            kind(k)
+        ),
         Power::Convert(k) => format!("asks to convert {}", kind(k)),
         Power::Event(namespace) => format!("may not record events {}", place(namespace)),
         Power::Own(k, namespace) => {
@@ -482,6 +601,92 @@ mod tests {
             vec![Verb::Get, Verb::List, Verb::Watch],
         )];
         let reason = refused(&unallowed, Some(&rewrites), &get_only).unwrap();
+        assert!(reason.contains("operator's policy"), "{reason}");
+    }
+
+    #[test]
+    fn webhooks_reach_protected_namespaces_only_where_the_operator_names_them() {
+        let veto = Registration::minimal("veto");
+        let validate = Power::Validate(&veto.primary, "");
+        let subject = |policies| Subject {
+            registration: Some(&veto),
+            policies,
+            rights: None,
+            by_tenant: true,
+        };
+        let open = [Ceiling::default()];
+        assert_eq!(check(subject(&open), validate), Ok(()));
+        assert_eq!(unreached(subject(&open), validate), ["kube-system"]);
+        let reason = check(subject(&open), validate.within("kube-system")).unwrap_err();
+        assert!(matches!(reason, Denied::Protected(_)), "{reason:?}");
+        assert!(
+            reason.to_string().contains("in namespace kube-system"),
+            "{reason}"
+        );
+        assert_eq!(check(subject(&open), validate.within("team-a")), Ok(()));
+
+        let mut naming = only("core/ConfigMap", vec![Verb::Get, Verb::List, Verb::Watch]);
+        naming.allow.as_mut().unwrap().push(Allowance {
+            kinds: vec![KindPattern::parse("core/ConfigMap").unwrap()],
+            verbs: vec![Verb::Get],
+            namespaces: vec!["kube-system".to_owned()],
+        });
+        let named = [naming.clone()];
+        assert!(unreached(subject(&named), validate).is_empty());
+        let unlifted = Ceiling {
+            protected_namespaces: vec![],
+            ..naming
+        };
+        let by_tenant = [Ceiling::default(), unlifted];
+        assert_eq!(unreached(subject(&by_tenant), validate), ["kube-system"]);
+        let default = Power::Default(&veto.primary, "");
+        assert_eq!(unreached(subject(&named), default), ["kube-system"]);
+
+        let patcher = configmap_patcher();
+        let patches_there = [Ceiling {
+            allow: Some(vec![Allowance {
+                kinds: vec![KindPattern::parse("core/ConfigMap").unwrap()],
+                verbs: vec![Verb::Patch],
+                namespaces: vec!["kube-system".to_owned()],
+            }]),
+            protected_namespaces: vec!["kube-system".to_owned(), "wasmop".to_owned()],
+            ..Ceiling::default()
+        }];
+        let on_patcher = Subject {
+            registration: Some(&patcher),
+            policies: &patches_there,
+            rights: None,
+            by_tenant: false,
+        };
+        let default = Power::Default(&patcher.primary, "");
+        assert_eq!(unreached(on_patcher, default), ["wasmop"]);
+    }
+
+    #[test]
+    fn the_host_informs_only_kinds_the_plugin_may_read() {
+        let mut indexer = Registration::minimal("index-secrets");
+        indexer.indexes.push(crate::registration::FieldIndex {
+            name: "by-type".to_owned(),
+            kind: secret(),
+            field: "type".to_owned(),
+        });
+        let open = [Ceiling::default()];
+        let reason = refused(&indexer, None, &open).unwrap();
+        assert!(
+            reason.contains("list and watch Secret.v1") && reason.contains("declared"),
+            "{reason}"
+        );
+        indexer.permissions.push(Permission {
+            kind: secret(),
+            verbs: vec![Verb::Get],
+            namespaces: vec!["team-a".to_owned()],
+        });
+        assert_eq!(refused(&indexer, None, &open), None);
+        let configmaps = [only(
+            "core/ConfigMap",
+            vec![Verb::Get, Verb::List, Verb::Watch],
+        )];
+        let reason = refused(&indexer, None, &configmaps).unwrap();
         assert!(reason.contains("operator's policy"), "{reason}");
     }
 

@@ -14,6 +14,9 @@ use crate::registration::Verb;
 use crate::signature::Signatures;
 use crate::webhook::{FailurePolicy, MAX_WEBHOOK_TIMEOUT};
 
+/// The namespace every cluster's webhooks guard against: its control plane runs there.
+pub const PROTECTED_NAMESPACE: &str = "kube-system";
+
 /// What the operator allows any plugin at most.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ceiling {
@@ -42,6 +45,9 @@ pub struct Ceiling {
     pub modules: ModuleSources,
     /// Who may sign modules, and whether every module from a registry must be signed.
     pub signatures: Signatures,
+    /// The namespaces a plugin's webhooks reach only where an allowance of this (the operator's)
+    /// policy names them: `kube-system` and the host's own namespace.
+    pub protected_namespaces: Vec<String>,
 }
 
 /// A custom resource whose conversion one plugin may own.
@@ -123,6 +129,7 @@ impl Default for Ceiling {
             identities: BTreeMap::new(),
             modules: ModuleSources::default(),
             signatures: Signatures::default(),
+            protected_namespaces: vec![PROTECTED_NAMESPACE.to_owned()],
         }
     }
 }
@@ -272,6 +279,21 @@ impl Ceiling {
                 && a.verbs.contains(&verb)
                 && (a.namespaces.is_empty() || a.namespaces.iter().any(|n| n == namespace))
         })
+    }
+
+    /// Whether some allowance for `verb` on `kind` lists `namespace` by name (an allowance
+    /// without namespaces names none).
+    pub fn names(&self, verb: Verb, kind: &GroupVersionKind, namespace: &str) -> bool {
+        self.allow.iter().flatten().any(|a| {
+            a.kinds.iter().any(|k| k.matches(kind))
+                && a.verbs.contains(&verb)
+                && a.namespaces.iter().any(|n| n == namespace)
+        })
+    }
+
+    /// Whether `namespace` is one a webhook reaches only where this policy names it.
+    pub fn protects(&self, namespace: &str) -> bool {
+        self.protected_namespaces.iter().any(|n| n == namespace)
     }
 
     /// Whether plugin `plugin` may own the conversion of `kind`'s custom resource.

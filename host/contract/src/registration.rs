@@ -237,6 +237,24 @@ impl Registration {
         self.sharded_kinds()
             .chain(self.watches.iter().map(|w| &w.kind))
     }
+
+    /// The kinds the host lists and watches for this plugin, each once: the cached kinds, every
+    /// kind it may read and every kind it indexes.
+    pub fn informed_kinds(&self) -> Vec<&GroupVersionKind> {
+        let readable = self
+            .permissions
+            .iter()
+            .filter(|p| p.verbs.iter().any(|v| !v.writes()))
+            .map(|p| &p.kind);
+        let indexed = self.indexes.iter().map(|i| &i.kind);
+        let mut kinds: Vec<&GroupVersionKind> = Vec::new();
+        for kind in self.cached_kinds().chain(readable).chain(indexed) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds
+    }
 }
 
 impl Registration {

@@ -72,9 +72,28 @@ pub enum CacheError {
         /// The watch's last failure, or what was still awaited.
         reason: String,
     },
+    /// The plugin the informer was for may not have the host list and watch the kind.
+    #[error("the host does not inform {kind} in {api_version} for the plugin: it {reason}")]
+    Refused {
+        /// The kind.
+        kind: String,
+        /// Its apiVersion.
+        api_version: String,
+        /// What the capability check refused.
+        reason: String,
+    },
 }
 
 impl CacheError {
+    /// Informing `kind` was refused for `reason`.
+    pub(crate) fn refused(kind: &GroupVersionKind, reason: String) -> Self {
+        CacheError::Refused {
+            kind: kind.kind.clone(),
+            api_version: api_version(kind),
+            reason,
+        }
+    }
+
     /// `kind` did not sync within `after`, for `reason`.
     pub(crate) fn not_synced(
         kind: &GroupVersionKind,

@@ -154,8 +154,11 @@ impl Cli {
             if let Some(path) = &run.policy {
                 run.ceiling = policy::read(path)?;
             }
+            let own = own_namespace();
             let modules = &mut run.ceiling.modules.namespaces;
-            modules.get_or_insert_with(|| own_namespace().into_iter().collect());
+            modules.get_or_insert_with(|| own.iter().cloned().collect());
+            let protected = &mut run.ceiling.protected_namespaces;
+            protected.extend(own.filter(|n| !protected.contains(n)));
             run.validate()?;
         }
         Ok(cli)

@@ -28,6 +28,10 @@
 //! Without `modules.namespaces`, modules are read from the host's own namespace only
 //! (`POD_NAMESPACE`, else the pod's service-account namespace; none off-cluster).
 //!
+//! A plugin's webhooks reach `kube-system` and the host's own namespace only for the kinds and
+//! verbs an allowance here lists them by name for (`namespaces: [kube-system]`); an allowance
+//! without namespaces does not name them.
+//!
 //! Unknown keys are errors, as in the config file. A `WasmReconciler`'s `spec.policy` has the
 //! same form without `conversions`, `identities`, `modules` and `signatures` (which only the operator
 //! sets)

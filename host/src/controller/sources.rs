@@ -21,9 +21,10 @@ use crate::cache::{
 };
 use crate::queue::{LOW_PRIORITY, Queue, Reason};
 use crate::runtime::Plugin;
+use wasmop_contract::capability::Power;
 use wasmop_contract::object::{GroupVersionKind, ObjectKey};
 use wasmop_contract::selector::LabelSelector;
-use wasmop_contract::{Mapping, Predicate, Registration, Verb};
+use wasmop_contract::{Mapping, Predicate, Registration};
 
 type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
 
@@ -62,7 +63,7 @@ impl Informed {
         allowed: Duration,
     ) -> Result<Self, CacheError> {
         let registration = plugin.registration();
-        let kinds = informed_kinds(registration);
+        let kinds = informed_kinds(plugin).collect::<Result<Vec<_>, _>>()?;
         let mut informers = Vec::new();
         let synced = tokio::time::timeout(allowed, async {
             for kind in &kinds {
@@ -181,25 +182,19 @@ fn unsynced(
     CacheError::not_synced(kind, allowed, reason)
 }
 
-/// The kinds the plugin needs informers for: primary, owned, watched, indexed, and any it may read.
-pub(super) fn informed_kinds(registration: &Registration) -> Vec<GroupVersionKind> {
-    let readable = registration
-        .permissions
-        .iter()
-        .filter(|p| {
-            p.verbs
-                .iter()
-                .any(|v| matches!(v, Verb::Get | Verb::List | Verb::Watch))
+/// The kinds `plugin` needs informers for (primary, owned, watched, indexed, and any it may
+/// read), each checked again as [`Power::Inform`] before the host lists it as the operator.
+pub(super) fn informed_kinds(
+    plugin: &Plugin,
+) -> impl Iterator<Item = Result<GroupVersionKind, CacheError>> + '_ {
+    plugin
+        .registration()
+        .informed_kinds()
+        .into_iter()
+        .map(|kind| match plugin.check(Power::Inform(kind)) {
+            Ok(()) => Ok(kind.clone()),
+            Err(reason) => Err(CacheError::refused(kind, reason)),
         })
-        .map(|p| &p.kind);
-    let indexed = registration.indexes.iter().map(|i| &i.kind);
-    let mut kinds: Vec<GroupVersionKind> = Vec::new();
-    for kind in registration.cached_kinds().chain(readable).chain(indexed) {
-        if !kinds.contains(kind) {
-            kinds.push(kind.clone());
-        }
-    }
-    kinds
 }
 
 /// Subscribes a source: events that pass `predicates`, or change the label `always`, are mapped

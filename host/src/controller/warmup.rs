@@ -23,9 +23,18 @@ pub async fn warm(cache: Arc<Cache>, mut live: Live) {
             .values()
             .flat_map(|plugin| {
                 let registration = plugin.registration();
-                informed_kinds(registration).into_iter().map(|kind| {
-                    let view = view_of(registration, &kind);
-                    (kind, view)
+                informed_kinds(plugin).filter_map(|kind| match kind {
+                    Ok(kind) => {
+                        let view = view_of(registration, &kind);
+                        Some((kind, view))
+                    }
+                    Err(error) => {
+                        tracing::warn!(
+                            "warm standby leaves out a kind of {}: {error}",
+                            plugin.name()
+                        );
+                        None
+                    }
                 })
             })
             .collect();

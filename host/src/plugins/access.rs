@@ -186,7 +186,8 @@ fn needs(registration: &Registration, namespaces: &Namespaces) -> Vec<Need> {
             }
         }
     };
-    for kind in registration.cached_kinds() {
+    let indexed = registration.indexes.iter().map(|i| &i.kind);
+    for kind in registration.cached_kinds().chain(indexed) {
         add(kind, Verb::List, &watched);
         add(kind, Verb::Watch, &watched);
     }

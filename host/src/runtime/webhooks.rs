@@ -122,9 +122,29 @@ impl Plugin {
         self.webhook_timeout
     }
 
+    /// Whether the plugin may use `power` now; the error says why not.
+    pub fn check(&self, power: Power<'_>) -> Result<(), String> {
+        match &self.context.grant {
+            Some(grant) => capability::check(grant.subject(), power).map_err(|d| d.to_string()),
+            None => Err("has not described itself".to_owned()),
+        }
+    }
+
+    /// The protected namespaces the webhook `power` may not reach (all of them before the
+    /// plugin has described itself).
+    pub fn unreached(&self, power: Power<'_>) -> Vec<String> {
+        match &self.context.grant {
+            Some(grant) => capability::unreached(grant.subject(), power),
+            None => vec![wasmop_contract::policy::PROTECTED_NAMESPACE.to_owned()],
+        }
+    }
+
     /// Asks the plugin to admit or refuse `request`.
     pub async fn validate(&self, request: &AdmissionRequest) -> Result<Verdict, DispatchError> {
-        self.may(&request.key, Power::Validate(&request.kind))?;
+        self.may(
+            &request.key,
+            Power::Validate(&request.kind, &request.key.namespace),
+        )?;
         let arg = wit::AdmissionRequest::from(request);
         let verdict = self
             .call_webhook(&request.key, move |guest, store| {
@@ -143,7 +163,10 @@ impl Plugin {
         &self,
         request: &AdmissionRequest,
     ) -> Result<Result<String, Denial>, DispatchError> {
-        self.may(&request.key, Power::Default(&request.kind))?;
+        self.may(
+            &request.key,
+            Power::Default(&request.kind, &request.key.namespace),
+        )?;
         let arg = wit::AdmissionRequest::from(request);
         let answer = self
             .call_webhook(&request.key, move |guest, store| {
@@ -223,11 +246,7 @@ impl Plugin {
         if self.webhooks.is_none() {
             return Err(self.garbage(key, "the plugin serves no webhooks".to_owned()));
         }
-        let checked = match &self.context.grant {
-            Some(grant) => capability::check(grant.subject(), power).map_err(|d| d.to_string()),
-            None => Err("has not described itself".to_owned()),
-        };
-        checked.map_err(|reason| {
+        self.check(power).map_err(|reason| {
             self.context.budget.refuse(Refusal::Undeclared);
             DispatchError::Refused {
                 plugin: self.name().to_owned(),

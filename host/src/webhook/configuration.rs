@@ -7,7 +7,8 @@
 //! Invariants: the configurations hold exactly the loaded plugins' webhooks (an unloaded plugin's
 //! webhook is removed, and a configuration left without any is deleted); a plugin's webhooks
 //! passed the capability check when it loaded (so a conversion is one the operator's policy
-//! names for it); a CRD's conversion is taken only from `None` or from this host, never from
+//! names for it), and each webhook's `namespaceSelector` leaves out the protected namespaces its
+//! plugin may not reach there; a CRD's conversion is taken only from `None` or from this host, never from
 //! another's webhook, points at a plugin only while that plugin is loaded, and carries
 //! [`CONVERTED_BY`] so a later leader finds and reverts (to `None`, what was there) a conversion
 //! whose plugin is gone. Every write is preconditioned on the version it read.
@@ -28,6 +29,7 @@ use serde_json::{Value, json};
 use crate::http::Tls;
 use crate::runtime::Live;
 use crate::runtime::Plugin;
+use wasmop_contract::capability::Power;
 use wasmop_contract::object::GroupVersionKind;
 use wasmop_contract::{FailurePolicy, Rule};
 
@@ -85,14 +87,42 @@ pub struct Target {
     pub endpoint: Endpoint,
 }
 
+/// The label the apiserver sets on every namespace to its name.
+const NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
+
 /// One plugin's webhooks, as the configurations need them.
 struct Served<'p> {
     name: &'p str,
-    validate: &'p [Rule],
-    default: &'p [Rule],
+    validate: Hooked<'p>,
+    default: Hooked<'p>,
     convert: &'p [GroupVersionKind],
     policy: FailurePolicy,
     timeout: Duration,
+}
+
+/// One webhook's rules and the protected namespaces it may not reach.
+struct Hooked<'p> {
+    rules: &'p [Rule],
+    unreached: Vec<String>,
+}
+
+impl<'p> Hooked<'p> {
+    /// `rules` of `plugin`, each a `power` (validating or defaulting) on its kind.
+    fn of(
+        plugin: &Plugin,
+        rules: &'p [Rule],
+        power: fn(&'p GroupVersionKind, &'p str) -> Power<'p>,
+    ) -> Self {
+        let mut unreached: Vec<String> = Vec::new();
+        for rule in rules {
+            for namespace in plugin.unreached(power(&rule.kind, "")) {
+                if !unreached.contains(&namespace) {
+                    unreached.push(namespace);
+                }
+            }
+        }
+        Hooked { rules, unreached }
+    }
 }
 
 impl<'p> Served<'p> {
@@ -100,12 +130,24 @@ impl<'p> Served<'p> {
         let declared = plugin.webhooks()?;
         Some(Served {
             name: plugin.name(),
-            validate: &declared.validate,
-            default: &declared.default,
+            validate: Hooked::of(plugin, &declared.validate, Power::Validate),
+            default: Hooked::of(plugin, &declared.default, Power::Default),
             convert: &declared.convert,
             policy: plugin.failure_policy(),
             timeout: plugin.webhook_timeout(),
         })
+    }
+}
+
+/// The `namespaceSelector` of a webhook that must not reach `unreached`: every namespace but
+/// those. The apiserver matches a Namespace object by its own labels, and any other
+/// cluster-scoped object whatever the selector.
+fn namespace_selector(unreached: &[String]) -> Value {
+    match unreached {
+        [] => json!({}),
+        names => json!({"matchExpressions": [
+            {"key": NAMESPACE_NAME, "operator": "NotIn", "values": names},
+        ]}),
     }
 }
 
@@ -133,16 +175,15 @@ impl Resources {
     }
 }
 
-/// The webhook (validating or mutating, as `hook` says) of `served` for `rules`.
+/// The webhook (validating or mutating, as `hook` says) of `served` for `hooked`.
 async fn webhook(
     served: &Served<'_>,
-    hook: &str,
-    rules: &[Rule],
+    (hook, hooked): (&str, &Hooked<'_>),
     (endpoint, ca): (&Endpoint, &[u8]),
     resources: &mut Resources,
 ) -> Result<Value, kube::Error> {
-    let mut written = Vec::with_capacity(rules.len());
-    for rule in rules {
+    let mut written = Vec::with_capacity(hooked.rules.len());
+    for rule in hooked.rules {
         let resource = resources.get(&rule.kind).await?;
         let operations: Vec<&str> = rule.operations.iter().map(|o| o.as_str()).collect();
         written.push(json!({
@@ -157,6 +198,7 @@ async fn webhook(
         "name": format!("{}.{hook}.webhooks.wasmop.dev", served.name),
         "clientConfig": endpoint.client_config(&format!("/{hook}/{}", served.name), ca),
         "rules": written,
+        "namespaceSelector": namespace_selector(&hooked.unreached),
         "failurePolicy": served.policy.as_str(),
         "matchPolicy": "Equivalent",
         "sideEffects": "None",
@@ -229,13 +271,13 @@ impl Writer {
         let (mut validating, mut mutating) = (Vec::new(), Vec::new());
         for plugin in &served {
             let at = (&self.target.endpoint, ca);
-            if !plugin.validate.is_empty() {
-                let rules = plugin.validate;
-                validating.push(webhook(plugin, "validate", rules, at, &mut self.resources).await?);
+            if !plugin.validate.rules.is_empty() {
+                let hooked = ("validate", &plugin.validate);
+                validating.push(webhook(plugin, hooked, at, &mut self.resources).await?);
             }
-            if !plugin.default.is_empty() {
-                let rules = plugin.default;
-                mutating.push(webhook(plugin, "default", rules, at, &mut self.resources).await?);
+            if !plugin.default.rules.is_empty() {
+                let hooked = ("default", &plugin.default);
+                mutating.push(webhook(plugin, hooked, at, &mut self.resources).await?);
             }
         }
         let validating_api: Api<ValidatingWebhookConfiguration> = Api::all(self.client());
@@ -383,6 +425,17 @@ mod tests {
         assert_eq!(timeout_seconds(Duration::from_secs(2)), 4);
         assert_eq!(timeout_seconds(Duration::from_millis(300)), 3);
         assert_eq!(timeout_seconds(Duration::from_secs(60)), 30);
+    }
+
+    #[test]
+    fn a_webhook_leaves_out_the_namespaces_it_may_not_reach() {
+        assert_eq!(namespace_selector(&[]), json!({}));
+        let unreached = ["kube-system".to_owned(), "wasmop".to_owned()];
+        let selector = namespace_selector(&unreached);
+        let expression = &selector["matchExpressions"][0];
+        assert_eq!(expression["key"], "kubernetes.io/metadata.name");
+        assert_eq!(expression["operator"], "NotIn");
+        assert_eq!(expression["values"], json!(["kube-system", "wasmop"]));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //!
 //! A plugin that fails — traps, loops past its webhook timeout, answers garbage — gets the answer
 //! its [`FailurePolicy`] asks for, always inside the apiserver's timeout: refused with the
-//! plugin's name and the failure (`Fail`), or admitted with a warning saying so (`Ignore`).
+//! plugin's name and the failure (`Fail`), or admitted with a warning saying so (`Ignore`). A
+//! call the capability check refuses (an object in a namespace the webhook may not reach) is
+//! admitted with a warning whatever the policy: a refusal never becomes a veto.
 //!
 //! Imports: the contract, `http`, `metrics` and `runtime` (the plugins it calls, as
 //! [`crate::runtime::Live`]); never `plugins` or `manager`.

@@ -89,6 +89,13 @@ pub async fn admission(
     };
     let (response, plugin_failed) = match answered {
         Ok(response) => (response, false),
+        Err(error @ DispatchError::Refused { .. }) => (
+            warned(
+                AdmissionResponse::from(&review),
+                vec![format!("admitted without its webhook: {error}")],
+            ),
+            false,
+        ),
         Err(error) => (
             failed(AdmissionResponse::from(&review), &error, policy),
             true,

@@ -156,6 +156,8 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
             compile: compile_in(args),
             backend: super::backend(args.compiler),
             guest_memory: args.guest_memory_budget,
+            operator_reserved_memory: args.operator_reserved_memory,
+            operator_reserved_instances: args.operator_reserved_instances,
             wrap: args
                 .limits
                 .record

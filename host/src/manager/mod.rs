@@ -78,7 +78,7 @@ pub struct Manager {
     runnables: Vec<(String, Runnable)>,
     /// This replica's part in sharding, when on.
     shard: Option<Shard>,
-    _gauges: [Collecting; 2],
+    _gauges: [Collecting; 3],
 }
 
 /// A sharded replica's member Lease, its handover of objects the leader moves, and the live
@@ -119,6 +119,9 @@ impl Manager {
         let memory_gauges = metrics
             .register(runtime.memory_gauges())
             .expect("the first guest memory collector");
+        let pool_gauges = metrics
+            .register(runtime.pool_gauges())
+            .expect("the first instance pool collector");
         let identities = options.identities.clone();
         let loader = Loader::new(
             runtime,
@@ -144,7 +147,7 @@ impl Manager {
             webhook_tls: None,
             runnables: Vec::new(),
             shard,
-            _gauges: [cache_gauges, memory_gauges],
+            _gauges: [cache_gauges, memory_gauges, pool_gauges],
         })
     }
 

@@ -22,8 +22,8 @@
 //! the cache's file.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -38,6 +38,7 @@ use crate::runtime::bindings::Reconciler;
 use crate::runtime::compiler::{CompileIn, Compiler};
 use crate::runtime::host::StoreState;
 use crate::runtime::memory::GuestMemory;
+use crate::runtime::reserve::{Bound, Claimant, Claimed};
 use crate::runtime::wrap::Wrap;
 use wasmop_contract::policy::Ceiling;
 
@@ -65,6 +66,14 @@ const KEEP_RESIDENT: usize = 1 << 20;
 /// mapped for its next instance): freed instances hold at most this many times
 /// [`KEEP_RESIDENT`] of the host's memory, 32 MiB, outside every plugin's limit.
 const WARM_SLOTS: u32 = 32;
+
+/// The pool instances only the operator's plugins may reserve, unless
+/// `--operator-reserved-instances` says otherwise: at most half the pool.
+const OPERATOR_RESERVED_INSTANCES: u32 = 128;
+
+/// The guest memory budget only the operator's plugins may reserve or borrow, unless
+/// `--operator-reserved-memory` says otherwise: at most half the budget.
+const OPERATOR_RESERVED_MEMORY: usize = 256 << 20;
 
 /// Which of wasmtime's compilers turns guest code into machine code (see the module doc).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -104,6 +113,12 @@ pub struct RuntimeConfig {
     /// The most linear memory all guest instances may hold together, in bytes; unbounded when
     /// absent.
     pub guest_memory: Option<usize>,
+    /// The instances of the pool tenants' plugins may not reserve; 128, at most half the pool,
+    /// when absent.
+    pub operator_reserved_instances: Option<u32>,
+    /// The bytes of the guest memory budget tenants' plugins may not reserve or borrow; 256 MiB,
+    /// at most half the budget, when absent.
+    pub operator_reserved_memory: Option<usize>,
     /// Installed around every plugin it loads (the fixture recorder of `--record`), if anything.
     pub wrap: Option<Arc<dyn Wrap>>,
 }
@@ -118,6 +133,8 @@ impl Default for RuntimeConfig {
             compile: CompileIn::Process,
             backend: Backend::default(),
             guest_memory: None,
+            operator_reserved_instances: None,
+            operator_reserved_memory: None,
             wrap: None,
         }
     }
@@ -131,8 +148,10 @@ pub struct Runtime {
     pub(crate) compiler: Compiler,
     /// The linear memory all guest instances hold, under `config.guest_memory`.
     pub(crate) guest_memory: Arc<GuestMemory>,
-    /// Instances promised to loaded plugins, out of `config.max_instances`.
-    reserved: Arc<AtomicU32>,
+    /// The instance pool and what only the operator's plugins may reserve of it.
+    pool: Bound,
+    /// Instances promised to loaded plugins, out of the pool.
+    reserved: Arc<Mutex<Claimed>>,
     ticker: Ticker,
 }
 
@@ -156,7 +175,14 @@ impl Runtime {
                 backend: config.backend,
             },
             engine,
-            guest_memory: Arc::new(GuestMemory::new(config.guest_memory)),
+            guest_memory: Arc::new(GuestMemory::new(
+                config.guest_memory,
+                operator_reserved_memory(&config),
+            )),
+            pool: Bound::new(
+                config.max_instances as usize,
+                operator_reserved_instances(&config) as usize,
+            ),
             config,
             reserved: Arc::default(),
             ticker,
@@ -169,27 +195,35 @@ impl Runtime {
     }
 
     /// Promises `instances` of the pool to one plugin version until the reservation is dropped,
-    /// so no plugin can take another's share; `None` when the pool has not that many left.
-    pub(crate) fn reserve(&self, instances: u32) -> Option<Reservation> {
-        let max = self.config.max_instances;
-        self.reserved
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |reserved| {
-                reserved
-                    .checked_add(instances)
-                    .filter(|total| *total <= max)
-            })
-            .ok()?;
+    /// so no plugin can take another's share (nor a tenant's the operator's reserve); `None`
+    /// when what `who` may reserve has not that many left.
+    pub(crate) fn reserve(&self, instances: u32, who: Claimant) -> Option<Reservation> {
+        let mut reserved = lock(&self.reserved);
+        let instances = instances as usize;
+        if !self.pool.admits(*reserved, instances, who) {
+            return None;
+        }
+        reserved.add(instances, who.tenant);
         Some(Reservation {
             pool: self.reserved.clone(),
             instances,
+            tenant: who.tenant,
         })
     }
 
-    /// Instances of the pool not promised to any plugin.
-    pub fn unreserved_instances(&self) -> u32 {
-        self.config
-            .max_instances
-            .saturating_sub(self.reserved.load(Ordering::Acquire))
+    /// Instances of the pool `who` may still reserve.
+    pub(crate) fn unreserved_instances(&self, who: Claimant) -> usize {
+        self.pool.left(*lock(&self.reserved), who)
+    }
+
+    /// The instance pool, and what only the operator's plugins may reserve of it.
+    pub(crate) fn pool(&self) -> Bound {
+        self.pool
+    }
+
+    /// Gauges of the instance pool, for the metrics registry.
+    pub fn pool_gauges(&self) -> super::PoolGauges {
+        super::PoolGauges::new(self.pool, self.reserved.clone())
     }
 
     /// The bytes of linear memory and tables all guest instances hold now.
@@ -226,14 +260,45 @@ impl Runtime {
 /// A plugin version's share of the instance pool, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
-    pool: Arc<AtomicU32>,
-    instances: u32,
+    pool: Arc<Mutex<Claimed>>,
+    instances: usize,
+    tenant: bool,
+}
+
+impl Reservation {
+    /// The instances it holds.
+    pub(crate) fn instances(&self) -> usize {
+        self.instances
+    }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        self.pool.fetch_sub(self.instances, Ordering::AcqRel);
+        lock(&self.pool).sub(self.instances, self.tenant);
     }
+}
+
+fn lock(claimed: &Mutex<Claimed>) -> std::sync::MutexGuard<'_, Claimed> {
+    claimed.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The pool's operator reserve `config` sets, or its default.
+fn operator_reserved_instances(config: &RuntimeConfig) -> u32 {
+    let half = config.max_instances / 2;
+    config
+        .operator_reserved_instances
+        .unwrap_or(OPERATOR_RESERVED_INSTANCES.min(half))
+}
+
+/// The guest memory budget's operator reserve `config` sets, or its default (none when the
+/// budget is unbounded: nothing can run out).
+fn operator_reserved_memory(config: &RuntimeConfig) -> usize {
+    let Some(budget) = config.guest_memory else {
+        return 0;
+    };
+    config
+        .operator_reserved_memory
+        .unwrap_or(OPERATOR_RESERVED_MEMORY.min(budget / 2))
 }
 
 /// Everything that decides the compiled code; both engines must agree on it.
@@ -348,6 +413,7 @@ impl Drop for Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prometheus::core::Collector;
     use std::path::Path;
 
     /// The empty component: magic, component-model version and layer.
@@ -422,12 +488,71 @@ mod tests {
             ..RuntimeConfig::default()
         })
         .unwrap();
-        let first = runtime.reserve(6).expect("room for six");
-        assert!(runtime.reserve(5).is_none(), "only four are left");
-        let second = runtime.reserve(4).expect("room for four");
-        assert_eq!(runtime.unreserved_instances(), 0);
+        let operator = Claimant::OPERATOR;
+        let first = runtime.reserve(6, operator).expect("room for six");
+        assert!(runtime.reserve(5, operator).is_none(), "only four are left");
+        let second = runtime.reserve(4, operator).expect("room for four");
+        assert_eq!(runtime.unreserved_instances(operator), 0);
         drop(first);
-        assert_eq!(runtime.unreserved_instances(), 6);
+        assert_eq!(runtime.unreserved_instances(operator), 6);
         drop(second);
+    }
+
+    #[test]
+    fn tenants_fill_the_pool_but_its_reserve_and_the_operator_still_upgrades_when_it_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: dir.path().to_owned(),
+            max_instances: 100,
+            operator_reserved_instances: Some(30),
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let tenant = Claimant::TENANT;
+        let tenants: Vec<_> = std::iter::from_fn(|| runtime.reserve(10, tenant)).collect();
+        assert_eq!(tenants.len(), 7, "tenants took all but the reserve");
+        assert_eq!(runtime.unreserved_instances(tenant), 0);
+        let gauges: Vec<_> = (runtime.pool_gauges().collect().iter())
+            .map(|f| {
+                (
+                    f.name().to_owned(),
+                    f.get_metric()[0].get_gauge().get_value(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("instances", 100.0),
+            ("operator_reserve_instances", 30.0),
+            ("reserved_instances", 70.0),
+            ("tenant_reserved_instances", 70.0),
+        ]
+        .map(|(name, value)| (format!("wasmop_instance_pool_{name}"), value));
+        assert_eq!(gauges, expected);
+        let operator = runtime
+            .reserve(30, Claimant::OPERATOR)
+            .expect("the reserve");
+        let upgrade = Claimant::OPERATOR.replacing(operator.instances());
+        let upgraded = runtime
+            .reserve(30, upgrade)
+            .expect("the old version's share");
+        drop(operator);
+        assert!(runtime.reserve(1, Claimant::OPERATOR).is_none());
+        drop(tenants);
+        assert_eq!(runtime.unreserved_instances(tenant), 70);
+        drop(upgraded);
+    }
+
+    #[test]
+    fn the_default_reserves_keep_half_at_most_and_none_of_an_unbounded_budget() {
+        let small = RuntimeConfig {
+            max_instances: 40,
+            guest_memory: Some(128 << 20),
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(operator_reserved_instances(&small), 20);
+        assert_eq!(operator_reserved_memory(&small), 64 << 20);
+        let default = RuntimeConfig::default();
+        assert_eq!(operator_reserved_instances(&default), 128);
+        assert_eq!(operator_reserved_memory(&default), 0);
     }
 }

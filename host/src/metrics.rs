@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prometheus::core::Collector;
+use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
 use prometheus::{
     CounterVec, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -356,6 +356,48 @@ impl Metrics {
             .inc();
     }
 
+    /// Removes every series of plugin or controller `name` (and of its webhooks' paths), once
+    /// no loaded plugin has that name: a deleted plugin's series leave `/metrics` with it.
+    pub fn forget_plugin(&self, name: &str) {
+        let f = &self.families;
+        let named = |label: &'static str| move |labels: &Labels| labels.get(label) == Some(&name);
+        let plugin = named("plugin");
+        let controller = named("controller");
+        let webhook = |labels: &Labels| {
+            let path = labels.get("webhook").and_then(|p| p.strip_prefix('/'));
+            path.and_then(|p| p.split_once('/'))
+                .is_some_and(|(_, p)| p == name)
+        };
+        forget(&f.plugin_info, plugin);
+        forget(&f.plugin_traps, plugin);
+        forget(&f.plugin_refusals, plugin);
+        forget(&f.plugin_memory, plugin);
+        forget(&f.instantiations, plugin);
+        forget(&f.instantiation_seconds, plugin);
+        forget(&f.reconcile_total, controller);
+        forget(&f.reconcile_errors, controller);
+        forget(&f.terminal_errors, controller);
+        forget(&f.reconcile_time, controller);
+        forget(&f.reconcile_timeouts, controller);
+        forget(&f.reconcile_panics, controller);
+        forget(&f.active_workers, controller);
+        forget(&f.max_concurrent, controller);
+        forget(&f.queue_adds, controller);
+        forget(&f.queue_retries, controller);
+        forget(&f.queue_latency, controller);
+        forget(&f.work_duration, controller);
+        forget(&f.webhook_requests, webhook);
+        forget(&f.webhook_latency, webhook);
+        forget(&f.webhook_in_flight, webhook);
+        forget(&f.webhook_failures, webhook);
+    }
+
+    /// Removes the load failure series of `source`, once it is gone.
+    pub fn forget_source(&self, source: &str) {
+        let failures = &self.families.plugin_load_failures;
+        forget(failures, |labels| labels.get("source") == Some(&source));
+    }
+
     /// Whether this process leads (`lease` names the Lease).
     pub fn set_leader(&self, lease: &str, leading: bool) {
         self.families
@@ -435,6 +477,25 @@ impl Drop for WebhookRequest {
             .webhook_in_flight
             .with_label_values(&[self.webhook.as_str()])
             .dec();
+    }
+}
+
+/// A series' labels, by name.
+type Labels<'a> = std::collections::HashMap<&'a str, &'a str>;
+
+/// Removes every series of `family` whose labels `matches`.
+fn forget<T: MetricVecBuilder>(family: &MetricVec<T>, matches: impl Fn(&Labels) -> bool) {
+    for collected in family.collect() {
+        for series in collected.get_metric() {
+            let labels: Labels = series
+                .get_label()
+                .iter()
+                .map(|l| (l.name(), l.value()))
+                .collect();
+            if matches(&labels) {
+                let _ = family.remove(&labels);
+            }
+        }
     }
 }
 
@@ -634,6 +695,36 @@ impl ControllerMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forgotten_plugin_leaves_no_series_and_its_neighbour_keeps_all_of_its() {
+        let metrics = Arc::new(Metrics::new());
+        for name in ["gone", "kept"] {
+            let controller = metrics.controller(name);
+            controller.started("0.1.0", 2);
+            controller.reconciled(ReconcileResult::Success, Duration::from_millis(3), false);
+            controller.trapped("panic");
+            metrics.plugin(name).refused("rate");
+            metrics.plugin(name).instantiated(Duration::from_millis(1));
+            metrics.plugin(name).memory(1 << 20);
+            metrics
+                .webhook_request(&format!("/validate/{name}"))
+                .answered(500, Some("Fail"));
+            metrics.load_failed(&format!("wasmreconciler/{name}"));
+        }
+        let series = |text: &str, name: &str| {
+            let named = format!("{name}\"");
+            let lines = text.lines().filter(|l| !l.starts_with('#'));
+            lines.filter(|l| l.contains(&named)).count()
+        };
+        let before = metrics.gather();
+        metrics.forget_plugin("gone");
+        metrics.forget_source("wasmreconciler/gone");
+        let after = metrics.gather();
+        assert!(series(&before, "gone") > 20, "{before}");
+        assert_eq!(series(&after, "gone"), 0, "{after}");
+        assert_eq!(series(&after, "kept"), series(&before, "kept"));
+    }
 
     #[test]
     fn families_render_under_controller_runtime_names() {

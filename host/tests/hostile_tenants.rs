@@ -10,5 +10,7 @@ mod common;
 mod fetch;
 #[path = "hostile_tenants/names.rs"]
 mod names;
+#[path = "hostile_tenants/pool.rs"]
+mod pool;
 #[path = "hostile_tenants/reach.rs"]
 mod reach;

@@ -163,6 +163,8 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
             guest_memory: args.guest_memory_budget,
             max_concurrent_compiles: args.max_concurrent_compiles.into(),
             tenant_log_rate: args.tenant_log_rate,
+            operator_reserved_memory: args.operator_reserved_memory,
+            operator_reserved_instances: args.operator_reserved_instances,
             wrap: args
                 .limits
                 .record

@@ -83,6 +83,15 @@ pub struct RunArgs {
     /// Unbounded when absent: set it below the host's own memory limit.
     #[arg(long, env = "WASMOP_GUEST_MEMORY_BUDGET", value_parser = bytes)]
     pub guest_memory_budget: Option<usize>,
+    /// The bytes of the guest memory budget tenants' plugins (`WasmReconciler`s) may not reserve
+    /// or borrow, kept for the operator's own plugins (`--plugin`, `--plugin-dir`) and their
+    /// upgrades. 64Mi, at most a quarter of the budget, when absent; nothing without a budget.
+    #[arg(long, env = "WASMOP_OPERATOR_RESERVED_MEMORY", value_parser = bytes, requires = "guest_memory_budget")]
+    pub operator_reserved_memory: Option<usize>,
+    /// The instances of the host's pool of 1000 tenants' plugins (`WasmReconciler`s) may not
+    /// reserve, kept for the operator's own plugins and their upgrades; 128 when absent.
+    #[arg(long, env = "WASMOP_OPERATOR_RESERVED_INSTANCES")]
+    pub operator_reserved_instances: Option<u32>,
     /// Where `/metrics` is served; `0` turns metrics off: `/metrics` is then served nowhere, and
     /// the probe listener keeps `/plugins`.
     #[arg(

@@ -78,7 +78,7 @@ pub struct Manager {
     runnables: Vec<(String, Runnable)>,
     /// This replica's part in sharding, when on.
     shard: Option<Shard>,
-    _gauges: [Collecting; 3],
+    _gauges: [Collecting; 4],
 }
 
 /// A sharded replica's member Lease, its handover of objects the leader moves, and the live
@@ -122,6 +122,9 @@ impl Manager {
         let compile_gauges = metrics
             .register(runtime.compile_gauges())
             .expect("the first compile queue collector");
+        let pool_gauges = metrics
+            .register(runtime.pool_gauges())
+            .expect("the first instance pool collector");
         let identities = options.identities.clone();
         let loader = Loader::new(
             runtime,
@@ -147,7 +150,7 @@ impl Manager {
             webhook_tls: None,
             runnables: Vec::new(),
             shard,
-            _gauges: [cache_gauges, memory_gauges, compile_gauges],
+            _gauges: [cache_gauges, memory_gauges, compile_gauges, pool_gauges],
         })
     }
 

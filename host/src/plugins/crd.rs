@@ -7,7 +7,8 @@
 //! Every replica watches the objects and loads their modules, so followers stay warm; only the
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
 //! latest generation loaded), `Degraded` (why the latest generation did not: spec, a source the
-//! operator's policy refuses, fetch, digest, compile memory, load or take-over failure, with the
+//! operator's policy refuses, fetch, digest, compile memory, no room left for tenants in the
+//! instance pool or the guest memory budget (`Exhausted`), load or take-over failure, with the
 //! message, which `wasmop plugins` shows too as the source's last error beside the version still
 //! running), the running version, digest and plugin name, and `observedGeneration`. A failed
 //! generation is retried with a per-object exponential backoff (from [`RETRY_PERIOD`] up to
@@ -432,6 +433,9 @@ impl Installer {
             Err(error @ PluginError::NameTaken { .. }) => failed("NameTaken", error.to_string()),
             Err(error @ PluginError::Load(RuntimeError::CompileKilled { .. })) => {
                 failed("CompileKilled", error.to_string())
+            }
+            Err(error @ PluginError::Load(RuntimeError::Exhausted { .. })) => {
+                failed("Exhausted", error.to_string())
             }
             Err(error) => failed("LoadFailed", error.to_string()),
         }

@@ -82,15 +82,17 @@ impl PluginHandle {
         self.leading.store(leading, Ordering::Relaxed);
     }
 
-    /// Compiles `bytes` (named `file` in errors) and makes it `source`'s plugin. If it does not
-    /// load, or cannot take over, the running version stays and the error is recorded.
+    /// Compiles `bytes` (named `file` in errors) and makes it `source`'s plugin, counting the
+    /// shares of the version it replaces as given back. If it does not load, or cannot take
+    /// over, the running version stays and the error is recorded.
     pub async fn install(
         &self,
         source: &str,
         file: &Path,
         bytes: Vec<u8>,
-        options: PluginOptions,
+        mut options: PluginOptions,
     ) -> Result<Installed, PluginError> {
+        options.replaces = self.statuses.shares(source);
         let digest = digest(&bytes);
         let started = Instant::now();
         let plugin = match self.loader.load(file, bytes, options).await {

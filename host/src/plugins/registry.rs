@@ -21,7 +21,7 @@ use super::{PluginError, PluginState, PluginStatus};
 use crate::controller::{Controller, Prepared, Progress};
 use crate::http::PluginReport;
 use crate::metrics::Metrics;
-use crate::runtime::{Live, Plugin};
+use crate::runtime::{Live, Plugin, Shares};
 
 /// Every source's plugin.
 pub struct Registry {
@@ -62,6 +62,7 @@ struct Loaded {
 struct Row {
     status: PluginStatus,
     progress: Option<Progress>,
+    shares: Option<Shares>,
 }
 
 /// A read-only view of every source's status, current without asking the manager's loop.
@@ -83,6 +84,13 @@ impl Statuses {
                 status
             })
             .collect()
+    }
+
+    /// What `source`'s loaded version holds of the instance pool and the guest memory budget:
+    /// what a new version of it counts as given back.
+    pub fn shares(&self, source: &str) -> Option<Shares> {
+        let rows = self.0.borrow();
+        rows.iter().find(|row| row.status.source == source)?.shares
     }
 }
 
@@ -127,6 +135,7 @@ impl Entry {
         Row {
             status,
             progress: controller.map(Controller::progress),
+            shares: loaded.map(|l| l.plugin.shares()),
         }
     }
 }
@@ -278,6 +287,11 @@ impl Registry {
             .iter()
             .filter(|e| e.name() == Some(name))
             .find_map(|e| e.loaded.as_ref()?.controller.as_ref())
+    }
+
+    /// Whether a source's loaded plugin is named `name`.
+    pub(crate) fn has_name(&self, name: &str) -> bool {
+        self.entries.iter().any(|e| e.name() == Some(name))
     }
 
     /// The index of the other source holding `plugin`'s name, if any: refused unless that

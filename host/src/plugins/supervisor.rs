@@ -57,7 +57,8 @@ pub struct Supervisor {
     handle: PluginHandle,
     commands: mpsc::Receiver<Command>,
     preparing: JoinSet<PreparedChange>,
-    stopping: JoinSet<bool>,
+    /// Controllers draining: their plugin's name, and whether they drained in time.
+    stopping: JoinSet<(String, bool)>,
 }
 
 impl Supervisor {
@@ -88,14 +89,16 @@ impl Supervisor {
     }
 
     /// Compiles, validates and describes the plugin in `file`, the source named by its path, and
-    /// installs it (prepared first when controllers run). A failure is also recorded as the
+    /// installs it (prepared first when controllers run), counting the shares of the version it
+    /// replaces as given back. A failure is also recorded as the
     /// source's last error.
     pub async fn load(
         &mut self,
         file: &Path,
-        options: PluginOptions,
+        mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
         let source = file.display().to_string();
+        options.replaces = self.registry.statuses().shares(&source);
         let (plugin, digest) = match self.loader.load_file(file, options).await {
             Ok(loaded) => loaded,
             Err(error) => {
@@ -134,7 +137,7 @@ impl Supervisor {
         tokio::select! {
             Some(command) = self.commands.recv() => self.command(command),
             Some(done) = self.preparing.join_next(), if !self.preparing.is_empty() => self.prepared(done),
-            Some(_) = self.stopping.join_next(), if !self.stopping.is_empty() => {}
+            Some(stopped) = self.stopping.join_next(), if !self.stopping.is_empty() => self.stopped(stopped),
             else => std::future::pending().await,
         }
     }
@@ -146,11 +149,11 @@ impl Supervisor {
         let controllers = self.registry.take_controllers();
         controllers.iter().for_each(Controller::shutdown);
         for controller in controllers {
-            self.stopping.spawn(controller.stop(deadline));
+            self.stopping.spawn(stop(controller, deadline));
         }
         let mut drained = true;
         while let Some(stopped) = self.stopping.join_next().await {
-            drained &= stopped.unwrap_or(false);
+            drained &= stopped.is_ok_and(|(_, drained)| drained);
         }
         drained
     }
@@ -209,6 +212,7 @@ impl Supervisor {
     }
 
     fn remove(&mut self, source: &str, reply: oneshot::Sender<bool>) {
+        self.metrics.forget_source(source);
         match self.registry.remove(source) {
             None => {
                 let _ = reply.send(false);
@@ -336,13 +340,29 @@ impl Supervisor {
         let deadline = Instant::now() + self.timeouts.grace_period;
         controller.shutdown();
         self.stopping.spawn(async move {
-            let drained = controller.stop(deadline).await;
+            let stopped = stop(controller, deadline).await;
             if let Some(reply) = reply {
                 let _ = reply.send(true);
             }
-            drained
+            stopped
         });
     }
+
+    /// Forgets the metric series of a drained controller's plugin, unless a loaded plugin has its
+    /// name again.
+    fn stopped(&self, stopped: Result<(String, bool), JoinError>) {
+        if let Ok((name, _)) = stopped
+            && !self.registry.has_name(&name)
+        {
+            self.metrics.forget_plugin(&name);
+        }
+    }
+}
+
+/// Stops `controller` by `deadline`: its plugin's name, and whether it drained in time.
+async fn stop(controller: Controller, deadline: Instant) -> (String, bool) {
+    let name = controller.plugin().name().to_owned();
+    (name, controller.stop(deadline).await)
 }
 
 #[cfg(test)]

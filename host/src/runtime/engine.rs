@@ -22,7 +22,7 @@
 //! the cache's file.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::Duration;
@@ -40,6 +40,7 @@ use crate::runtime::compiler::{CompileIn, Compiler};
 use crate::runtime::compiles::CompileQueue;
 use crate::runtime::host::StoreState;
 use crate::runtime::memory::GuestMemory;
+use crate::runtime::reserve::{Bound, Claimant, Claimed};
 use crate::runtime::wrap::Wrap;
 use wasmop_contract::limits::Rate;
 use wasmop_contract::policy::Ceiling;
@@ -72,6 +73,15 @@ const KEEP_RESIDENT: usize = 1 << 20;
 /// mapped for its next instance): freed instances hold at most this many times
 /// [`KEEP_RESIDENT`] of the host's memory, 32 MiB, outside every plugin's limit.
 const WARM_SLOTS: u32 = 32;
+
+/// The pool instances only the operator's plugins may reserve, unless
+/// `--operator-reserved-instances` says otherwise: at most half the pool.
+const OPERATOR_RESERVED_INSTANCES: u32 = 128;
+
+/// The guest memory budget only the operator's plugins may reserve or borrow, unless
+/// `--operator-reserved-memory` says otherwise: at most a quarter of the budget (with `deploy/`'s
+/// 128Mi, 32Mi: an operator plugin at its memory limit, while tenants keep three of theirs).
+const OPERATOR_RESERVED_MEMORY: usize = 64 << 20;
 
 /// Which of wasmtime's compilers turns guest code into machine code (see the module doc).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -116,6 +126,12 @@ pub struct RuntimeConfig {
     /// The log lines per second (and burst) all tenants' plugins share, beside each plugin's own
     /// rate.
     pub tenant_log_rate: Rate,
+    /// The instances of the pool tenants' plugins may not reserve; 128, at most half the pool,
+    /// when absent.
+    pub operator_reserved_instances: Option<u32>,
+    /// The bytes of the guest memory budget tenants' plugins may not reserve or borrow; 64 MiB,
+    /// at most a quarter of the budget, when absent.
+    pub operator_reserved_memory: Option<usize>,
     /// Installed around every plugin it loads (the fixture recorder of `--record`), if anything.
     pub wrap: Option<Arc<dyn Wrap>>,
 }
@@ -132,6 +148,8 @@ impl Default for RuntimeConfig {
             guest_memory: None,
             max_concurrent_compiles: 1,
             tenant_log_rate: TENANT_LOG_RATE,
+            operator_reserved_instances: None,
+            operator_reserved_memory: None,
             wrap: None,
         }
     }
@@ -145,10 +163,12 @@ pub struct Runtime {
     pub(crate) compiler: Compiler,
     /// The linear memory all guest instances hold, under `config.guest_memory`.
     pub(crate) guest_memory: Arc<GuestMemory>,
-    /// Instances promised to loaded plugins, out of `config.max_instances`.
-    reserved: Arc<AtomicU32>,
     /// The log lines all tenants' plugins draw from, under `config.tenant_log_rate`.
     pub(crate) tenant_logs: Arc<Mutex<TokenBucket>>,
+    /// The instance pool and what only the operator's plugins may reserve of it.
+    pool: Bound,
+    /// Instances promised to loaded plugins, out of the pool.
+    reserved: Arc<Mutex<Claimed>>,
     ticker: Ticker,
 }
 
@@ -173,8 +193,15 @@ impl Runtime {
                 queue: Arc::new(CompileQueue::new(config.max_concurrent_compiles)),
             },
             engine,
-            guest_memory: Arc::new(GuestMemory::new(config.guest_memory)),
             tenant_logs: Arc::new(Mutex::new(TokenBucket::new(config.tenant_log_rate))),
+            guest_memory: Arc::new(GuestMemory::new(
+                config.guest_memory,
+                operator_reserved_memory(&config),
+            )),
+            pool: Bound::new(
+                config.max_instances as usize,
+                operator_reserved_instances(&config) as usize,
+            ),
             config,
             reserved: Arc::default(),
             ticker,
@@ -187,27 +214,35 @@ impl Runtime {
     }
 
     /// Promises `instances` of the pool to one plugin version until the reservation is dropped,
-    /// so no plugin can take another's share; `None` when the pool has not that many left.
-    pub(crate) fn reserve(&self, instances: u32) -> Option<Reservation> {
-        let max = self.config.max_instances;
-        self.reserved
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |reserved| {
-                reserved
-                    .checked_add(instances)
-                    .filter(|total| *total <= max)
-            })
-            .ok()?;
+    /// so no plugin can take another's share (nor a tenant's the operator's reserve); `None`
+    /// when what `who` may reserve has not that many left.
+    pub(crate) fn reserve(&self, instances: u32, who: Claimant) -> Option<Reservation> {
+        let mut reserved = lock(&self.reserved);
+        let instances = instances as usize;
+        if !self.pool.admits(*reserved, instances, who) {
+            return None;
+        }
+        reserved.add(instances, who.tenant);
         Some(Reservation {
             pool: self.reserved.clone(),
             instances,
+            tenant: who.tenant,
         })
     }
 
-    /// Instances of the pool not promised to any plugin.
-    pub fn unreserved_instances(&self) -> u32 {
-        self.config
-            .max_instances
-            .saturating_sub(self.reserved.load(Ordering::Acquire))
+    /// Instances of the pool `who` may still reserve.
+    pub(crate) fn unreserved_instances(&self, who: Claimant) -> usize {
+        self.pool.left(*lock(&self.reserved), who)
+    }
+
+    /// The instance pool, and what only the operator's plugins may reserve of it.
+    pub(crate) fn pool(&self) -> Bound {
+        self.pool
+    }
+
+    /// Gauges of the instance pool, for the metrics registry.
+    pub fn pool_gauges(&self) -> super::PoolGauges {
+        super::PoolGauges::new(self.pool, self.reserved.clone())
     }
 
     /// The bytes of linear memory and tables all guest instances hold now.
@@ -249,14 +284,45 @@ impl Runtime {
 /// A plugin version's share of the instance pool, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Reservation {
-    pool: Arc<AtomicU32>,
-    instances: u32,
+    pool: Arc<Mutex<Claimed>>,
+    instances: usize,
+    tenant: bool,
+}
+
+impl Reservation {
+    /// The instances it holds.
+    pub(crate) fn instances(&self) -> usize {
+        self.instances
+    }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        self.pool.fetch_sub(self.instances, Ordering::AcqRel);
+        lock(&self.pool).sub(self.instances, self.tenant);
     }
+}
+
+fn lock(claimed: &Mutex<Claimed>) -> std::sync::MutexGuard<'_, Claimed> {
+    claimed.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The pool's operator reserve `config` sets, or its default.
+fn operator_reserved_instances(config: &RuntimeConfig) -> u32 {
+    let half = config.max_instances / 2;
+    config
+        .operator_reserved_instances
+        .unwrap_or(OPERATOR_RESERVED_INSTANCES.min(half))
+}
+
+/// The guest memory budget's operator reserve `config` sets, or its default (none when the
+/// budget is unbounded: nothing can run out).
+fn operator_reserved_memory(config: &RuntimeConfig) -> usize {
+    let Some(budget) = config.guest_memory else {
+        return 0;
+    };
+    config
+        .operator_reserved_memory
+        .unwrap_or(OPERATOR_RESERVED_MEMORY.min(budget / 4))
 }
 
 /// Everything that decides the compiled code; both engines must agree on it.
@@ -372,6 +438,7 @@ impl Drop for Ticker {
 mod tests {
     use super::*;
     use crate::runtime::compiles::Asker;
+    use prometheus::core::Collector;
     use std::path::Path;
 
     /// The empty component: magic, component-model version and layer.
@@ -452,12 +519,71 @@ mod tests {
             ..RuntimeConfig::default()
         })
         .unwrap();
-        let first = runtime.reserve(6).expect("room for six");
-        assert!(runtime.reserve(5).is_none(), "only four are left");
-        let second = runtime.reserve(4).expect("room for four");
-        assert_eq!(runtime.unreserved_instances(), 0);
+        let operator = Claimant::OPERATOR;
+        let first = runtime.reserve(6, operator).expect("room for six");
+        assert!(runtime.reserve(5, operator).is_none(), "only four are left");
+        let second = runtime.reserve(4, operator).expect("room for four");
+        assert_eq!(runtime.unreserved_instances(operator), 0);
         drop(first);
-        assert_eq!(runtime.unreserved_instances(), 6);
+        assert_eq!(runtime.unreserved_instances(operator), 6);
         drop(second);
+    }
+
+    #[test]
+    fn tenants_fill_the_pool_but_its_reserve_and_the_operator_still_upgrades_when_it_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: dir.path().to_owned(),
+            max_instances: 100,
+            operator_reserved_instances: Some(30),
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let tenant = Claimant::TENANT;
+        let tenants: Vec<_> = std::iter::from_fn(|| runtime.reserve(10, tenant)).collect();
+        assert_eq!(tenants.len(), 7, "tenants took all but the reserve");
+        assert_eq!(runtime.unreserved_instances(tenant), 0);
+        let gauges: Vec<_> = (runtime.pool_gauges().collect().iter())
+            .map(|f| {
+                (
+                    f.name().to_owned(),
+                    f.get_metric()[0].get_gauge().get_value(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("instances", 100.0),
+            ("operator_reserve_instances", 30.0),
+            ("reserved_instances", 70.0),
+            ("tenant_reserved_instances", 70.0),
+        ]
+        .map(|(name, value)| (format!("wasmop_instance_pool_{name}"), value));
+        assert_eq!(gauges, expected);
+        let operator = runtime
+            .reserve(30, Claimant::OPERATOR)
+            .expect("the reserve");
+        let upgrade = Claimant::OPERATOR.replacing(operator.instances());
+        let upgraded = runtime
+            .reserve(30, upgrade)
+            .expect("the old version's share");
+        drop(operator);
+        assert!(runtime.reserve(1, Claimant::OPERATOR).is_none());
+        drop(tenants);
+        assert_eq!(runtime.unreserved_instances(tenant), 70);
+        drop(upgraded);
+    }
+
+    #[test]
+    fn the_default_reserves_keep_a_share_at_most_and_none_of_an_unbounded_budget() {
+        let small = RuntimeConfig {
+            max_instances: 40,
+            guest_memory: Some(128 << 20),
+            ..RuntimeConfig::default()
+        };
+        assert_eq!(operator_reserved_instances(&small), 20);
+        assert_eq!(operator_reserved_memory(&small), 32 << 20);
+        let default = RuntimeConfig::default();
+        assert_eq!(operator_reserved_instances(&default), 128);
+        assert_eq!(operator_reserved_memory(&default), 0);
     }
 }

@@ -91,8 +91,18 @@ pub enum RuntimeError {
         /// How the compiler process ended.
         source: WorkerError,
     },
-    /// The plugin asks for more than the operator's ceiling, or for more instances than the pool
-    /// has left.
+    /// The instance pool or the guest memory budget has not the share the plugin needs left,
+    /// for it (a tenant's plugin: outside the operator's reserve).
+    #[error("plugin {plugin} ({file}) refused: {reason}")]
+    Exhausted {
+        /// The file.
+        file: PathBuf,
+        /// The plugin's name (its file's stem, before it described itself).
+        plugin: String,
+        /// What it asked for, and what is left.
+        reason: String,
+    },
+    /// The plugin asks for more than the operator's ceiling, or for powers it may not have.
     #[error("plugin {plugin} ({file}) refused: {reason}")]
     Refused {
         /// The file.

@@ -1,34 +1,48 @@
-//! The guest memory budget as Prometheus gauges — the budget, what the plugins' shares reserve
-//! of it and what all instances hold — read at scrape time by a collector registered while the
-//! manager lives. An unbounded budget has no budget gauge, so no alert compares against it.
+//! The guest memory budget and the instance pool as Prometheus gauges — the budget, the
+//! operator's reserve of it, what the plugins' shares reserve of it (all and tenants') and what
+//! all instances hold; the pool, its operator's reserve and what the plugins' shares reserve of
+//! it (all and tenants') — read at scrape time by collectors registered while the manager lives.
+//! An unbounded budget has no budget gauge, so no alert compares against it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntGauge, Opts};
 
 use super::memory::GuestMemory;
+use super::reserve::{Bound, Claimed};
+
+fn gauge(name: &str, help: &str) -> IntGauge {
+    IntGauge::with_opts(Opts::new(name, help)).expect("a constant metric")
+}
 
 /// The guest memory gauges of one runtime.
 #[derive(Clone)]
 pub struct MemoryGauges {
     memory: Arc<GuestMemory>,
     budget: IntGauge,
+    operator_reserve: IntGauge,
     reserved: IntGauge,
+    tenants: IntGauge,
     held: IntGauge,
 }
 
 impl MemoryGauges {
     pub(super) fn new(memory: Arc<GuestMemory>) -> Self {
-        let gauge = |name: &str, help: &str| {
-            IntGauge::with_opts(Opts::new(name, help)).expect("a constant metric")
-        };
         MemoryGauges {
             memory,
             budget: gauge(
                 "wasmop_guest_memory_budget_bytes",
                 "The most linear memory all plugins' instances may hold together (--guest-memory-budget)",
+            ),
+            operator_reserve: gauge(
+                "wasmop_guest_memory_operator_reserve_bytes",
+                "The budget tenants' plugins may not reserve or borrow (--operator-reserved-memory)",
+            ),
+            tenants: gauge(
+                "wasmop_guest_memory_tenant_reserved_bytes",
+                "The budget the shares of tenants' plugins (WasmReconcilers) reserve",
             ),
             reserved: gauge(
                 "wasmop_guest_memory_reserved_bytes",
@@ -54,25 +68,94 @@ pub(crate) fn collected(collectors: &[&dyn Collector]) -> Vec<MetricFamily> {
 
 impl Collector for MemoryGauges {
     fn desc(&self) -> Vec<&Desc> {
-        [self.budget.desc(), self.reserved.desc(), self.held.desc()].concat()
+        let gauges = [
+            &self.budget,
+            &self.operator_reserve,
+            &self.reserved,
+            &self.tenants,
+            &self.held,
+        ];
+        gauges.iter().flat_map(|g| g.desc()).collect()
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
         let (budget, reserved, held) = self.memory.totals_now();
-        self.reserved.set(count(reserved));
+        self.reserved.set(count(reserved.all));
+        self.tenants.set(count(reserved.tenants));
         self.held.set(count(held));
-        let mut families = [self.reserved.collect(), self.held.collect()].concat();
+        let gauges = [&self.reserved, &self.tenants, &self.held];
+        let mut families: Vec<_> = gauges.iter().flat_map(|g| g.collect()).collect();
         if budget != usize::MAX {
             self.budget.set(count(budget));
+            self.operator_reserve
+                .set(count(self.memory.bound().reserve));
             families.extend(self.budget.collect());
+            families.extend(self.operator_reserve.collect());
         }
         families
+    }
+}
+
+/// The instance pool gauges of one runtime.
+#[derive(Clone)]
+pub struct PoolGauges {
+    pool: Bound,
+    reserved: Arc<Mutex<Claimed>>,
+    gauges: [IntGauge; 4],
+}
+
+impl PoolGauges {
+    pub(super) fn new(pool: Bound, reserved: Arc<Mutex<Claimed>>) -> Self {
+        let gauges = [
+            gauge(
+                "wasmop_instance_pool_instances",
+                "The guest instances that may exist at once across all plugins",
+            ),
+            gauge(
+                "wasmop_instance_pool_operator_reserve_instances",
+                "The instances tenants' plugins may not reserve (--operator-reserved-instances)",
+            ),
+            gauge(
+                "wasmop_instance_pool_reserved_instances",
+                "The instances the loaded plugins' shares reserve",
+            ),
+            gauge(
+                "wasmop_instance_pool_tenant_reserved_instances",
+                "The instances the shares of tenants' plugins (WasmReconcilers) reserve",
+            ),
+        ];
+        PoolGauges {
+            pool,
+            reserved,
+            gauges,
+        }
+    }
+}
+
+impl Collector for PoolGauges {
+    fn desc(&self) -> Vec<&Desc> {
+        self.gauges.iter().flat_map(|g| g.desc()).collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let reserved = *self.reserved.lock().unwrap_or_else(|e| e.into_inner());
+        let values = [
+            self.pool.whole,
+            self.pool.reserve,
+            reserved.all,
+            reserved.tenants,
+        ];
+        for (gauge, value) in self.gauges.iter().zip(values) {
+            gauge.set(count(value));
+        }
+        self.gauges.iter().flat_map(|g| g.collect()).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::reserve::Claimant;
 
     fn values(gauges: &MemoryGauges) -> Vec<(String, f64)> {
         let mut found: Vec<_> = gauges
@@ -91,9 +174,9 @@ mod tests {
 
     #[test]
     fn the_gauges_follow_shares_and_instances_and_leave_out_an_unbounded_budget() {
-        let memory = Arc::new(GuestMemory::new(Some(1000)));
+        let memory = Arc::new(GuestMemory::new(Some(1000), 200));
         let gauges = MemoryGauges::new(memory.clone());
-        let share = memory.reserve(300).unwrap();
+        let share = memory.reserve(300, Claimant::TENANT).unwrap();
         share.take(120).unwrap();
         let named = |name: &str, value: f64| (name.to_owned(), value);
         assert_eq!(
@@ -101,7 +184,9 @@ mod tests {
             [
                 named("wasmop_guest_memory_budget_bytes", 1000.0),
                 named("wasmop_guest_memory_held_bytes", 120.0),
+                named("wasmop_guest_memory_operator_reserve_bytes", 200.0),
                 named("wasmop_guest_memory_reserved_bytes", 300.0),
+                named("wasmop_guest_memory_tenant_reserved_bytes", 300.0),
             ]
         );
         share.give(120);
@@ -110,13 +195,14 @@ mod tests {
             values(&gauges)[1],
             named("wasmop_guest_memory_held_bytes", 0.0)
         );
-        let unbounded = MemoryGauges::new(Arc::new(GuestMemory::new(None)));
+        let unbounded = MemoryGauges::new(Arc::new(GuestMemory::new(None, 0)));
         let names: Vec<_> = values(&unbounded).into_iter().map(|(n, _)| n).collect();
         assert_eq!(
             names,
             [
                 "wasmop_guest_memory_held_bytes",
-                "wasmop_guest_memory_reserved_bytes"
+                "wasmop_guest_memory_reserved_bytes",
+                "wasmop_guest_memory_tenant_reserved_bytes"
             ]
         );
     }

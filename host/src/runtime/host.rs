@@ -646,9 +646,10 @@ mod tests {
 
     use super::*;
     use crate::runtime::memory::{GuestMemory, GuestMemoryExhausted};
+    use crate::runtime::reserve::Claimant;
 
     fn unbounded() -> Arc<MemoryShare> {
-        Arc::new(MemoryShare::none(&Arc::new(GuestMemory::new(None))))
+        Arc::new(MemoryShare::none(&Arc::new(GuestMemory::new(None, 0))))
     }
 
     #[test]
@@ -702,8 +703,8 @@ mod tests {
 
     #[test]
     fn instances_take_from_their_plugins_share_and_give_back_what_they_held_when_dropped() {
-        let memory = Arc::new(GuestMemory::new(Some(100)));
-        let share = Arc::new(memory.reserve(50).unwrap());
+        let memory = Arc::new(GuestMemory::new(Some(100), 0));
+        let share = Arc::new(memory.reserve(50, Claimant::OPERATOR).unwrap());
         let mut first = MemoryLimiter::new(80, share.clone());
         let mut second = MemoryLimiter::new(80, share.clone());
         assert!(first.memory_growing(0, 70, None).unwrap());

@@ -119,7 +119,7 @@ impl Instances {
         runtime: &Runtime,
         linked: Linked,
         context: Arc<PluginContext>,
-        memory: MemoryShare,
+        memory: Arc<MemoryShare>,
         (mode, max_instances): (InstanceMode, u32),
     ) -> Self {
         Instances {
@@ -127,7 +127,7 @@ impl Instances {
             calls: runtime.calls(),
             linked,
             context,
-            memory: Arc::new(memory),
+            memory,
             mode,
             share: Arc::new(Semaphore::new(max_instances as usize)),
             idle: Mutex::default(),
@@ -135,6 +135,11 @@ impl Instances {
             instantiations: AtomicU64::new(0),
             instantiation_nanos: AtomicU64::new(0),
         }
+    }
+
+    /// The bytes of the guest memory budget reserved for the plugin.
+    pub(crate) fn memory_reserved(&self) -> usize {
+        self.memory.reserved()
     }
 
     /// The largest linear memory any instance grew to, in bytes.

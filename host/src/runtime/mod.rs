@@ -27,6 +27,7 @@ mod instances;
 mod memory;
 mod output;
 mod plugin;
+mod reserve;
 mod webhooks;
 mod wrap;
 
@@ -36,10 +37,10 @@ pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_wo
 pub use compiles::CompileGauges;
 pub use engine::{Backend, EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
-pub use gauges::MemoryGauges;
 pub(crate) use gauges::{collected, count};
+pub use gauges::{MemoryGauges, PoolGauges};
 pub use host::MemoryLimitExceeded;
 pub use instances::InstanceMode;
 pub use memory::GuestMemoryExhausted;
-pub use plugin::{Live, Outcome, Plugin, PluginOptions};
+pub use plugin::{Live, Outcome, Plugin, PluginOptions, Shares};
 pub use wrap::{Reconciled, Wrap};

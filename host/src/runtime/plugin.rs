@@ -18,6 +18,7 @@ use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
 use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::memory::MemoryShare;
+use crate::runtime::reserve::Claimant;
 use crate::runtime::wrap::Wrap;
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary;
@@ -69,6 +70,18 @@ pub struct PluginOptions {
     /// the plugin directory): tenants share what the operator's own plugins leave, and never take
     /// an operator plugin's name or identity.
     pub tenant: bool,
+    /// The shares of the version it replaces (an upgrade): counted as given back when it
+    /// reserves its own, since the old version goes once it took over.
+    pub replaces: Option<Shares>,
+}
+
+/// What a loaded plugin version holds of the instance pool and the guest memory budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shares {
+    /// Instances of the pool.
+    pub instances: usize,
+    /// Bytes of the guest memory budget.
+    pub memory: usize,
 }
 
 impl Default for PluginOptions {
@@ -87,6 +100,7 @@ impl Default for PluginOptions {
             clock: None,
             identity: None,
             tenant: false,
+            replaces: None,
         }
     }
 }
@@ -121,7 +135,31 @@ pub struct Plugin {
     pub(crate) failure_policy: FailurePolicy,
     workers: u32,
     wrap: Option<Arc<dyn Wrap>>,
-    _share: Reservation,
+    share: Reservation,
+}
+
+/// What names the plugin in `file` before it declares its name: the file's stem.
+fn stem(file: &Path) -> Arc<str> {
+    file.file_stem()
+        .map_or("plugin".into(), |s| s.to_string_lossy().into())
+}
+
+/// Who claims shares for a plugin loaded with `options`, counting `replaced` of the shares of
+/// the version it replaces as given back.
+fn claimant(options: &PluginOptions, replaced: impl Fn(Shares) -> usize) -> Claimant {
+    let who = match options.tenant {
+        true => Claimant::TENANT,
+        false => Claimant::OPERATOR,
+    };
+    who.replacing(options.replaces.map_or(0, replaced))
+}
+
+/// Whose part of a resource a refusal speaks of: ` for tenants' plugins`, or nothing.
+fn kept(tenant: bool) -> &'static str {
+    match tenant {
+        true => " for tenants' plugins",
+        false => "",
+    }
 }
 
 /// The bytes of the component in `file`.
@@ -163,10 +201,12 @@ impl Runtime {
                 max: self.config.max_memory,
             });
         }
-        let (linked, registration, webhooks) = self.described(&file, bytes, &options).await?;
+        let memory = Arc::new(self.reserve_memory(&file, &options)?);
+        let described = self.described(&file, bytes, &options, memory.clone());
+        let (linked, registration, webhooks) = described.await?;
         let policies = self.policies(&options);
         let serves_webhooks = webhooks.is_some();
-        let (asked, share, memory) = self.admit(&file, &registration, &options, serves_webhooks)?;
+        let (asked, share) = self.admit(&file, &registration, &options, serves_webhooks)?;
         let subject = Subject {
             registration: Some(&registration),
             policies: &policies,
@@ -221,7 +261,7 @@ impl Runtime {
             failure_policy: options.failure_policy,
             workers: asked.concurrency,
             wrap: self.config.wrap.clone(),
-            _share: share,
+            share,
         })
     }
 
@@ -230,16 +270,18 @@ impl Runtime {
     pub async fn describe(&self, file: &Path) -> Result<Registration, RuntimeError> {
         let options = PluginOptions::default();
         let bytes = read(file).await?;
-        Ok(self.described(file, bytes, &options).await?.1)
+        let memory = Arc::new(MemoryShare::none(&self.guest_memory));
+        Ok(self.described(file, bytes, &options, memory).await?.1)
     }
 
     /// Compiles and links the component `bytes` of `file` and calls its `describe` (and
-    /// `describe-webhooks`) in an instance granted nothing.
+    /// `describe-webhooks`) in an instance granted nothing, holding its memory in `memory`.
     async fn described(
         &self,
         file: &Path,
         bytes: Vec<u8>,
         options: &PluginOptions,
+        memory: Arc<MemoryShare>,
     ) -> Result<(Linked, Registration, Option<WebhookRegistration>), RuntimeError> {
         let file = file.to_owned();
         if !wasmparser::Parser::is_component(&bytes) {
@@ -267,9 +309,7 @@ impl Runtime {
             .map_err(compile_error)?;
         let linked = Linked::new(pre).map_err(compile_error)?;
 
-        let name: Arc<str> = file
-            .file_stem()
-            .map_or("plugin".into(), |s| s.to_string_lossy().into());
+        let name = stem(&file);
         let anonymous = PluginContext {
             name,
             grant: None,
@@ -283,7 +323,7 @@ impl Runtime {
             self,
             linked.clone(),
             Arc::new(anonymous),
-            MemoryShare::none(&self.guest_memory),
+            memory,
             (InstanceMode::Fresh, 1),
         );
         let registration: Registration = describing
@@ -319,15 +359,44 @@ impl Runtime {
             .collect()
     }
 
+    /// The plugin's share of the guest memory budget (its memory limit), reserved before it
+    /// describes itself, so its `describe` runs within it; refused when what it may reserve (a
+    /// tenant's: outside the operator's reserve) has not that much left.
+    fn reserve_memory(
+        &self,
+        file: &Path,
+        options: &PluginOptions,
+    ) -> Result<MemoryShare, RuntimeError> {
+        let who = claimant(options, |shares| shares.memory);
+        let asked = options.memory_limit;
+        self.guest_memory.reserve(asked, who).ok_or_else(|| {
+            let bound = self.guest_memory.bound();
+            RuntimeError::Exhausted {
+                file: file.to_owned(),
+                plugin: stem(file).to_string(),
+                reason: format!(
+                    "asks for a share of {asked} bytes of the guest memory budget (its memory \
+                     limit), but the budget of {} bytes has {} left unreserved{} ({} bytes of it \
+                     kept for the operator's plugins; --guest-memory-budget, \
+                     --operator-reserved-memory)",
+                    bound.whole,
+                    self.guest_memory.unreserved(who),
+                    kept(options.tenant),
+                    bound.reserve,
+                ),
+            }
+        })
+    }
+
     /// The settings `registration` would run with under `options`, if the operator's ceiling
-    /// admits them and the instance pool and the guest memory budget have room for its shares.
+    /// admits them and the instance pool has room for its share.
     fn admit(
         &self,
         file: &Path,
         registration: &Registration,
         options: &PluginOptions,
         serves_webhooks: bool,
-    ) -> Result<(Asked, Reservation, MemoryShare), RuntimeError> {
+    ) -> Result<(Asked, Reservation), RuntimeError> {
         let concurrency = options
             .max_concurrent_reconciles
             .unwrap_or(registration.max_concurrent_reconciles)
@@ -358,24 +427,21 @@ impl Runtime {
             let own = own.admit(asked);
             own.map_err(|reason| refused(format!("{reason} (its WasmReconciler's policy)")))?;
         }
-        let share = self.reserve(asked.instances).ok_or_else(|| {
-            refused(format!(
-                "asks for {} instances, but the instance pool has {} of {} left",
+        let pool = claimant(options, |shares| shares.instances);
+        let share = self.reserve(asked.instances, pool).ok_or_else(|| RuntimeError::Exhausted {
+            file: file.to_owned(),
+            plugin: registration.name.clone(),
+            reason: format!(
+                "asks for {} instances, but the instance pool of {} has {} left{} ({} of it kept \
+                 for the operator's plugins; --operator-reserved-instances)",
                 asked.instances,
-                self.unreserved_instances(),
-                self.config.max_instances
-            ))
+                self.pool().whole,
+                self.unreserved_instances(pool),
+                kept(options.tenant),
+                self.pool().reserve,
+            ),
         })?;
-        let memory = self.guest_memory.reserve(asked.memory).ok_or_else(|| {
-            refused(format!(
-                "asks for a share of {} bytes of the guest memory budget (its memory limit), but \
-                 the budget of {} bytes has {} left unreserved (--guest-memory-budget)",
-                asked.memory,
-                self.guest_memory.budget(),
-                self.guest_memory.unreserved()
-            ))
-        })?;
-        Ok((asked, share, memory))
+        Ok((asked, share))
     }
 
     /// A budget under `options`' limits; a tenant's also draws from the tenants' log bucket.
@@ -485,6 +551,14 @@ fn compatible(found: &str, ours: &str) -> bool {
 }
 
 impl Plugin {
+    /// What this version holds of the instance pool and the guest memory budget.
+    pub fn shares(&self) -> Shares {
+        Shares {
+            instances: self.share.instances(),
+            memory: self.instances.memory_reserved(),
+        }
+    }
+
     /// What the plugin declared.
     pub fn registration(&self) -> &Registration {
         &self.registration

@@ -87,7 +87,8 @@ impl Supervisor {
         }
     }
 
-    /// Compiles, validates and describes the plugin in `file`, the source named by its path, and
+    /// Reads the plugin in `file` once (its signature checked on those bytes), compiles,
+    /// validates and describes it, the source named by its path, and
     /// installs it (prepared first when controllers run). A failure is also recorded as the
     /// source's last error.
     pub async fn load(
@@ -95,8 +96,32 @@ impl Supervisor {
         file: &Path,
         options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
+        let loaded = self.loader.load_file(file, options).await;
+        self.installed(file, loaded).await
+    }
+
+    /// Like [`Supervisor::load`], for the module `bytes` already read (and checked) from `file`:
+    /// the digest recorded is that of these very bytes, and nothing is read again.
+    pub async fn load_bytes(
+        &mut self,
+        file: &Path,
+        bytes: Vec<u8>,
+        options: PluginOptions,
+    ) -> Result<Arc<Plugin>, PluginError> {
+        let digest = super::digest(&bytes);
+        let loaded = self.loader.load(file, bytes, options).await;
+        self.installed(file, loaded.map(|plugin| (plugin, digest)))
+            .await
+    }
+
+    /// Installs the plugin `loaded` from `file`, or records its failure as the source's last.
+    async fn installed(
+        &mut self,
+        file: &Path,
+        loaded: Result<(Arc<Plugin>, String), PluginError>,
+    ) -> Result<Arc<Plugin>, PluginError> {
         let source = file.display().to_string();
-        let (plugin, digest) = match self.loader.load_file(file, options).await {
+        let (plugin, digest) = match loaded {
             Ok(loaded) => loaded,
             Err(error) => {
                 self.metrics.load_failed(&source);

@@ -366,8 +366,8 @@ mod tests {
     fn a_second_load_is_served_from_the_cache() {
         let dir = tempfile::tempdir().unwrap();
         let runtime = runtime_in(dir.path());
-        runtime.compiler.compile(COMPONENT).unwrap();
-        runtime.compiler.compile(COMPONENT).unwrap();
+        runtime.compiler.compile(COMPONENT, None).unwrap();
+        runtime.compiler.compile(COMPONENT, None).unwrap();
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
     }
 
@@ -381,11 +381,11 @@ mod tests {
             ..RuntimeConfig::default()
         };
         let first = Runtime::new(config.clone()).unwrap();
-        first.compiler.compile(&bytes).unwrap();
+        first.compiler.compile(&bytes, None).unwrap();
         assert_eq!((first.cache_hits(), first.cache_misses()), (0, 1));
         drop(first);
         let restarted = Runtime::new(config).unwrap();
-        restarted.compiler.compile(&bytes).unwrap();
+        restarted.compiler.compile(&bytes, None).unwrap();
         assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
     }
 

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use wasmtime::component::Component;
 
-use crate::runtime::Runtime;
 use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::budget::Budget;
@@ -18,6 +17,7 @@ use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::memory::MemoryShare;
 use crate::runtime::wrap::Wrap;
+use crate::runtime::{Adopted, Runtime};
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary;
 use wasmop_contract::capability::{self, Power, Subject};
@@ -68,6 +68,9 @@ pub struct PluginOptions {
     /// the plugin directory): tenants share what the operator's own plugins leave, and never take
     /// an operator plugin's name or identity.
     pub tenant: bool,
+    /// The trust its precompiled form was adopted on ([`Runtime::adopt`]), when it came with
+    /// one: only that artifact, or one compiled here, is mapped for it.
+    pub precompiled: Option<Adopted>,
 }
 
 impl Default for PluginOptions {
@@ -86,6 +89,7 @@ impl Default for PluginOptions {
             clock: None,
             identity: None,
             tenant: false,
+            precompiled: None,
         }
     }
 }
@@ -247,7 +251,9 @@ impl Runtime {
             };
             return Err(RuntimeError::NotAComponent { file, found });
         }
-        let component = self.compile(&file, bytes).await?;
+        let component = self
+            .compile(&file, bytes, options.precompiled.clone())
+            .await?;
         self.check_interface(&file, &component)?;
         let compile_error = |source| RuntimeError::Compile {
             file: file.clone(),
@@ -370,9 +376,15 @@ impl Runtime {
         Ok((asked, share, memory))
     }
 
-    async fn compile(&self, file: &Path, bytes: Vec<u8>) -> Result<Component, RuntimeError> {
+    async fn compile(
+        &self,
+        file: &Path,
+        bytes: Vec<u8>,
+        adopted: Option<Adopted>,
+    ) -> Result<Component, RuntimeError> {
         let compiler = self.compiler.clone();
-        let compiled = tokio::task::spawn_blocking(move || compiler.compile(&bytes)).await;
+        let compiled =
+            tokio::task::spawn_blocking(move || compiler.compile(&bytes, adopted.as_ref())).await;
         let compiled =
             compiled.map_err(|e| wasmtime::Error::msg(format!("compiler thread failed: {e}")));
         compiled.and_then(|result| result).map_err(|source| {

@@ -1,6 +1,7 @@
 //! The bytes checked are the bytes used: a plugin file whose content changes between two reads
-//! runs as the signed bytes read once, and a team's signed precompiled layer of the operator's
-//! component never runs as the operator's plugin, also after a restart.
+//! runs as the signed bytes read once; a team's signed precompiled layer of the operator's
+//! component never runs as the operator's plugin, also after a restart; and during a registry
+//! outage the pulled store serves a private module only to its pull secret.
 
 use std::io::Write;
 use std::path::Path;
@@ -51,6 +52,13 @@ fn blob_signature(bytes: &[u8]) -> anyhow::Result<String> {
     let key = p256::ecdsa::SigningKey::from_slice(&[TRUSTED_SEED; 32])?;
     let signature: p256::ecdsa::Signature = key.sign(bytes);
     Ok(base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()))
+}
+
+/// Whether a WasmReconciler's status says it is Ready or Degraded.
+fn decided(status: &Value) -> bool {
+    ["Ready", "Degraded"]
+        .iter()
+        .any(|kind| common::reconcilers::condition(status, kind)["status"] == "True")
 }
 
 /// Whether process `pid` holds `file` open.
@@ -187,11 +195,6 @@ async fn a_teams_precompiled_layer_never_runs_as_the_operators_plugin() -> anyho
             "spec": {"module": {"oci": {"reference": pinned}}},
         }))?;
         api.create(&PostParams::default(), &reconciler).await?;
-        let decided = |s: &Value| {
-            ["Ready", "Degraded"]
-                .iter()
-                .any(|kind| common::reconcilers::condition(s, kind)["status"] == "True")
-        };
         let status = common::reconcilers::status_until(&api, "bytes-team", decided).await?;
         let adopted = team.count("using the module's signed precompiled layer");
         api.delete("bytes-team", &Default::default()).await?;
@@ -223,6 +226,126 @@ async fn a_teams_precompiled_layer_never_runs_as_the_operators_plugin() -> anyho
             "{artifacts:?}"
         );
         common::terminate(operator.child).await
+    })
+    .await
+}
+
+/// A tenant's private module, pulled with its pull secret, is kept for a registry outage; while
+/// the registry is down, another tenant naming its digest without the secret is refused, and the
+/// owner still loads what was pulled before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_store_serves_a_private_module_only_to_its_pull_secret() -> anyhow::Result<()> {
+    within(LIMIT, "an offline store keyed by access", async {
+        let _serial = SERIAL.lock().await;
+        let plane = shared().await?;
+        common::reconcilers::install_crd(plane).await?;
+        let client = plane.client().await?;
+        let modules = plane.create_namespace("bytes-modules").await?;
+        let (user, password) = ("team", "bytes-private-password");
+        let auth = RegistryAuth::Htpasswd {
+            user: user.into(),
+            password: password.into(),
+        };
+        let mut registry = Registry::start(auth).await?;
+        let address = registry.address().to_owned();
+        // The registry's own files go with it: the host keeps trusting its CA from a copy.
+        let kept = tempfile::tempdir()?;
+        let ca = kept.path().join("ca.crt");
+        std::fs::copy(registry.ca_file().expect("a TLS registry"), &ca)?;
+        let program = Path::new(env!("CARGO_BIN_EXE_wasmop"));
+        let good = common::component("guest-good");
+        let pushed = tokio::process::Command::new(program)
+            .arg("push")
+            .arg(&good)
+            .arg(format!("{address}/private/good:v1"))
+            .arg("--registry-ca-file")
+            .arg(&ca)
+            .args(["--username", user])
+            .env("WASMOP_REGISTRY_PASSWORD", password)
+            .output()
+            .await?;
+        anyhow::ensure!(pushed.status.success(), "wasmop push failed");
+        let reference = String::from_utf8(pushed.stdout)?.trim().to_owned();
+        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+            "metadata": {"name": "registry"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": registry.dockerconfigjson().unwrap()},
+        }))?;
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &modules)
+            .create(&PostParams::default(), &secret)
+            .await?;
+        let policy = plane.dir().join("bytes-offline-policy.yaml");
+        let text = format!("modules: {{namespaces: [{modules}], private-addresses: true}}\n");
+        std::fs::write(&policy, text)?;
+        let cache = tempfile::tempdir()?;
+        let host = |name: &'static str| {
+            let mut command = common::host(plane);
+            command
+                .args(["--wasm-reconcilers", "--policy"])
+                .arg(&policy)
+                .arg("--registry-ca-file")
+                .arg(&ca)
+                .arg("--compile-cache")
+                .arg(cache.path())
+                .args(common::NO_PORTS);
+            Logged::spawn(name, command)
+        };
+        let api = common::reconcilers::api(client.clone());
+        let create = |name: &'static str, secret: Option<&str>| {
+            let pull_secret = secret.map(|name| json!({"namespace": modules, "name": name}));
+            let object = json!({
+                "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+                "metadata": {"name": name},
+                "spec": {"module": {"oci": {"reference": reference, "pullSecret": pull_secret}}},
+            });
+            let api = api.clone();
+            async move {
+                let object: DynamicObject = serde_json::from_value(object)?;
+                api.create(&PostParams::default(), &object).await?;
+                anyhow::Ok(())
+            }
+        };
+        let online = host("bytes-online")?;
+        create("bytes-owner", Some("registry")).await?;
+        let status = common::reconcilers::status_until(&api, "bytes-owner", decided).await?;
+        let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
+        anyhow::ensure!(ready(&status), "the owner did not load: {status}");
+        api.delete("bytes-owner", &Default::default()).await?;
+        common::terminate(online.child).await?;
+
+        registry.stop();
+        let offline = host("bytes-offline")?;
+        create("bytes-stranger", None).await?;
+        let stranger = common::reconcilers::status_until(&api, "bytes-stranger", decided).await?;
+        create("bytes-owner", Some("registry")).await?;
+        let owner = common::reconcilers::status_until(&api, "bytes-owner", decided).await?;
+        let reason = |s: &Value| {
+            let degraded = common::reconcilers::condition(s, "Degraded");
+            degraded["reason"].as_str().unwrap_or("-").to_owned()
+        };
+        eprintln!(
+            "OFFLINE: registry down; a stranger naming the private digest without the pull \
+             secret: ready={} degraded={}; the owner with it: ready={} digest={}",
+            ready(&stranger),
+            reason(&stranger),
+            ready(&owner),
+            owner["digest"]
+        );
+        for name in ["bytes-stranger", "bytes-owner"] {
+            api.delete(name, &Default::default()).await?;
+        }
+        common::terminate(offline.child).await?;
+        assert!(
+            !ready(&stranger),
+            "the stranger got the private module: {stranger}"
+        );
+        assert_eq!(reason(&stranger), "FetchFailed", "{stranger}");
+        assert!(ready(&owner), "the owner lost its module: {owner}");
+        assert_eq!(
+            owner["digest"],
+            wasmop::plugins::digest(&std::fs::read(&good)?)
+        );
+        Ok(())
     })
     .await
 }

@@ -15,6 +15,9 @@
 //! `access/blob-<component hex>` with the repository it came from: naming a digest is not
 //! access, and a manifest of one's own listing another repository's component does not get it
 //! without the registry. A file kept without a record is never given.
+//!
+//! The components held take at most [`STORE_LIMIT`] bytes: after each keep, the least recently
+//! used (kept or read) go first, with their access records.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,16 +46,24 @@ impl Access {
     }
 }
 
+/// The most bytes of components the store keeps; the least recently used go first.
+pub const STORE_LIMIT: u64 = 1 << 30;
+
 /// A folder of pulled manifests and components.
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    limit: u64,
 }
 
 impl Store {
-    /// The store in `dir` (created on the first write).
+    /// The store in `dir` (created on the first write), holding at most [`STORE_LIMIT`] bytes
+    /// of components.
     pub fn new(dir: PathBuf) -> Self {
-        Store { dir }
+        Store {
+            dir,
+            limit: STORE_LIMIT,
+        }
     }
 
     /// The folder.
@@ -120,8 +131,13 @@ impl Store {
         if !recorded(&file, &Self::blob_record(reference, access)).await {
             return None;
         }
-        let bytes = tokio::fs::read(self.blob_file(layer_digest)).await.ok()?;
-        (digest(&bytes) == layer_digest).then_some(bytes)
+        let file = self.blob_file(layer_digest);
+        let bytes = tokio::fs::read(&file).await.ok()?;
+        let held = digest(&bytes) == layer_digest;
+        if held {
+            let _ = tokio::task::spawn_blocking(move || touch(&file)).await;
+        }
+        held.then_some(bytes)
     }
 
     /// The signatures kept of `reference`'s manifest (none if none were).
@@ -162,6 +178,45 @@ impl Store {
         if let Err(error) = written.await {
             tracing::warn!(reference = %reference, dir = %self.dir.display(), "keeping the pulled module: {error}");
         }
+        self.evict(&self.blob_file(layer_digest)).await;
+    }
+
+    /// Removes the least recently used components (and their access records), never `keep`,
+    /// until the rest fit the limit.
+    async fn evict(&self, keep: &Path) {
+        let Ok(mut entries) = tokio::fs::read_dir(self.dir.join("blobs")).await else {
+            return;
+        };
+        let mut blobs = Vec::new();
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            let Ok(meta) = entry.metadata().await else {
+                continue;
+            };
+            if let Ok(modified) = meta.modified() {
+                blobs.push((modified, meta.len(), entry.path()));
+            }
+        }
+        blobs.sort();
+        let mut total: u64 = blobs.iter().map(|(_, len, _)| len).sum();
+        for (_, len, path) in blobs {
+            if total <= self.limit {
+                break;
+            }
+            if path == keep || tokio::fs::remove_file(&path).await.is_err() {
+                continue;
+            }
+            total -= len;
+            let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+            let _ = tokio::fs::remove_file(self.blob_access_file(&stem)).await;
+            tracing::info!(blob = %path.display(), "evicted a pulled component: the store is full");
+        }
+    }
+}
+
+/// Marks the component `file` as used now, for eviction's order.
+fn touch(file: &Path) {
+    if let Ok(opened) = std::fs::File::options().write(true).open(file) {
+        let _ = opened.set_modified(std::time::SystemTime::now());
     }
 }
 
@@ -280,5 +335,33 @@ mod tests {
             store.manifest(&reference, &owner).await.is_none(),
             "a manifest kept without a record is not given"
         );
+    }
+
+    #[tokio::test]
+    async fn the_least_recently_used_components_go_when_the_store_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::new(dir.path().to_owned());
+        store.limit = 2500;
+        let public = Access::of("r.example", &RegistryAuth::Anonymous);
+        let mut kept = Vec::new();
+        for n in 0..3u8 {
+            let manifest = vec![b'{', n, b'}'];
+            let reference = OciRef::parse(&format!("r.example/a@{}", digest(&manifest))).unwrap();
+            let module = vec![n; 1000];
+            let layer = digest(&module);
+            store
+                .keep(&reference, &public, &manifest, &layer, &module)
+                .await;
+            let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            let old = hour_ago + std::time::Duration::from_secs(u64::from(n));
+            let file = std::fs::File::options()
+                .write(true)
+                .open(store.blob_file(&layer));
+            file.unwrap().set_modified(old).unwrap();
+            kept.push((reference, layer));
+        }
+        let held = |i: usize| store.blob_file(&kept[i].1).exists();
+        assert_eq!((held(0), held(1), held(2)), (false, true, true));
+        assert!(!store.blob_access_file(&kept[0].1).exists());
     }
 }

@@ -6,6 +6,8 @@
 
 mod common;
 
+#[path = "hostile_tenants/bytes.rs"]
+mod bytes;
 #[path = "hostile_tenants/fetch.rs"]
 mod fetch;
 #[path = "hostile_tenants/names.rs"]

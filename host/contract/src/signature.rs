@@ -39,6 +39,11 @@ impl TrustedKey {
         &self.name
     }
 
+    /// The key itself, as its uncompressed SEC1 point: what tells it apart whatever its name.
+    pub fn public_point(&self) -> Vec<u8> {
+        self.key.to_encoded_point(false).as_bytes().to_vec()
+    }
+
     /// Whether `signature` (ASN.1 DER) is this key's signature of `message`.
     pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
         Signature::from_der(signature).is_ok_and(|s| self.key.verify(message, &s).is_ok())

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use oci_client::secrets::RegistryAuth;
-use wasmop::plugins::oci::{self, OciRef, Registries, SignatureCheck, Store};
+use wasmop::plugins::oci::{self, OciRef, Registries, SignatureCheck, Store, Taken};
 
 use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{LeaderArgs, RunArgs};
@@ -16,7 +16,7 @@ use wasmop::manager::{Manager, ManagerOptions};
 use wasmop::plugins::dir::{self, PluginDir};
 use wasmop::plugins::{self, crd::WasmReconcilers};
 use wasmop::record::Recorder;
-use wasmop::runtime::{CompileIn, CompileWorker, RuntimeConfig};
+use wasmop::runtime::{Adopted, CompileIn, CompileWorker, RuntimeConfig};
 
 use super::{connect, registries};
 
@@ -65,33 +65,45 @@ async fn load(
 ) -> anyhow::Result<()> {
     tracing::info!(file = %file.display(), "loading plugin");
     let options = plugins::options(&args.plugin_limits(file));
-    let module = match file.to_str().filter(|f| f.starts_with(oci::SCHEME)) {
-        Some(reference) => {
-            let signatures = &args.ceiling.signatures;
-            let keys = signatures.keys_for(&[]).map_err(anyhow::Error::msg)?;
-            let verify = SignatureCheck::new(keys.as_deref(), &signatures.keys);
-            let pulled = pulled(registries, reference, verify).await?;
-            if let Some(artifact) = pulled.precompiled {
-                let runtime = manager.handle();
-                runtime.runtime().adopt(pulled.module, artifact).await.1?;
-            }
-            pulled.file
-        }
-        None => {
-            let bytes = tokio::fs::read(file)
-                .await
-                .with_context(|| format!("reading plugin {}", file.display()))?;
-            plugins::signed::check(&args.ceiling, file, &bytes).await?;
-            file.to_owned()
-        }
+    let Some(reference) = file.to_str().filter(|f| f.starts_with(oci::SCHEME)) else {
+        manager.load_plugin(file, options).await?;
+        return Ok(());
     };
-    manager.load_plugin(&module, options).await?;
+    let signatures = &args.ceiling.signatures;
+    let keys = signatures.keys_for(&[]).map_err(anyhow::Error::msg)?;
+    let verify = SignatureCheck::new(keys.as_deref(), &signatures.keys);
+    let pulled = pulled(registries, reference, verify).await?;
+    let mut options = options;
+    if let Some(taken) = pulled.precompiled {
+        let adopted = Adopted::new(reference, &taken.trusted);
+        let runtime = manager.handle();
+        runtime.runtime().adopt(&adopted, taken.file).await?;
+        options.precompiled = Some(adopted);
+    }
+    manager
+        .load_plugin_bytes(&pulled.file, pulled.module, options)
+        .await?;
+    Ok(())
+}
+
+/// Loads the plugin-directory file `file` from the `bytes` read from it, once its signature
+/// verifies on those bytes (as the operator's policy asks).
+async fn load_read(
+    manager: &mut Manager,
+    args: &RunArgs,
+    file: &Path,
+    bytes: Vec<u8>,
+) -> anyhow::Result<()> {
+    plugins::signed::check(&args.ceiling, file, &bytes).await?;
+    let options = plugins::options(&args.plugin_limits(file));
+    manager.load_plugin_bytes(file, bytes, options).await?;
     Ok(())
 }
 
 /// Pulls the `oci://` plugin `reference` (the operator named it: no address policy applies; its
-/// signatures checked as `verify` says) into a file named after its repository (the identity it
-/// runs as), in a folder named by its digest.
+/// signatures checked as `verify` says), with the file that names it after its repository (the
+/// identity it runs as), in a folder named by its digest. The file is written for whoever
+/// inspects the host; what loads is the module pulled in memory, never the file read back.
 async fn pulled(
     registries: &Registries,
     reference: &str,
@@ -128,7 +140,7 @@ async fn pulled(
 struct PulledPlugin {
     file: PathBuf,
     module: Vec<u8>,
-    precompiled: Option<tempfile::NamedTempFile>,
+    precompiled: Option<Taken>,
 }
 
 /// Loads the plugin directory's files as they are now; one that fails is reported, not fatal.
@@ -139,11 +151,18 @@ async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::
         .await
         .with_context(|| format!("reading the plugin directory {}", dir.display()))?;
     for (file, stamp) in files {
-        let bytes = tokio::fs::read(&file).await?;
-        if let Err(error) = load(manager, args, &Registries::default(), &file).await {
+        let bytes = match watcher.read(&file).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::error!(file = %file.display(), "reading a plugin file: {error}");
+                continue;
+            }
+        };
+        let digest = plugins::digest(&bytes);
+        if let Err(error) = load_read(manager, args, &file, bytes).await {
             tracing::error!(file = %file.display(), "{error:#}");
         }
-        watcher.loaded(&file, stamp, &bytes);
+        watcher.loaded(&file, stamp, digest);
     }
     Ok(watcher)
 }

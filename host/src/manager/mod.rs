@@ -154,7 +154,8 @@ impl Manager {
         })
     }
 
-    /// Compiles, validates and describes the plugin in `file`, the source named by its path;
+    /// Reads the plugin in `file` once (its signature checked on those bytes, as the operator's
+    /// policy asks), then compiles, validates and describes it, the source named by its path;
     /// [`Manager::run`] starts it (or at once, after [`Manager::add_plugin`]). A failure is also
     /// recorded as the source's last error.
     pub async fn load_plugin(
@@ -163,6 +164,17 @@ impl Manager {
         options: PluginOptions,
     ) -> Result<Arc<Plugin>, ManagerError> {
         Ok(self.plugins.load(file, options).await?)
+    }
+
+    /// Like [`Manager::load_plugin`], for the module `bytes` already read and checked from
+    /// `file`: these bytes are the ones compiled, and `file` is not read.
+    pub async fn load_plugin_bytes(
+        &mut self,
+        file: &Path,
+        bytes: Vec<u8>,
+        options: PluginOptions,
+    ) -> Result<Arc<Plugin>, ManagerError> {
+        Ok(self.plugins.load_bytes(file, bytes, options).await?)
     }
 
     /// Loads the plugin in `file` and starts its controller at once, without an election.

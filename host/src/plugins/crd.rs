@@ -46,11 +46,11 @@ use tokio::time::Instant;
 use super::PluginError;
 use super::installs::{InstallGauges, Installs};
 use super::module::{ModuleError, ModuleRef};
-use super::oci::{OciError, Registries};
+use super::oci::{OciError, Registries, Taken};
 use super::{PluginHandle, PluginStatus};
 use crate::cache::dynamic_resource;
 use crate::config::{PluginLimits, PluginOverrides};
-use crate::runtime::{PluginOptions, RuntimeError};
+use crate::runtime::{Adopted, PluginOptions, RuntimeError};
 use wasmop_contract::Ceiling;
 use wasmop_contract::depth::{Bounded, MAX_DEPTH};
 
@@ -465,16 +465,16 @@ impl Installer {
         let fetched = spec
             .module
             .fetch(&self.client, &self.ceiling, &self.registries);
-        let (bytes, unreachable) = match fetched.await {
+        let (bytes, adopted, unreachable) = match fetched.await {
             Ok(fetched) => {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
                 }
-                let bytes = match fetched.precompiled {
-                    Some(artifact) => self.adopt(source, fetched.bytes, artifact).await,
-                    None => fetched.bytes,
+                let adopted = match fetched.precompiled {
+                    Some(taken) => Some(self.adopt(source, taken).await),
+                    None => None,
                 };
-                (bytes, fetched.unreachable)
+                (fetched.bytes, adopted, fetched.unreachable)
             }
             Err(
                 error @ (ModuleError::Digest
@@ -527,6 +527,7 @@ impl Installer {
         };
         let mut options = super::options(&limits);
         options.tenant = true;
+        options.precompiled = adopted;
         if let Some(policy) = &spec.policy {
             let ceiling = crate::config::narrowing(policy)
                 .map_err(|message| ("InvalidSpec", format!("spec.policy: {message}")))?;
@@ -535,20 +536,16 @@ impl Installer {
         Ok(Some((bytes, options, unreachable)))
     }
 
-    /// Gives the runtime the module's signed precompiled form, so loading it compiles nothing;
-    /// a failure to keep it costs a compile. Gives the module back.
-    async fn adopt(
-        &self,
-        source: &str,
-        module: Vec<u8>,
-        artifact: tempfile::NamedTempFile,
-    ) -> Vec<u8> {
-        let (module, adopted) = self.plugins.runtime().adopt(module, artifact).await;
-        match adopted {
+    /// Gives the runtime the module's signed precompiled form under all that `source` trusted
+    /// in taking it, so loading it with that trust compiles nothing; a failure to keep it costs
+    /// a compile.
+    async fn adopt(&self, source: &str, taken: Taken) -> Adopted {
+        let adopted = Adopted::new(source, &taken.trusted);
+        match self.plugins.runtime().adopt(&adopted, taken.file).await {
             Ok(()) => tracing::info!(source, "using the module's signed precompiled layer"),
             Err(error) => tracing::warn!(source, "keeping the precompiled layer: {error}"),
         }
-        module
+        adopted
     }
 
     fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, String> {

@@ -79,6 +79,16 @@ impl PluginDir {
         Ok(files)
     }
 
+    /// The bytes of `file`, read through one open descriptor: refused when what was opened lies
+    /// outside the directory (a symlink swapped after [`PluginDir::files`] looked), so the bytes
+    /// checked and loaded are those of a file inside it.
+    pub async fn read(&self, file: &Path) -> std::io::Result<Vec<u8>> {
+        let home = tokio::fs::canonicalize(&self.dir).await?;
+        let file = file.to_owned();
+        let read = tokio::task::spawn_blocking(move || read_inside(&file, &home));
+        read.await.map_err(std::io::Error::other)?
+    }
+
     fn report_outside(&self, path: &Path, resolved: &Path) {
         let mut outside = self.outside.lock().unwrap_or_else(|e| e.into_inner());
         if outside.insert(path.to_owned()) {
@@ -90,12 +100,13 @@ impl PluginDir {
         }
     }
 
-    /// Records that `file`, as read with `bytes` at `stamp`, was loaded before watching began.
-    pub fn loaded(&mut self, file: &Path, stamp: Stamp, bytes: &[u8]) {
+    /// Records that `file`, at `stamp`, was tried before watching began with the bytes of
+    /// `digest`.
+    pub fn loaded(&mut self, file: &Path, stamp: Stamp, digest: String) {
         let seen = Seen {
             stamp,
             stable: true,
-            digest: Some(digest(bytes)),
+            digest: Some(digest),
         };
         self.known.insert(file.to_owned(), seen);
     }
@@ -166,8 +177,12 @@ impl PluginDir {
         options: &impl Fn(&Path) -> PluginOptions,
         file: &Path,
     ) {
-        let Ok(bytes) = tokio::fs::read(file).await else {
-            return;
+        let bytes = match self.read(file).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::warn!(file = %file.display(), "plugin file not installed: {error}");
+                return;
+            }
         };
         let digest = digest(&bytes);
         let seen = self.known.get_mut(file).expect("settled files are known");
@@ -189,6 +204,24 @@ impl PluginDir {
     }
 }
 
+/// Opens `file`, checks where the opened file lies (its descriptor's path) is inside `home`,
+/// and reads it whole through that descriptor.
+fn read_inside(file: &Path, home: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let mut opened = std::fs::File::open(file)?;
+    let actual = std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd()))?;
+    if !actual.starts_with(home) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} leads out of the plugin directory", file.display()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    opened.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,7 +239,7 @@ mod tests {
         assert!(!dir.settled(file, first), "already handled");
         assert!(!dir.settled(file, second), "still being written");
         assert!(dir.settled(file, second));
-        dir.loaded(Path::new("/plugins/b.wasm"), first, b"module");
+        dir.loaded(Path::new("/plugins/b.wasm"), first, digest(b"module"));
         assert!(
             !dir.settled(Path::new("/plugins/b.wasm"), first),
             "loaded at start"
@@ -233,5 +266,31 @@ mod tests {
             .map(|(f, _)| f)
             .collect();
         assert_eq!(files, [plugins.join("good.wasm")]);
+    }
+
+    #[tokio::test]
+    async fn a_symlink_swapped_out_of_the_directory_after_listing_is_refused_when_read() {
+        let root = tempfile::tempdir().unwrap();
+        let (plugins, elsewhere) = (root.path().join("plugins"), root.path().join("elsewhere"));
+        std::fs::create_dir_all(plugins.join("..data")).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("evil.wasm"), b"evil").unwrap();
+        std::fs::write(plugins.join("..data/good.wasm"), b"good").unwrap();
+        let link = plugins.join("good.wasm");
+        std::os::unix::fs::symlink("..data/good.wasm", &link).unwrap();
+        let dir = PluginDir::new(plugins.clone());
+        assert_eq!(dir.files().await.unwrap().len(), 1);
+        assert_eq!(dir.read(&link).await.unwrap(), b"good");
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("evil.wasm"), &link).unwrap();
+        let refused = dir
+            .read(&link)
+            .await
+            .expect_err("read through the swapped link");
+        assert_eq!(
+            refused.kind(),
+            std::io::ErrorKind::PermissionDenied,
+            "{refused}"
+        );
     }
 }

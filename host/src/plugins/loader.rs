@@ -148,7 +148,8 @@ impl Loader {
             })
     }
 
-    /// Reads and loads the module in `file`.
+    /// Reads the module in `file` once, checks the signature beside it on those bytes (as the
+    /// operator's policy asks, [`super::signed`]) and loads those same bytes; with their digest.
     pub async fn load_file(
         &self,
         file: &Path,
@@ -160,6 +161,7 @@ impl Loader {
                 file: file.to_owned(),
                 source,
             })?;
+        super::signed::check(self.runtime.ceiling(), file, &bytes).await?;
         let digest = digest(&bytes);
         Ok((self.load(file, bytes, options).await?, digest))
     }

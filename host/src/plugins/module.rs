@@ -31,7 +31,7 @@ use kube::Api;
 use super::address::{AddressError, CheckedAddresses};
 use super::digest;
 use super::oci::{
-    OciError, OciRef, PullSecretError, Registries, SignatureCheck, auth_from_dockerconfig,
+    OciError, OciRef, PullSecretError, Registries, SignatureCheck, Taken, auth_from_dockerconfig,
 };
 use wasmop_contract::capability::{self, Power, Subject};
 use wasmop_contract::{Ceiling, boundary};
@@ -208,8 +208,8 @@ pub struct Fetched {
     /// The trusted key that signed it, if one was asked for.
     pub signed_by: Option<String>,
     /// The component compiled ahead of time for the host's engine, from a layer the signature
-    /// covers, in a temporary file.
-    pub precompiled: Option<tempfile::NamedTempFile>,
+    /// covers, with all that vouched for it.
+    pub precompiled: Option<Taken>,
     /// Why the registry could not be reached, when the module is the copy pulled before.
     pub unreachable: Option<String>,
 }

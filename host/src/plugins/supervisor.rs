@@ -22,7 +22,7 @@ use super::{Command, Loader, PluginError, PluginHandle, Registry, Statuses, chan
 use crate::cache::{Cache, CacheError};
 use crate::controller::{Controller, Handover, Prepared};
 use crate::metrics::Metrics;
-use crate::runtime::{Live, Plugin, PluginOptions, Runtime};
+use crate::runtime::{Live, Plugin, PluginOptions, Runtime, Shares};
 
 /// A plugin change waiting for its version's informers to sync.
 struct Pending {
@@ -88,18 +88,48 @@ impl Supervisor {
         }
     }
 
-    /// Compiles, validates and describes the plugin in `file`, the source named by its path, and
-    /// installs it (prepared first when controllers run), counting the shares of the version it
-    /// replaces as given back. A failure is also recorded as the
-    /// source's last error.
+    /// Reads the plugin in `file` once (its signature checked on those bytes), compiles,
+    /// validates and describes it, the source named by its path, and installs it (prepared first
+    /// when controllers run), counting the shares of the version it replaces as given back. A
+    /// failure is also recorded as the source's last error.
     pub async fn load(
         &mut self,
         file: &Path,
         mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
+        options.replaces = self.replaced(file);
+        let loaded = self.loader.load_file(file, options).await;
+        self.installed(file, loaded).await
+    }
+
+    /// Like [`Supervisor::load`], for the module `bytes` already read (and checked) from `file`:
+    /// the digest recorded is that of these very bytes, and nothing is read again.
+    pub async fn load_bytes(
+        &mut self,
+        file: &Path,
+        bytes: Vec<u8>,
+        mut options: PluginOptions,
+    ) -> Result<Arc<Plugin>, PluginError> {
+        options.replaces = self.replaced(file);
+        let digest = super::digest(&bytes);
+        let loaded = self.loader.load(file, bytes, options).await;
+        self.installed(file, loaded.map(|plugin| (plugin, digest)))
+            .await
+    }
+
+    /// The shares of the version loaded from `file` now, which a new one replaces.
+    fn replaced(&self, file: &Path) -> Option<Shares> {
+        self.registry.statuses().shares(&file.display().to_string())
+    }
+
+    /// Installs the plugin `loaded` from `file`, or records its failure as the source's last.
+    async fn installed(
+        &mut self,
+        file: &Path,
+        loaded: Result<(Arc<Plugin>, String), PluginError>,
+    ) -> Result<Arc<Plugin>, PluginError> {
         let source = file.display().to_string();
-        options.replaces = self.registry.statuses().shares(&source);
-        let (plugin, digest) = match self.loader.load_file(file, options).await {
+        let (plugin, digest) = match loaded {
             Ok(loaded) => loaded,
             Err(error) => {
                 self.metrics.load_failed(&source);

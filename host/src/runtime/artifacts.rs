@@ -1,6 +1,9 @@
 //! The compile cache: each component compiled once into a wasmtime artifact file in a private
 //! directory, keyed by the component's sha256 and the engine's compilation settings, and mapped
-//! from there into the engine on every load. A mapped artifact's code and memory image are pages
+//! from there into the engine on every load. An artifact compiled here (`host-…`) is shared by
+//! every source of the same component; an adopted one, compiled elsewhere (`adopted-…`), is named
+//! by all that was trusted in taking it ([`Adopted`]) and mapped only by a load that names that
+//! same trust, never by another source of the same component. A mapped artifact's code and memory image are pages
 //! of the file: resident only where touched, shared by every instance, and given back by the
 //! kernel under pressure, where a copied artifact would be private memory for as long as the
 //! plugin is loaded.
@@ -36,6 +39,26 @@ type Compile<'a> = dyn Fn(&[u8], &mut dyn Write) -> wasmtime::Result<()> + 'a;
 /// The file name suffix of an artifact.
 const SUFFIX: &str = ".cwasm";
 
+/// What a precompiled artifact was taken on the trust of: the source that took it, the
+/// artifact's and the component's digests, the precompiled layer's, the key that signed them and
+/// the engine it was compiled for. Adopted artifacts are kept under this, never under the
+/// component's digest alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adopted(String);
+
+impl Adopted {
+    /// The trust of `source` in the precompiled layer it took on `trusted` (each part of what
+    /// vouched for it, in a fixed order).
+    pub fn new(source: &str, trusted: &[String]) -> Self {
+        let mut hasher = Sha256::new_with_prefix(b"wasmop-adopted-v1\0");
+        for part in std::iter::once(source).chain(trusted.iter().map(String::as_str)) {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        Adopted(hex(&hasher.finalize()))
+    }
+}
+
 /// A private directory of compiled components for one engine's settings.
 pub(crate) struct Artifacts {
     dir: PathBuf,
@@ -68,20 +91,14 @@ impl Artifacts {
         &self,
         engine: &Engine,
         bytes: &[u8],
+        adopted: Option<&Adopted>,
         compile: impl Fn(&[u8], &mut dyn Write) -> wasmtime::Result<()>,
     ) -> wasmtime::Result<Component> {
+        let candidates = adopted.map(|adopted| self.adopted_path(adopted));
         let path = self.path(bytes);
-        if path.exists() {
-            match map(engine, &path) {
-                Ok(component) => {
-                    self.hits.fetch_add(1, Ordering::Relaxed);
-                    touch(&path);
-                    return Ok(component);
-                }
-                Err(error) => tracing::warn!(
-                    artifact = %path.display(),
-                    "the cached artifact was refused, compiling again: {error:#}"
-                ),
+        for candidate in candidates.iter().chain([&path]) {
+            if let Some(component) = self.mapped(engine, candidate) {
+                return Ok(component);
             }
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
@@ -99,6 +116,27 @@ impl Artifacts {
                 let mut artifact = Vec::new();
                 compile(bytes, &mut artifact)?;
                 copy(engine, &artifact)
+            }
+        }
+    }
+
+    /// The artifact at `path` mapped, if there is one the engine accepts.
+    fn mapped(&self, engine: &Engine, path: &Path) -> Option<Component> {
+        if !path.exists() {
+            return None;
+        }
+        match map(engine, path) {
+            Ok(component) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                touch(path);
+                Some(component)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    artifact = %path.display(),
+                    "the cached artifact was refused: {error:#}"
+                );
+                None
             }
         }
     }
@@ -122,13 +160,14 @@ impl Artifacts {
         Ok(())
     }
 
-    /// Takes `artifact` as the compiled form of the component `bytes` — a precompiled layer that a
-    /// key the operator trusts signed, written to disk — unless the cache holds one already: moved
-    /// into place when it is on the cache's file system, else copied. The engine checks its
-    /// header and settings when it is first mapped, and compiles again if it refuses it.
+    /// Takes `artifact` — a precompiled layer that a key the operator trusts signed, written to
+    /// disk — under `adopted`, all that was trusted in taking it, unless the cache holds one
+    /// under that name already: moved into place when it is on the cache's file system, else
+    /// copied. Only a load naming the same `adopted` maps it; the engine checks its header and
+    /// settings when it is first mapped, and the component is compiled here if it refuses it.
     /// Blocking: call it off the async runtime.
-    pub(crate) fn adopt(&self, bytes: &[u8], artifact: NamedTempFile) -> std::io::Result<()> {
-        let path = self.path(bytes);
+    pub(crate) fn adopt(&self, adopted: &Adopted, artifact: NamedTempFile) -> std::io::Result<()> {
+        let path = self.adopted_path(adopted);
         if path.exists() {
             return Ok(());
         }
@@ -154,10 +193,18 @@ impl Artifacts {
         self.misses.load(Ordering::Relaxed)
     }
 
+    /// Where the artifact compiled here of the component `bytes` is kept.
     fn path(&self, bytes: &[u8]) -> PathBuf {
-        let digest = Sha256::digest(bytes);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        self.dir.join(format!("{hex}-{}{SUFFIX}", self.settings))
+        let hex = hex(&Sha256::digest(bytes));
+        self.dir
+            .join(format!("host-{hex}-{}{SUFFIX}", self.settings))
+    }
+
+    /// Where the artifact adopted on the trust `adopted` is kept.
+    fn adopted_path(&self, adopted: &Adopted) -> PathBuf {
+        let key = &adopted.0;
+        self.dir
+            .join(format!("adopted-{key}-{}{SUFFIX}", self.settings))
     }
 
     /// Copies `artifact` to `path` through a temporary file renamed into place.
@@ -261,6 +308,11 @@ fn copy(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Component> {
     unsafe { Component::deserialize(engine, artifact) }
 }
 
+/// `bytes` in lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Marks the artifact at `path` as used now, for eviction's order.
 fn touch(path: &Path) {
     if let Ok(file) = File::options().write(true).open(path) {
@@ -354,7 +406,7 @@ mod tests {
         let engine = engine();
         let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
         let component = artifacts
-            .load(&engine, COMPONENT, precompile(&engine))
+            .load(&engine, COMPONENT, None, precompile(&engine))
             .unwrap();
         let files = artifacts_in(dir.path());
         assert_eq!(files.len(), 1, "one artifact, no temporary file left");
@@ -380,21 +432,88 @@ mod tests {
             file
         };
         let artifact = engine.precompile_component(COMPONENT).unwrap();
-        artifacts.adopt(COMPONENT, layer(&artifact)).unwrap();
+        let trusted = |key: &str| vec![format!("sha256:{key}"), "engine".to_owned()];
+        let team = Adopted::new("WasmReconciler/team", &trusted("team-key"));
+        artifacts.adopt(&team, layer(&artifact)).unwrap();
         assert_eq!(
             std::fs::read_dir(&pulled).unwrap().count(),
             0,
             "moved, not copied"
         );
         artifacts
-            .load(&engine, COMPONENT, |_, _| panic!("adopted, not compiled"))
+            .load(&engine, COMPONENT, Some(&team), |_, _| {
+                panic!("adopted, not compiled")
+            })
             .unwrap();
         // One the cache holds already is kept: a second layer changes nothing.
-        artifacts.adopt(COMPONENT, layer(b"another")).unwrap();
+        artifacts.adopt(&team, layer(b"another")).unwrap();
         artifacts
-            .load(&engine, COMPONENT, |_, _| panic!("adopted, not compiled"))
+            .load(&engine, COMPONENT, Some(&team), |_, _| {
+                panic!("adopted, not compiled")
+            })
             .unwrap();
         assert_eq!((artifacts.hits(), artifacts.misses()), (2, 0));
+    }
+
+    #[test]
+    fn an_adopted_artifact_is_mapped_only_by_a_load_naming_the_same_trust() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        // The team's "precompiled form" of the operator's component is another component's code.
+        let foreign = engine
+            .precompile_component(b"\0asm\x0d\0\x01\0\0\x05\x04team")
+            .unwrap();
+        let team = Adopted::new("WasmReconciler/team", &["team-key".to_owned()]);
+        let layer = NamedTempFile::new_in(dir.path()).unwrap();
+        std::fs::write(layer.path(), &foreign).unwrap();
+        artifacts.adopt(&team, layer).unwrap();
+        let compiles = AtomicUsize::new(0);
+        let counted = |bytes: &[u8], out: &mut dyn Write| {
+            compiles.fetch_add(1, Ordering::Relaxed);
+            precompile(&engine)(bytes, out)
+        };
+        artifacts.load(&engine, COMPONENT, None, counted).unwrap();
+        assert_eq!(
+            compiles.load(Ordering::Relaxed),
+            1,
+            "no trust: compiled here"
+        );
+        let operator = Adopted::new("/plugins/operator.wasm", &["operator-key".to_owned()]);
+        let other = Adopted::new("WasmReconciler/other", &["team-key".to_owned()]);
+        for trust in [&operator, &other] {
+            artifacts
+                .load(&engine, COMPONENT, Some(trust), counted)
+                .unwrap();
+        }
+        assert_eq!(
+            compiles.load(Ordering::Relaxed),
+            1,
+            "another trust maps the host's compile, not the team's artifact"
+        );
+        let names: Vec<String> = artifacts_in(dir.path())
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.iter().any(|n| n.starts_with("adopted-")), "{names:?}");
+        assert!(names.iter().any(|n| n.starts_with("host-")), "{names:?}");
+    }
+
+    #[test]
+    fn an_artifact_named_by_the_component_alone_is_never_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
+        let hex = hex(&Sha256::digest(COMPONENT));
+        let old = dir
+            .path()
+            .join(format!("{hex}-{}{SUFFIX}", artifacts.settings()));
+        std::fs::write(&old, engine.precompile_component(COMPONENT).unwrap()).unwrap();
+        artifacts
+            .load(&engine, COMPONENT, None, precompile(&engine))
+            .unwrap();
+        assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
     }
 
     #[test]
@@ -403,16 +522,18 @@ mod tests {
         let engine = engine();
         let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
         artifacts
-            .load(&engine, COMPONENT, precompile(&engine))
+            .load(&engine, COMPONENT, None, precompile(&engine))
             .unwrap();
         let file = artifacts_in(dir.path()).remove(0);
         std::fs::write(&file, b"not an artifact").unwrap();
         artifacts
-            .load(&engine, COMPONENT, precompile(&engine))
+            .load(&engine, COMPONENT, None, precompile(&engine))
             .expect("compiled again");
         assert_eq!((artifacts.hits(), artifacts.misses()), (0, 2));
         artifacts
-            .load(&engine, COMPONENT, |_, _| panic!("served from the cache"))
+            .load(&engine, COMPONENT, None, |_, _| {
+                panic!("served from the cache")
+            })
             .unwrap();
         assert_eq!((artifacts.hits(), artifacts.misses()), (1, 2));
     }
@@ -423,14 +544,14 @@ mod tests {
         let engine = engine();
         Artifacts::open(dir.path(), &engine)
             .unwrap()
-            .load(&engine, COMPONENT, precompile(&engine))
+            .load(&engine, COMPONENT, None, precompile(&engine))
             .unwrap();
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true).epoch_interruption(true);
         let other = Engine::new(&config).unwrap();
         let artifacts = Artifacts::open(dir.path(), &other).unwrap();
         artifacts
-            .load(&other, COMPONENT, precompile(&other))
+            .load(&other, COMPONENT, None, precompile(&other))
             .unwrap();
         assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
         assert_eq!(artifacts_in(dir.path()).len(), 2, "one artifact per engine");
@@ -442,7 +563,7 @@ mod tests {
         let engine = engine();
         let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
         let error = artifacts
-            .load(&engine, COMPONENT, |_, out| {
+            .load(&engine, COMPONENT, None, |_, out| {
                 out.write_all(b"half an artifact")?;
                 Err(wasmtime::Error::msg("the component does not compile"))
             })
@@ -477,7 +598,7 @@ mod tests {
         std::fs::write(&not_a_dir, b"").unwrap();
         artifacts.dir = not_a_dir;
         artifacts
-            .load(&engine, COMPONENT, precompile(&engine))
+            .load(&engine, COMPONENT, None, precompile(&engine))
             .expect("loaded without the cache");
         assert_eq!((artifacts.hits(), artifacts.misses()), (0, 1));
         assert_eq!(artifacts_in(dir.path()), [dir.path().join("a-file")]);
@@ -509,7 +630,7 @@ mod tests {
             .unwrap();
         artifacts.limit = 1500;
         artifacts
-            .load(&engine, COMPONENT, precompile(&engine))
+            .load(&engine, COMPONENT, None, precompile(&engine))
             .unwrap();
         let left = artifacts_in(dir.path());
         assert!(!left.contains(&old), "the oldest artifact stays: {left:?}");

@@ -21,7 +21,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::runtime::Runtime;
-use crate::runtime::artifacts::Artifacts;
+use crate::runtime::artifacts::{Adopted, Artifacts};
 use crate::runtime::compiles::{Asker, CompileQueue};
 use crate::runtime::engine::{Backend, compilation_config};
 
@@ -113,14 +113,21 @@ pub(crate) struct Compiler {
 }
 
 impl Compiler {
-    /// Maps the component of `bytes` from the compile cache, compiling it first where
-    /// configured, in `asker`'s turn of the compile queue, when the cache has no artifact for
-    /// it. Blocking: call it off the async runtime.
-    pub(crate) fn compile(&self, bytes: &[u8], asker: Asker) -> wasmtime::Result<Component> {
-        self.artifacts.load(&self.engine, bytes, |bytes, out| {
-            let _turn = self.queue.turn(asker);
-            self.artifact(bytes, out)
-        })
+    /// Maps the component of `bytes` from the compile cache — the artifact adopted on the trust
+    /// `adopted`, else the one compiled here — compiling it first where configured, in `asker`'s
+    /// turn of the compile queue, when the cache has neither. Blocking: call it off the async
+    /// runtime.
+    pub(crate) fn compile(
+        &self,
+        bytes: &[u8],
+        adopted: Option<&Adopted>,
+        asker: Asker,
+    ) -> wasmtime::Result<Component> {
+        self.artifacts
+            .load(&self.engine, bytes, adopted, |bytes, out| {
+                let _turn = self.queue.turn(asker);
+                self.artifact(bytes, out)
+            })
     }
 
     /// Compiles `bytes` where this compiler compiles, writing the artifact to `out`.
@@ -153,23 +160,22 @@ impl Runtime {
     }
 
     /// Takes `artifact` (written to disk), compiled ahead of time and signed by a key the
-    /// operator trusts, as the compiled form of the component `bytes`, so loading it compiles
-    /// nothing; gives the bytes back with the outcome.
+    /// operator trusts, under `adopted`, all that was trusted in taking it: a load whose
+    /// [`PluginOptions::precompiled`](crate::runtime::PluginOptions) names the same trust
+    /// compiles nothing, and no other load maps it.
     pub async fn adopt(
         &self,
-        bytes: Vec<u8>,
+        adopted: &Adopted,
         artifact: tempfile::NamedTempFile,
-    ) -> (Vec<u8>, std::io::Result<()>) {
+    ) -> std::io::Result<()> {
         let artifacts = self.compiler.artifacts.clone();
-        let adopted = tokio::task::spawn_blocking(move || {
-            let adopted = artifacts.adopt(&bytes, artifact);
-            (bytes, adopted)
-        });
-        match adopted.await {
+        let adopted = adopted.clone();
+        let adopting = tokio::task::spawn_blocking(move || artifacts.adopt(&adopted, artifact));
+        match adopting.await {
             Ok(adopted) => adopted,
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             // Only a runtime shutting down cancels the task, and nothing loads after that.
-            Err(error) => (Vec::new(), Err(std::io::Error::other(error))),
+            Err(error) => Err(std::io::Error::other(error)),
         }
     }
 }

@@ -459,11 +459,11 @@ mod tests {
         let runtime = runtime_in(dir.path());
         runtime
             .compiler
-            .compile(COMPONENT, Asker::Operator)
+            .compile(COMPONENT, None, Asker::Operator)
             .unwrap();
         runtime
             .compiler
-            .compile(COMPONENT, Asker::Operator)
+            .compile(COMPONENT, None, Asker::Operator)
             .unwrap();
         assert_eq!((runtime.cache_hits(), runtime.cache_misses()), (1, 1));
     }
@@ -478,11 +478,11 @@ mod tests {
             ..RuntimeConfig::default()
         };
         let first = Runtime::new(config.clone()).unwrap();
-        first.compiler.compile(&bytes, Asker::Operator).unwrap();
+        first.compiler.compile(&bytes, None, Asker::Operator).unwrap();
         assert_eq!((first.cache_hits(), first.cache_misses()), (0, 1));
         drop(first);
         let restarted = Runtime::new(config).unwrap();
-        restarted.compiler.compile(&bytes, Asker::Operator).unwrap();
+        restarted.compiler.compile(&bytes, None, Asker::Operator).unwrap();
         assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
     }
 

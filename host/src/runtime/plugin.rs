@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use wasmtime::component::Component;
 
-use crate::runtime::Runtime;
 use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::budget::Budget;
@@ -20,6 +19,7 @@ use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::memory::MemoryShare;
 use crate::runtime::reserve::Claimant;
 use crate::runtime::wrap::Wrap;
+use crate::runtime::{Adopted, Runtime};
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary;
 use wasmop_contract::capability::{self, Power, Subject};
@@ -70,6 +70,9 @@ pub struct PluginOptions {
     /// the plugin directory): tenants share what the operator's own plugins leave, and never take
     /// an operator plugin's name or identity.
     pub tenant: bool,
+    /// The trust its precompiled form was adopted on ([`Runtime::adopt`]), when it came with
+    /// one: only that artifact, or one compiled here, is mapped for it.
+    pub precompiled: Option<Adopted>,
     /// The shares of the version it replaces (an upgrade): counted as given back when it
     /// reserves its own, since the old version goes once it took over.
     pub replaces: Option<Shares>,
@@ -101,6 +104,7 @@ impl Default for PluginOptions {
             identity: None,
             tenant: false,
             replaces: None,
+            precompiled: None,
         }
     }
 }
@@ -297,7 +301,9 @@ impl Runtime {
         } else {
             Asker::Operator
         };
-        let component = self.compile(&file, bytes, asker).await?;
+        let component = self
+            .compile(&file, bytes, options.precompiled.clone(), asker)
+            .await?;
         self.check_interface(&file, &component)?;
         let compile_error = |source| RuntimeError::Compile {
             file: file.clone(),
@@ -458,10 +464,13 @@ impl Runtime {
         &self,
         file: &Path,
         bytes: Vec<u8>,
+        adopted: Option<Adopted>,
         asker: Asker,
     ) -> Result<Component, RuntimeError> {
         let compiler = self.compiler.clone();
-        let compiled = tokio::task::spawn_blocking(move || compiler.compile(&bytes, asker)).await;
+        let compiled =
+            tokio::task::spawn_blocking(move || compiler.compile(&bytes, adopted.as_ref(), asker))
+                .await;
         let compiled =
             compiled.map_err(|e| wasmtime::Error::msg(format!("compiler thread failed: {e}")));
         compiled.and_then(|result| result).map_err(|source| {

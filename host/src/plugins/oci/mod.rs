@@ -48,7 +48,7 @@ pub use auth::{PullSecretError, auth_from_dockerconfig};
 pub use error::OciError;
 pub use reference::{OciRef, SCHEME};
 pub use signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION};
-pub use store::Store;
+pub use store::{Access, Store};
 
 use super::module::{CONNECT_TIMEOUT, FETCH_TIMEOUT, MAX_MODULE_BYTES};
 use proxy::Proxy;
@@ -87,10 +87,21 @@ pub struct Pulled {
     /// The trusted key that signed it, when a signature was asked for.
     pub signed_by: Option<String>,
     /// The component compiled ahead of time for [`Registries::engine`], when the artifact has
-    /// such a layer and a trusted key signed it, in a temporary file written to disk.
-    pub precompiled: Option<tempfile::NamedTempFile>,
+    /// such a layer and a trusted key signed it.
+    pub precompiled: Option<Taken>,
     /// Why the registry could not be reached, when the component came from the store instead.
     pub unreachable: Option<OciError>,
+}
+
+/// A precompiled layer taken with a pull, and all that vouched for it.
+#[derive(Debug)]
+pub struct Taken {
+    /// The layer, in a temporary file written to disk.
+    pub file: tempfile::NamedTempFile,
+    /// What it was taken on, in order: the manifest's digest, the component's, the layer's, the
+    /// name of the key that signed the manifest and the digest of that key's public point, and
+    /// the engine it was compiled for.
+    pub trusted: Vec<String>,
 }
 
 /// How a pull checks the artifact's signatures against keys the operator trusts.
@@ -132,14 +143,15 @@ impl<'a> SignatureCheck<'a> {
 struct Fetched {
     module: Vec<u8>,
     signatures: Vec<Signature>,
-    precompiled: Option<tempfile::NamedTempFile>,
+    precompiled: Option<Taken>,
 }
 
 impl Registries {
     /// Pulls the component `reference` names with `auth`; for a tenant, with `policy` checking
     /// every address connected to; its signatures checked as `verify` says.
     /// When the registry cannot be reached, the component (and signatures) pulled from the
-    /// same repository before are given, if the store holds them, and checked the same way.
+    /// same repository before with the same access are given, if the store holds them, and
+    /// checked the same way.
     pub async fn pull(
         &self,
         reference: &OciRef,
@@ -147,23 +159,28 @@ impl Registries {
         policy: Option<&Ceiling>,
         verify: SignatureCheck<'_>,
     ) -> Result<Pulled, OciError> {
-        let fetched =
-            tokio::time::timeout(FETCH_TIMEOUT, self.fetch(reference, auth, policy, verify))
-                .await
-                .unwrap_or(Err(OciError::Unreachable("did not answer in time")));
+        let access = Access::of(reference.registry(), auth);
+        let fetch = self.fetch(reference, auth, &access, policy, verify);
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, fetch)
+            .await
+            .unwrap_or(Err(OciError::Unreachable("did not answer in time")));
         let (fetched, unreachable) = match fetched {
             Ok(fetched) => (fetched, None),
-            Err(error @ OciError::Unreachable(_)) => match self.stored(reference, verify).await {
-                Some(stored) => {
-                    tracing::warn!(reference = %reference, "{error}; loading the component pulled before");
-                    (stored, Some(error))
+            Err(error @ OciError::Unreachable(_)) => {
+                match self.stored(reference, &access, verify).await {
+                    Some(stored) => {
+                        tracing::warn!(reference = %reference, "{error}; loading the component pulled before");
+                        (stored, Some(error))
+                    }
+                    None => return Err(error),
                 }
-                None => return Err(error),
-            },
+            }
             Err(error) => return Err(error),
         };
-        let verified_by =
-            |keys| signature::verified_by(&fetched.signatures, reference.digest(), keys);
+        let verified_by = |keys: &[TrustedKey]| {
+            signature::verified_by(&fetched.signatures, reference.digest(), keys)
+                .map(|key| key.name().to_owned())
+        };
         let signed_by = match verify {
             SignatureCheck::Required(keys) => Some(verified_by(keys)?),
             SignatureCheck::ForPrecompiled(keys) if fetched.precompiled.is_some() => {
@@ -180,13 +197,18 @@ impl Registries {
         })
     }
 
-    /// The component of `reference` the store holds, if it holds its manifest too (and the
-    /// signatures kept with it, when they are required).
-    async fn stored(&self, reference: &OciRef, verify: SignatureCheck<'_>) -> Option<Fetched> {
+    /// The component of `reference` the store holds for `access`, if it holds its manifest too
+    /// (and the signatures kept with it, when they are required).
+    async fn stored(
+        &self,
+        reference: &OciRef,
+        access: &Access,
+        verify: SignatureCheck<'_>,
+    ) -> Option<Fetched> {
         let store = self.store.as_ref()?;
-        let manifest = store.manifest(reference).await?;
+        let manifest = store.manifest(reference, access).await?;
         let layer = artifact::component_layer(reference, &manifest).ok()?;
-        let module = store.blob(&layer.digest).await?;
+        let module = store.blob(reference, &layer.digest, access).await?;
         let signatures = match verify.required() {
             true => store.signatures(reference).await,
             false => Vec::new(),
@@ -202,6 +224,7 @@ impl Registries {
         &self,
         reference: &OciRef,
         auth: &RegistryAuth,
+        access: &Access,
         policy: Option<&Ceiling>,
         verify: SignatureCheck<'_>,
     ) -> Result<Fetched, OciError> {
@@ -238,30 +261,41 @@ impl Registries {
             _ => Vec::new(),
         };
         // Native code is downloaded only once a trusted key is seen to have signed the artifact.
-        let trusted = verify.keys().is_some_and(|keys| {
-            signature::verified_by(&signatures, reference.digest(), keys).is_ok()
-        });
-        let precompiled = match precompiled_layer.filter(|_| trusted) {
-            Some(layer) => {
+        let signer = verify
+            .keys()
+            .and_then(|keys| signature::verified_by(&signatures, reference.digest(), keys).ok());
+        let precompiled = match (precompiled_layer, signer, &self.engine) {
+            (Some(precompiled), Some(key), Some(engine)) => {
                 let spool = self.store.as_ref().map(Store::dir);
                 let spool = spool.map_or_else(std::env::temp_dir, Path::to_owned);
-                let blob = pull.spooled(&layer, "precompiled component", &spool).await;
+                let blob = pull
+                    .spooled(&precompiled, "precompiled component", &spool)
+                    .await;
+                let trusted = vec![
+                    reference.digest().to_owned(),
+                    layer.digest.clone(),
+                    precompiled.digest.clone(),
+                    key.name().to_owned(),
+                    super::digest(&key.public_point()),
+                    engine.clone(),
+                ];
+                let taken = blob.map(|file| Taken { file, trusted });
                 match verify.required() {
-                    true => Some(blob?),
-                    false => blob.ok(),
+                    true => Some(taken?),
+                    false => taken.ok(),
                 }
             }
-            None => None,
+            _ => None,
         };
         let store = self.store.as_ref();
-        let held = OptionFuture::from(store.map(|s| s.blob(&layer.digest)));
+        let held = OptionFuture::from(store.map(|s| s.blob(reference, &layer.digest, access)));
         let module = match held.await.flatten() {
             Some(module) => module,
             None => pull.blob(&layer, "component").await?,
         };
         if let Some(store) = store {
             store
-                .keep(reference, &manifest, &layer.digest, &module)
+                .keep(reference, access, &manifest, &layer.digest, &module)
                 .await;
             if verify.required() {
                 store.keep_signatures(reference, &signatures).await;

@@ -110,13 +110,13 @@ impl Signature {
     }
 }
 
-/// The name of the key of `keys` that signed `digest`, among `signatures`; the error says which
-/// digest and which keys.
-pub fn verified_by(
+/// The key of `keys` that signed `digest`, among `signatures`; the error says which digest and
+/// which keys.
+pub fn verified_by<'k>(
     signatures: &[Signature],
     digest: &str,
-    keys: &[TrustedKey],
-) -> Result<String, OciError> {
+    keys: &'k [TrustedKey],
+) -> Result<&'k TrustedKey, OciError> {
     let unsigned = || OciError::Unsigned {
         digest: digest.to_owned(),
         keys: names(keys),
@@ -127,7 +127,6 @@ pub fn verified_by(
     signatures
         .iter()
         .find_map(|s| s.signer(digest, keys))
-        .map(|key| key.name().to_owned())
         .ok_or_else(|| OciError::Untrusted {
             digest: digest.to_owned(),
             keys: names(keys),
@@ -232,7 +231,7 @@ mod tests {
         let signed = [Signature::sign(&webapp, &release)];
         let both = [ops_key.clone(), release_key.clone()];
         let found = verified_by(&signed, webapp.digest(), &both);
-        assert_eq!(found.unwrap(), "key-1");
+        assert_eq!(found.unwrap().name(), "key-1");
         let wrong_key = verified_by(&signed, webapp.digest(), &both[..1]);
         let message = wrong_key.unwrap_err().to_string();
         assert!(
@@ -245,7 +244,8 @@ mod tests {
             matches!(replayed, Err(OciError::Untrusted { .. })),
             "{replayed:?}"
         );
-        let unsigned = verified_by(&[], webapp.digest(), &[release_key]);
+        let release_only = [release_key];
+        let unsigned = verified_by(&[], webapp.digest(), &release_only);
         assert!(
             matches!(unsigned, Err(OciError::Unsigned { .. })),
             "{unsigned:?}"
@@ -273,7 +273,9 @@ mod tests {
             signature: signature.clone(),
         };
         assert_eq!(
-            verified_by(&[read], webapp.digest(), &[release_key]).unwrap(),
+            verified_by(&[read], webapp.digest(), &[release_key])
+                .unwrap()
+                .name(),
             "key-1"
         );
         assert_eq!(

@@ -478,11 +478,17 @@ mod tests {
             ..RuntimeConfig::default()
         };
         let first = Runtime::new(config.clone()).unwrap();
-        first.compiler.compile(&bytes, None, Asker::Operator).unwrap();
+        first
+            .compiler
+            .compile(&bytes, None, Asker::Operator)
+            .unwrap();
         assert_eq!((first.cache_hits(), first.cache_misses()), (0, 1));
         drop(first);
         let restarted = Runtime::new(config).unwrap();
-        restarted.compiler.compile(&bytes, None, Asker::Operator).unwrap();
+        restarted
+            .compiler
+            .compile(&bytes, None, Asker::Operator)
+            .unwrap();
         assert_eq!((restarted.cache_hits(), restarted.cache_misses()), (1, 0));
     }
 

@@ -37,8 +37,8 @@ pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_wo
 pub use compiles::CompileGauges;
 pub use engine::{Backend, EPOCH_TICK, Runtime, RuntimeConfig};
 pub use error::{DispatchError, RuntimeError, TrapKind};
-pub(crate) use gauges::{collected, count};
 pub use gauges::{MemoryGauges, PoolGauges};
+pub(crate) use gauges::{collected, count};
 pub use host::MemoryLimitExceeded;
 pub use instances::InstanceMode;
 pub use memory::GuestMemoryExhausted;

@@ -160,7 +160,8 @@ async fn a_plugin_file_is_read_once_so_the_bytes_signed_are_the_bytes_run() -> a
 async fn a_teams_precompiled_layer_never_runs_as_the_operators_plugin() -> anyhow::Result<()> {
     within(LIMIT, "an adopted layer keyed by trust", async {
         let _serial = SERIAL.lock().await;
-        let plane = shared().await?;
+        // WasmReconcilers are cluster-scoped: a plane of its own keeps other tests' hosts off them.
+        let plane = &ControlPlane::start().await?;
         common::reconcilers::install_crd(plane).await?;
         common::install_webapp_crd(plane).await?;
         let client = plane.client().await?;
@@ -237,7 +238,8 @@ async fn a_teams_precompiled_layer_never_runs_as_the_operators_plugin() -> anyho
 async fn the_offline_store_serves_a_private_module_only_to_its_pull_secret() -> anyhow::Result<()> {
     within(LIMIT, "an offline store keyed by access", async {
         let _serial = SERIAL.lock().await;
-        let plane = shared().await?;
+        // WasmReconcilers are cluster-scoped: a plane of its own keeps other tests' hosts off them.
+        let plane = &ControlPlane::start().await?;
         common::reconcilers::install_crd(plane).await?;
         let client = plane.client().await?;
         let modules = plane.create_namespace("bytes-modules").await?;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use wasmop::plugins::{PluginState, PluginStatus};
-use wasmop_envtest::{shared, within};
+use wasmop_envtest::{ControlPlane, within};
 
 use crate::common;
 use crate::common::logged::Logged;
@@ -238,7 +238,8 @@ async fn running(probes: &str, name: &str) -> bool {
 async fn twenty_tenants_applying_50_mib_modules_at_once_stay_under_the_pod_limit()
 -> anyhow::Result<()> {
     within(LIMIT, "the module flood", async {
-        let plane = shared().await?;
+        // WasmReconcilers are cluster-scoped: a plane of its own keeps other tests' hosts off them.
+        let plane = &ControlPlane::start().await?;
         common::reconcilers::install_crd(plane).await?;
         let namespace = plane.create_namespace("fetch-flood").await?;
         let component = std::fs::read(common::component("guest-good"))?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
-use wasmop_envtest::{shared, within};
+use wasmop_envtest::{ControlPlane, within};
 
 use crate::common;
 use crate::common::reconcilers::{condition, status_until};
@@ -26,7 +26,8 @@ fn degraded(status: &Value) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_never_takes_an_operator_plugins_name_or_identity() -> anyhow::Result<()> {
     within(LIMIT, "a tenant named after the operator's plugin", async {
-        let plane = shared().await?;
+        // WasmReconcilers are cluster-scoped: a plane of its own keeps other tests' hosts off them.
+        let plane = &ControlPlane::start().await?;
         common::reconcilers::install_crd(plane).await?;
         let client = plane.client().await?;
         let identities = plane.create_namespace("names-ids").await?;

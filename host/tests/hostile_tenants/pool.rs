@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use wasmop::plugins::{PluginState, PluginStatus, digest};
-use wasmop_envtest::{ControlPlane, shared, within};
+use wasmop_envtest::{ControlPlane, within};
 
 use crate::common;
 use crate::common::scrape::{free_address, get, parse, value, wait_ready};
@@ -143,7 +143,8 @@ async fn gauge(metrics: &str, name: &str) -> anyhow::Result<f64> {
 async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_upgrade()
 -> anyhow::Result<()> {
     within(LIMIT, "tenants filling the guest memory budget", async {
-        let plane = shared().await?;
+        // WasmReconcilers are cluster-scoped: a plane of its own keeps other tests' hosts off them.
+        let plane = &ControlPlane::start().await?;
         common::reconcilers::install_crd(plane).await?;
         common::install_webapp_crd(plane).await?;
         let modules = plane.create_namespace("pool-modules").await?;

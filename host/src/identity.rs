@@ -2,7 +2,9 @@
 //! and access reviews are sent impersonating its own ServiceAccount, so Kubernetes RBAC checks
 //! every plugin on its own and the audit log names it: `wasmop-plugin-<name>` for the operator's
 //! plugins (files, the plugin directory), `wasmop-reconciler-<name>` for a tenant's (a
-//! `WasmReconciler`), so no tenant ever speaks as an operator's plugin, whatever it is named. The shared informer
+//! `ClusterWasmReconciler`'s in the identity namespace, a namespaced `WasmReconciler`'s in the
+//! object's own namespace), so no tenant ever speaks as an operator's plugin or another
+//! namespace's, whatever it is named. The shared informer
 //! cache still lists and watches as the operator, so each identity's reads are reviewed again
 //! while its plugin lives ([`wasmop_contract::Rights`]). `wasmop rbac` prints what each identity
 //! needs.
@@ -26,19 +28,22 @@ impl std::fmt::Debug for Identities {
 
 /// Who installed a plugin, which decides the account it speaks as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Installer {
+pub enum Installer<'a> {
     /// The operator: a `--plugin` file or the plugin directory.
     Operator,
-    /// A tenant: a `WasmReconciler`.
+    /// A tenant: a `ClusterWasmReconciler`.
     Tenant,
+    /// A namespace's tenant: a `WasmReconciler` in this namespace.
+    Namespace(&'a str),
 }
 
-impl Installer {
-    /// A tenant when `tenant`, else the operator.
-    pub fn of(tenant: bool) -> Self {
-        match tenant {
-            true => Installer::Tenant,
-            false => Installer::Operator,
+impl<'a> Installer<'a> {
+    /// A tenant when `tenant` (of namespace `home`, if given), else the operator.
+    pub fn of(tenant: bool, home: Option<&'a str>) -> Self {
+        match (tenant, home) {
+            (true, Some(namespace)) => Installer::Namespace(namespace),
+            (true, None) => Installer::Tenant,
+            (false, _) => Installer::Operator,
         }
     }
 }
@@ -47,7 +52,7 @@ impl Installer {
 pub fn account(plugin: &str, installer: Installer) -> String {
     match installer {
         Installer::Operator => format!("wasmop-plugin-{plugin}"),
-        Installer::Tenant => format!("wasmop-reconciler-{plugin}"),
+        Installer::Tenant | Installer::Namespace(_) => format!("wasmop-reconciler-{plugin}"),
     }
 }
 
@@ -64,7 +69,11 @@ impl Identities {
 
     /// The user plugin `plugin`, installed by `installer`, speaks as.
     pub fn user(&self, plugin: &str, installer: Installer) -> String {
-        user(&self.namespace, &account(plugin, installer))
+        let namespace = match installer {
+            Installer::Namespace(namespace) => namespace,
+            Installer::Operator | Installer::Tenant => &self.namespace,
+        };
+        user(namespace, &account(plugin, installer))
     }
 
     /// A client that impersonates the ServiceAccount of plugin `plugin` installed by `installer`.
@@ -91,6 +100,10 @@ mod tests {
         assert_eq!(
             identities.user("webapp", Installer::Tenant),
             "system:serviceaccount:wasmop-system:wasmop-reconciler-webapp"
+        );
+        assert_eq!(
+            identities.user("webapp", Installer::Namespace("team-a")),
+            "system:serviceaccount:team-a:wasmop-reconciler-webapp"
         );
     }
 }

@@ -47,6 +47,7 @@ fn main() -> anyhow::Result<()> {
         Command::Push(args) => runtime.block_on(commands::push::push(args)),
         Command::Pull(args) => runtime.block_on(commands::pull::pull(args)),
         Command::Sign(args) => runtime.block_on(commands::sign::sign(args)),
+        Command::Migrate(args) => runtime.block_on(commands::migrate::migrate(args)),
         Command::Test(args) => {
             if !runtime.block_on(commands::test::test_plugin(args))? {
                 std::process::exit(1);

@@ -710,7 +710,7 @@ mod tests {
             metrics
                 .webhook_request(&format!("/validate/{name}"))
                 .answered(500, Some("Fail"));
-            metrics.load_failed(&format!("wasmreconciler/{name}"));
+            metrics.load_failed(&format!("clusterwasmreconciler/{name}"));
         }
         let series = |text: &str, name: &str| {
             let named = format!("{name}\"");
@@ -719,7 +719,7 @@ mod tests {
         };
         let before = metrics.gather();
         metrics.forget_plugin("gone");
-        metrics.forget_source("wasmreconciler/gone");
+        metrics.forget_source("clusterwasmreconciler/gone");
         let after = metrics.gather();
         assert!(series(&before, "gone") > 20, "{before}");
         assert_eq!(series(&after, "gone"), 0, "{after}");

@@ -24,7 +24,7 @@ pub struct Placement {
     /// The operator's namespace.
     pub operator_namespace: String,
     /// Who installs the plugin: a tenant's (a `WasmReconciler`'s) has an account of its own kind.
-    pub installer: identity::Installer,
+    pub installer: identity::Installer<'static>,
 }
 
 /// Rules by (API group, resource): the verbs.

@@ -153,6 +153,18 @@ fn every_wasmreconciler_spec_field_is_described_and_the_readme_says_the_same() -
         undescribed.is_empty(),
         "spec fields without a description: {undescribed:?}"
     );
+    // A ClusterWasmReconciler has the same fields.
+    let cluster = std::fs::read_to_string(deploy().join("crds/clusterwasmreconciler.yaml"))?;
+    let cluster: serde_json::Value = serde_saphyr::from_str(&cluster)?;
+    let mut cluster_fields = Vec::new();
+    let cluster = &cluster["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+    crd_fields(&cluster["spec"], "", &mut cluster_fields);
+    let paths = |fields: &[(String, String, String)]| {
+        let mut paths: Vec<String> = fields.iter().map(|(path, _, _)| path.clone()).collect();
+        paths.sort();
+        paths
+    };
+    assert_eq!(paths(&fields), paths(&cluster_fields));
     let readme = std::fs::read_to_string(deploy().join("../README.md"))?;
     let mut table = readme_spec_rows(&readme);
     fields.sort();
@@ -174,7 +186,11 @@ fn every_wasmreconciler_spec_field_is_described_and_the_readme_says_the_same() -
 async fn install_crds(plane: &ControlPlane) -> anyhow::Result<()> {
     let crds = deploy().join("crds");
     plane
-        .install_crds(&[crds.join("webapp.yaml"), crds.join("wasmreconciler.yaml")])
+        .install_crds(&[
+            crds.join("webapp.yaml"),
+            crds.join("wasmreconciler.yaml"),
+            crds.join("clusterwasmreconciler.yaml"),
+        ])
         .await?;
     Ok(())
 }
@@ -219,6 +235,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             "configmap/wasmop-config-",
             "customresourcedefinition.apiextensions.k8s.io/webapps.example.wasmop.dev",
             "customresourcedefinition.apiextensions.k8s.io/wasmreconcilers.wasmop.dev",
+            "customresourcedefinition.apiextensions.k8s.io/clusterwasmreconcilers.wasmop.dev",
         ] {
             assert!(printed.contains(object), "{object} missing from\n{printed}");
         }
@@ -234,6 +251,12 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             ("update", "leases.coordination.k8s.io", "wasmop-system"),
             ("watch", "wasmreconcilers.wasmop.dev", "default"),
             ("patch", "wasmreconcilers.wasmop.dev/status", "default"),
+            ("watch", "clusterwasmreconcilers.wasmop.dev", "default"),
+            (
+                "patch",
+                "clusterwasmreconcilers.wasmop.dev/status",
+                "default",
+            ),
             ("create", "tokenreviews", "default"),
             ("create", "subjectaccessreviews", "default"),
         ] {
@@ -248,6 +271,7 @@ async fn the_kustomization_applies_and_grants_least_privilege() -> anyhow::Resul
             ("delete", "namespaces", "default"),
             ("create", "pods", "shop"),
             ("update", "wasmreconcilers.wasmop.dev", "default"),
+            ("update", "clusterwasmreconcilers.wasmop.dev", "default"),
             ("delete", "tokenreviews", "default"),
         ] {
             assert!(

@@ -395,7 +395,7 @@ async fn huge_reconcile_errors_leave_bounded_log_lines() -> anyhow::Result<()> {
 /// The status of WasmReconciler `name`, read as text (the object may nest past what a parser
 /// reads) and only its shallow members parsed.
 async fn reconciler_status(client: &kube::Client, name: &str) -> anyhow::Result<Value> {
-    let path = format!("/apis/wasmop.dev/v1alpha1/wasmreconcilers/{name}");
+    let path = format!("/apis/wasmop.dev/v1alpha1/clusterwasmreconcilers/{name}");
     let text = get_text(client, &path).await?;
     Ok(shallow_members(&text)?.remove("status").unwrap_or_default())
 }
@@ -405,7 +405,7 @@ async fn a_deep_wasm_reconciler_fails_alone() -> anyhow::Result<()> {
     within(LIMIT, "a deep WasmReconciler", async {
         let _serial = SERIAL.lock().await;
         let plane = shared().await?;
-        let crd = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
+        let crd = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/clusterwasmreconciler.yaml");
         plane.install_crds(&[crd]).await?;
         let kube = plane.client().await?;
         let modules = plane.create_namespace("deep-modules").await?;
@@ -430,10 +430,10 @@ async fn a_deep_wasm_reconciler_fails_alone() -> anyhow::Result<()> {
         };
         let object = |name: &str, spec: String| {
             format!(
-                r#"{{"apiVersion":"wasmop.dev/v1alpha1","kind":"WasmReconciler","metadata":{{"name":"{name}"}},"spec":{spec}}}"#
+                r#"{{"apiVersion":"wasmop.dev/v1alpha1","kind":"ClusterWasmReconciler","metadata":{{"name":"{name}"}},"spec":{spec}}}"#
             )
         };
-        let path = "/apis/wasmop.dev/v1alpha1/wasmreconcilers";
+        let path = "/apis/wasmop.dev/v1alpha1/clusterwasmreconcilers";
         post_text(&kube, path, object("deep", spec(&nested(POISON - 3)))).await?;
         let metrics = free_address();
         // The module comes from the test's namespace, which the host reads only when its

@@ -35,7 +35,7 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Creates WasmReconciler `name` with `module` as its `spec.module`.
 async fn create(api: &Api<DynamicObject>, name: &str, module: Value) -> anyhow::Result<()> {
     let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+        "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
         "metadata": {"name": name}, "spec": {"module": module},
     }))?;
     api.create(&PostParams::default(), &object).await?;
@@ -108,7 +108,7 @@ async fn a_wasm_reconciler_is_no_oracle_for_secrets() -> anyhow::Result<()> {
     within(LIMIT, "the source oracle", async {
         let _serial = SERIAL.lock().await;
         let plane = shared().await?;
-        let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
+        let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/clusterwasmreconciler.yaml");
         plane.install_crds(&[crd]).await?;
         let client = plane.client().await?;
         let victim = plane.create_namespace("oracle-victim").await?;
@@ -207,7 +207,7 @@ async fn a_wasm_reconciler_is_no_oracle_for_secrets() -> anyhow::Result<()> {
             sha256: Some(made_up.clone()),
             ..ModuleRef::default()
         };
-        let forbidden = forbidden.fetch(&operator, &sources, &Registries::default()).await.unwrap_err();
+        let forbidden = forbidden.fetch(&operator, &sources, &Registries::default(), None).await.unwrap_err();
         println!("a Secret the apiserver does not let the host read: {forbidden}");
         assert!(matches!(forbidden, ModuleError::Unreadable), "{forbidden}");
         assert_eq!(forbidden.to_string(), UNREADABLE);
@@ -260,7 +260,8 @@ async fn a_url_module_cannot_forge_requests_to_private_addresses() -> anyhow::Re
     within(LIMIT, "the request forger", async {
         let _serial = SERIAL.lock().await;
         let plane = shared().await?;
-        let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
+        let crd =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/clusterwasmreconciler.yaml");
         plane.install_crds(&[crd]).await?;
         let client = plane.client().await?;
         let bytes = std::fs::read(common::component("guest-good"))?;

@@ -12,6 +12,8 @@ mod bytes;
 mod fetch;
 #[path = "hostile_tenants/names.rs"]
 mod names;
+#[path = "hostile_tenants/namespaces.rs"]
+mod namespaces;
 #[path = "hostile_tenants/pool.rs"]
 mod pool;
 #[path = "hostile_tenants/reach.rs"]

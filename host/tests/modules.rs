@@ -83,7 +83,7 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             ..ModuleRef::default()
         };
         let error = unpinned
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(matches!(error, ModuleError::Invalid(_)), "{error}");
@@ -93,7 +93,7 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
         };
         assert_eq!(
             pinned
-                .fetch(&client, &policy, &Registries::default())
+                .fetch(&client, &policy, &Registries::default(), None)
                 .await?
                 .bytes,
             bytes
@@ -103,7 +103,7 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             ..unpinned
         };
         let error = swapped
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(matches!(error, ModuleError::Digest), "{error}");
@@ -113,12 +113,12 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             ..ModuleRef::default()
         };
         let error = missing
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(matches!(error, ModuleError::Unreadable), "{error}");
         let refused = pinned
-            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default(), None)
             .await;
         let refused = refused.unwrap_err();
         assert!(
@@ -134,7 +134,7 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
         };
         assert_eq!(
             from_url
-                .fetch(&client, &policy, &Registries::default())
+                .fetch(&client, &policy, &Registries::default(), None)
                 .await?
                 .bytes,
             bytes
@@ -144,13 +144,13 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             ..from_url.clone()
         };
         let refused = wrong
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await
             .unwrap_err();
         println!("{refused}");
         assert!(matches!(refused, ModuleError::Digest), "{refused}");
         let loopback = from_url
-            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default(), None)
             .await;
         let loopback = loopback.unwrap_err();
         assert!(
@@ -163,7 +163,7 @@ async fn modules_come_from_configmaps_and_pinned_urls() -> anyhow::Result<()> {
             ..ModuleRef::default()
         };
         let error = unreachable
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(
@@ -183,15 +183,17 @@ async fn the_apiserver_refuses_a_wasm_reconciler_without_exactly_one_pinned_sour
     within(LIMIT, "validating WasmReconcilers", async {
         let plane = shared().await?;
         let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../deploy/crds/wasmreconciler.yaml");
+            .join("../deploy/crds/clusterwasmreconciler.yaml");
         plane.install_crds(&[crd]).await?;
-        let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
-        let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
+        let kind =
+            kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "ClusterWasmReconciler");
+        let resource =
+            kube::core::ApiResource::from_gvk_with_plural(&kind, "clusterwasmreconcilers");
         let api: Api<kube::api::DynamicObject> = Api::all_with(plane.client().await?, &resource);
         let create = |name: &str, module: serde_json::Value| {
             let api = api.clone();
             let object = serde_json::json!({
-                "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+                "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
                 "metadata": {"name": name}, "spec": {"module": module},
             });
             async move {

@@ -192,7 +192,7 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
         || async {
             let reason = plane
                 .run_kubectl(
-                    &["get", "wasmreconciler", "too-large", "-o", degraded],
+                    &["get", "clusterwasmreconciler", "too-large", "-o", degraded],
                     None,
                 )
                 .await
@@ -203,7 +203,10 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
     .await;
     let message = "jsonpath={.status.conditions[?(@.type=='Degraded')].message}";
     let message = plane
-        .run_kubectl(&["get", "wasmreconciler", "too-large", "-o", message], None)
+        .run_kubectl(
+            &["get", "clusterwasmreconciler", "too-large", "-o", message],
+            None,
+        )
         .await
         .unwrap();
     eprintln!("[pods] too-large: CompileKilled: {message}");
@@ -228,7 +231,7 @@ async fn too_large_plugin_kills_only_its_compile(plane: &ControlPlane, pods: &Ap
         );
     }
     plane
-        .run_kubectl(&["delete", "wasmreconciler", "too-large"], None)
+        .run_kubectl(&["delete", "clusterwasmreconciler", "too-large"], None)
         .await
         .unwrap();
 }
@@ -279,7 +282,7 @@ async fn memory_hog_is_refused_a_share_over_the_guest_budget(
         );
     }
     plane
-        .run_kubectl(&["delete", "wasmreconciler", "guest-hog"], None)
+        .run_kubectl(&["delete", "clusterwasmreconciler", "guest-hog"], None)
         .await
         .unwrap();
 }

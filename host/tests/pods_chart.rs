@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::pods::{
-    NAMESPACE, WAIT, apply_module_reconciler, converge, converged, eventually,
-    invalid_webapp_refused, namespace_with_webhook_secret, node_with_image, ready_pods, repo,
-    seen_by_good,
+    NAMESPACE, WAIT, apply_module_reconciler, apply_module_reconciler_of, converge, converged,
+    eventually, invalid_webapp_refused, namespace_with_webhook_secret, node_with_image, ready_pods,
+    repo, seen_by_good,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -205,7 +205,8 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
     let client = plane.client().await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     ready_pods(&pods, 2).await;
-    apply_module_reconciler(&plane, "guest-good").await;
+    // Before the split, WasmReconciler was cluster-scoped.
+    apply_module_reconciler_of(&plane, "WasmReconciler", "guest-good").await;
     let namespace = plane.create_namespace("upgrade").await.unwrap();
     for i in 0..10 {
         converge(&plane, &namespace, &format!("before-{i}")).await;
@@ -226,6 +227,12 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
         ];
         plane.run_kubectl(&annotate, None).await.unwrap();
     }
+    // WasmReconciler became namespaced: `wasmop migrate` moves the objects to
+    // ClusterWasmReconcilers first, and the new CRDs keep the release's metadata (README:
+    // "Upgrading the chart").
+    let migrated = common::migrate(&plane).await.unwrap();
+    assert!(migrated.contains("guest-good: copied"), "{migrated}");
+    let crds = [crds[0], crds[1], "clusterwasmreconcilers.wasmop.dev"];
 
     let apps = common::webapps(client.clone(), &namespace);
     let (stop, stopped) = tokio::sync::watch::channel(false);

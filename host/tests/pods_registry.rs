@@ -140,7 +140,7 @@ fn peaks(pod: &Pod) -> (u64, u64) {
 
 async fn condition(plane: &ControlPlane, reconciler: &str, kind: &str) -> Option<String> {
     let path = format!("jsonpath={{.status.conditions[?(@.type=='{kind}')].status}}");
-    let args = ["get", "wasmreconciler", reconciler, "-o", &path];
+    let args = ["get", "clusterwasmreconciler", reconciler, "-o", &path];
     plane.run_kubectl(&args, None).await.ok()
 }
 
@@ -167,7 +167,7 @@ async fn precompiled_plugins_load_from_the_registry_into_both_pods_within_their_
             (condition(&plane, reconciler, "Ready").await.as_deref() == Some("True")).then_some(())
         })
         .await;
-        let source = format!("wasmreconciler/{reconciler}");
+        let source = format!("clusterwasmreconciler/{reconciler}");
         for pod in &replicas {
             let pod_name = name(pod);
             let logged = eventually(
@@ -215,7 +215,7 @@ async fn precompiled_plugins_load_from_the_registry_into_both_pods_within_their_
         .await
         .unwrap();
         plane
-            .run_kubectl(&["delete", "wasmreconciler", reconciler], None)
+            .run_kubectl(&["delete", "clusterwasmreconciler", reconciler], None)
             .await
             .unwrap();
         for pod in &replicas {

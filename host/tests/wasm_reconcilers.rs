@@ -38,7 +38,7 @@ async fn plugins_row(address: &str, name: &str) -> anyhow::Result<String> {
 async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> {
     within(LIMIT, "WasmReconcilers", async {
         let plane = shared().await?;
-        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
+        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/clusterwasmreconciler.yaml");
         plane.install_crds(&[crd]).await?;
         let client = plane.client().await?;
         let modules = plane.create_namespace("wr-modules").await?;
@@ -75,12 +75,12 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
             }
         });
         let stalled: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "stalled"}, "spec": {"module": {"url": stalled_url, "sha256": pin("guest-good")?}},
         }))?;
         api.create(&PostParams::default(), &stalled).await?;
         let object: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "good"}, "spec": {"module": module("guest-good")},
         }))?;
         api.create(&PostParams::default(), &object).await?;
@@ -123,7 +123,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         let wrong = digest(b"not the module").trim_start_matches("sha256:").to_owned();
         assert_ne!(wrong, digest(&bytes));
         let pinned: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "pinned"},
             "spec": {"module": {"url": format!("http://{metrics}/metrics"), "sha256": wrong}},
         }))?;
@@ -139,7 +139,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         let mut swapped = module("guest-wit2");
         swapped["sha256"] = json!(pin("guest-good")?);
         let swapped: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "swapped"}, "spec": {"module": swapped},
         }))?;
         api.create(&PostParams::default(), &swapped).await?;
@@ -194,7 +194,7 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         // An object's own policy narrows the operator's: guest-good patches ConfigMaps, which
         // this one does not allow.
         let narrowed: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "narrowed"},
             "spec": {"module": module("guest-good"), "policy": {
                 "max-concurrent-reconciles": 4,

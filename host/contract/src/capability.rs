@@ -112,6 +112,17 @@ pub enum Denied {
          operator's policy names for it"
     )]
     Protected(String),
+    /// Outside the namespace of the namespaced `WasmReconciler` that installed the plugin.
+    #[error(
+        "{what}: its WasmReconciler in namespace {home} confines it to that namespace (a \
+         ClusterWasmReconciler is not confined)"
+    )]
+    Confined {
+        /// What was asked.
+        what: String,
+        /// The namespace it is confined to.
+        home: String,
+    },
     /// A read the apiserver no longer grants the plugin's identity.
     #[error(
         "{what}: the apiserver no longer lets its identity {user} read it (reviewed every {}s)",
@@ -135,21 +146,27 @@ pub struct Subject<'a> {
     pub policies: &'a [Ceiling],
     /// What the apiserver lets its own identity read now, in identity mode.
     pub rights: Option<&'a Rights>,
-    /// Whether a tenant installed the plugin (a `WasmReconciler`): the operator's grants by name
-    /// (`identities`, `conversions`) then speak of it only as `wasmreconciler/<name>`, so no
-    /// tenant takes a grant meant for an operator's plugin by declaring its name.
+    /// Whether a tenant installed the plugin (a `WasmReconciler` or `ClusterWasmReconciler`):
+    /// the operator's grants by name (`identities`, `conversions`) then speak of it only by its
+    /// source, so no tenant takes a grant meant for an operator's plugin by declaring its name.
     pub by_tenant: bool,
+    /// The namespace of the namespaced `WasmReconciler` that installed the plugin: the plugin
+    /// writes, records events, sets owner references and reads its module only there, and has
+    /// no webhook or conversion (those reach every namespace).
+    pub home: Option<&'a str>,
 }
 
 impl<'a> Subject<'a> {
-    /// Whoever wrote a `WasmReconciler`, before its plugin has described itself: only the
-    /// operator's `policy` speaks for them.
-    pub fn tenant(policy: &'a Ceiling) -> Self {
+    /// Whoever wrote a `WasmReconciler` (in namespace `home`) or a `ClusterWasmReconciler`
+    /// (`home` `None`), before its plugin has described itself: only the operator's `policy`
+    /// speaks for them.
+    pub fn tenant(policy: &'a Ceiling, home: Option<&'a str>) -> Self {
         Subject {
             registration: None,
             policies: std::slice::from_ref(policy),
             rights: None,
             by_tenant: true,
+            home,
         }
     }
 }
@@ -160,17 +177,22 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
         Power::Call(verb, kind, namespace) => {
             subject.grant(verb, kind, namespace, &what(power))?;
             match verb.writes() {
-                true => Ok(()),
+                true => subject.at_home(namespace, &what(power)),
                 false => subject.current(kind, namespace, &what(power)),
             }
         }
         Power::Validate(kind, namespace) => {
+            subject.homeless(&what(power))?;
             subject.grant(Verb::Get, kind, namespace, &what(power))?;
             subject.guarded(Verb::Get, kind, namespace, &what(power))
         }
-        Power::Default(kind, namespace) => subject.rewrite(kind, namespace, &what(power)),
+        Power::Default(kind, namespace) => {
+            subject.homeless(&what(power))?;
+            subject.rewrite(kind, namespace, &what(power))
+        }
         Power::Inform(kind) => subject.inform(kind, &what(power)),
         Power::Convert(kind) => {
+            subject.homeless(&what(power))?;
             subject.grant(Verb::Get, kind, "", &what(power))?;
             subject.rewrite(kind, "", &what(power))?;
             let plugin = granted_name(subject);
@@ -179,12 +201,13 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
         Power::Event(namespace) => {
             let writes = subject.registration.is_some_and(|r| r.writes_in(namespace));
             match writes {
-                true => Ok(()),
+                true => subject.at_home(namespace, &what(power)),
                 false => Err(Denied::Undeclared(what(power))),
             }
         }
         Power::Own(kind, namespace) => {
             subject.grant(Verb::Get, kind, namespace, &what(power))?;
+            subject.at_home(namespace, &what(power))?;
             subject.current(kind, namespace, &what(power))
         }
         Power::Identity { source, declared } => {
@@ -202,9 +225,10 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
                 ))),
             }
         }
-        Power::ModuleObject(namespace) => {
-            subject.operator(&what(power), |c| c.modules.allows_namespace(namespace))
-        }
+        Power::ModuleObject(namespace) => match subject.home {
+            Some(_) => subject.at_home(namespace, &what(power)),
+            None => subject.operator(&what(power), |c| c.modules.allows_namespace(namespace)),
+        },
         Power::ModuleAddress(address) => {
             subject.operator(&what(power), |c| c.modules.allows_address(address))
         }
@@ -263,15 +287,39 @@ fn plugin<'a>(subject: Subject<'a>) -> &'a str {
 }
 
 /// The name the operator's policy grants `subject`'s plugin powers by: its own for the
-/// operator's plugins, `wasmreconciler/<name>` for a tenant's.
+/// operator's plugins, `clusterwasmreconciler/<name>` for a `ClusterWasmReconciler`'s (a
+/// namespaced `WasmReconciler`'s plugin is granted nothing by name).
 fn granted_name(subject: Subject<'_>) -> String {
-    match subject.by_tenant {
-        true => format!("wasmreconciler/{}", plugin(subject)),
-        false => plugin(subject).to_owned(),
+    match (subject.by_tenant, subject.home) {
+        (true, Some(home)) => format!("wasmreconciler/{home}/{}", plugin(subject)),
+        (true, None) => format!("clusterwasmreconciler/{}", plugin(subject)),
+        (false, _) => plugin(subject).to_owned(),
     }
 }
 
 impl Subject<'_> {
+    /// In the subject's home namespace, if it has one.
+    fn at_home(&self, namespace: &str, what: &str) -> Result<(), Denied> {
+        match self.home {
+            Some(home) if home != namespace => Err(Denied::Confined {
+                what: what.to_owned(),
+                home: home.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Not confined to a namespace: for powers that reach every namespace.
+    fn homeless(&self, what: &str) -> Result<(), Denied> {
+        match self.home {
+            Some(home) => Err(Denied::Confined {
+                what: what.to_owned(),
+                home: home.to_owned(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Declared and allowed: `verb` on `kind` in `namespace`.
     fn grant(
         &self,
@@ -478,6 +526,7 @@ mod tests {
             policies,
             rights: None,
             by_tenant: false,
+            home: None,
         };
         implied(registration, webhooks)
             .into_iter()
@@ -542,6 +591,7 @@ mod tests {
             policies,
             rights: None,
             by_tenant,
+            home: None,
         };
         let operators = [granting("webapp")];
         assert_eq!(
@@ -552,7 +602,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(reason.contains("operator's policy"), "{reason}");
-        let tenants = [granting("wasmreconciler/webapp")];
+        let tenants = [granting("clusterwasmreconciler/webapp")];
         assert_eq!(
             check(subject(&tenants, true), Power::Convert(&webapp)),
             Ok(())
@@ -613,6 +663,7 @@ mod tests {
             policies,
             rights: None,
             by_tenant: true,
+            home: None,
         };
         let open = [Ceiling::default()];
         assert_eq!(check(subject(&open), validate), Ok(()));
@@ -657,6 +708,7 @@ mod tests {
             policies: &patches_there,
             rights: None,
             by_tenant: false,
+            home: None,
         };
         let default = Power::Default(&patcher.primary, "");
         assert_eq!(unreached(on_patcher, default), ["wasmop"]);
@@ -743,6 +795,7 @@ mod tests {
             policies: &policies,
             rights: None,
             by_tenant: false,
+            home: None,
         };
         assert!(check(subject, Power::Event("team-a")).is_ok());
         assert!(check(subject, Power::Event("kube-system")).is_err());
@@ -763,6 +816,7 @@ mod tests {
             policies: &mapped,
             rights: None,
             by_tenant: false,
+            home: None,
         };
         assert!(check(subject, identity("canary", "webapp")).is_ok());
         assert!(check(subject, identity("canary", "canary")).is_err());
@@ -786,6 +840,7 @@ mod tests {
             policies: &tenant,
             rights: None,
             by_tenant: true,
+            home: None,
         };
         assert!(check(subject, Power::ModuleObject("kube-system")).is_err());
         let loopback = Power::ModuleAddress("127.0.0.1".parse().unwrap());
@@ -799,11 +854,63 @@ mod tests {
             },
             ..Ceiling::default()
         };
-        let refused = check(Subject::tenant(&signed_only), Power::Unsigned).unwrap_err();
+        let refused = check(Subject::tenant(&signed_only, None), Power::Unsigned).unwrap_err();
         assert!(
             refused.to_string().contains("signatures.require"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn a_namespaced_tenant_writes_and_reads_its_module_only_at_home_and_hooks_nothing() {
+        let mut plugin = Registration::minimal("team-app");
+        plugin.permissions.push(Permission {
+            kind: configmap(),
+            verbs: vec![Verb::Create, Verb::Patch, Verb::Update],
+            namespaces: vec![],
+        });
+        let policies = [Ceiling {
+            modules: crate::policy::ModuleSources {
+                namespaces: Some(vec!["team-b".to_owned()]),
+                ..Default::default()
+            },
+            ..Ceiling::default()
+        }];
+        let subject = Subject {
+            registration: Some(&plugin),
+            policies: &policies,
+            rights: None,
+            by_tenant: true,
+            home: Some("team-a"),
+        };
+        let create = |namespace| Power::Call(Verb::Create, &plugin.permissions[0].kind, namespace);
+        assert_eq!(check(subject, create("team-a")), Ok(()));
+        for elsewhere in ["team-b", "kube-system", ""] {
+            let reason = check(subject, create(elsewhere)).unwrap_err();
+            assert!(matches!(reason, Denied::Confined { .. }), "{reason:?}");
+        }
+        assert!(check(subject, Power::Call(Verb::Get, &configmap(), "team-b")).is_ok());
+        assert_eq!(check(subject, Power::Event("team-a")), Ok(()));
+        assert!(check(subject, Power::Event("team-b")).is_err());
+        assert!(check(subject, Power::Own(&plugin.primary, "team-b")).is_err());
+        // Its own namespace holds its module and pull secret, whatever modules.namespaces lists.
+        assert_eq!(check(subject, Power::ModuleObject("team-a")), Ok(()));
+        let reason = check(subject, Power::ModuleObject("team-b")).unwrap_err();
+        assert!(reason.to_string().contains("namespace team-a"), "{reason}");
+        for hook in [
+            Power::Validate(&configmap(), ""),
+            Power::Default(&configmap(), "team-a"),
+            Power::Convert(&configmap()),
+        ] {
+            let reason = check(subject, hook).unwrap_err();
+            assert!(matches!(reason, Denied::Confined { .. }), "{reason:?}");
+        }
+        let cluster = Subject {
+            home: None,
+            ..subject
+        };
+        assert_eq!(check(cluster, create("team-b")), Ok(()));
+        assert!(check(cluster, Power::ModuleObject("team-a")).is_err());
     }
 
     #[test]
@@ -816,6 +923,7 @@ mod tests {
             policies: &policies,
             rights: Some(&rights),
             by_tenant: false,
+            home: None,
         };
         let read = Power::Call(Verb::Get, &plugin.primary, "shop");
         assert_eq!(check(subject, read), Ok(()));

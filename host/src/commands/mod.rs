@@ -1,6 +1,7 @@
 //! The subcommands of the `wasmop` binary, one file each, and what they share: the connection
 //! to the cluster.
 
+pub(crate) mod migrate;
 pub(crate) mod new;
 pub(crate) mod plugins;
 pub(crate) mod pull;

@@ -38,7 +38,7 @@ pub(crate) async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| args.namespace.clone()),
         namespace: args.namespace,
         operator: args.operator,
-        installer: wasmop::identity::Installer::of(args.wasm_reconciler),
+        installer: wasmop::identity::Installer::of(args.wasm_reconciler, None),
     };
     let manifests = wasmop::rbac::manifests(registration, &placement, |kind| plurals[kind].clone());
     if client.is_none() {

@@ -124,7 +124,8 @@ pub struct RbacArgs {
     /// A cluster to look up the kinds' resource names in; guessed from the kind names without one.
     #[arg(long, env = "WASMOP_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
-    /// The plugin is a tenant's, installed by a `WasmReconciler`: its account is
+    /// The plugin is a tenant's, installed by a `ClusterWasmReconciler` (or by a namespaced
+    /// `WasmReconciler`, with `--namespace` its own namespace): its account is
     /// `wasmop-reconciler-<name>`, never an operator plugin's `wasmop-plugin-<name>`.
     #[arg(long)]
     pub wasm_reconciler: bool,
@@ -164,6 +165,14 @@ pub struct TestArgs {
     /// Rewrite each failing fixture's expectations to what the plugin did (review the change).
     #[arg(long)]
     pub accept: bool,
+}
+
+/// Options of `wasmop migrate`.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// The kubeconfig to use; in-cluster configuration or the default kubeconfig when absent.
+    #[arg(long, env = "WASMOP_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// Options of `wasmop plugins`.

@@ -26,8 +26,8 @@ mod run;
 mod webhook;
 
 pub use commands::{
-    CompileWorkerArgs, Compiler, CredentialArgs, NewArgs, PluginsArgs, PullArgs, PushArgs,
-    RbacArgs, RegistryArgs, SignArgs, TestArgs,
+    CompileWorkerArgs, Compiler, CredentialArgs, MigrateArgs, NewArgs, PluginsArgs, PullArgs,
+    PushArgs, RbacArgs, RegistryArgs, SignArgs, TestArgs,
 };
 pub use limits::{GuestArgs, PluginLimits};
 pub use parse::{BindAddress, MAX_DURATION};
@@ -115,6 +115,9 @@ pub enum Command {
     Pull(PullArgs),
     /// Sign a pushed plugin as cosign does (its signature verifies with `cosign verify`).
     Sign(SignArgs),
+    /// Move cluster-scoped WasmReconcilers to ClusterWasmReconcilers and make WasmReconciler
+    /// namespaced, losing none (run once, when upgrading from a host before the split).
+    Migrate(MigrateArgs),
     /// Compile the component on stdin into the artifact on stdout (the host runs this itself).
     #[command(name = "compile-worker", hide = true)]
     CompileWorker(CompileWorkerArgs),

@@ -202,6 +202,7 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
         policies: &policies,
         rights: None,
         by_tenant: false,
+        home: None,
     };
     for power in capability::implied(&registration, None) {
         let _ = capability::check(subject, power);

@@ -73,7 +73,7 @@ impl CheckedAddresses {
                 message: "no address".to_owned(),
             });
         }
-        let subject = Subject::tenant(policy);
+        let subject = Subject::tenant(policy, None);
         for address in &addresses {
             capability::check(subject, Power::ModuleAddress(*address)).map_err(|_| {
                 AddressError::Refused {

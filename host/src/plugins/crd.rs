@@ -1,8 +1,15 @@
-//! The `WasmReconciler` source (`wasmop.dev/v1alpha1`, cluster-scoped): each object names a
-//! module ([`ModuleRef`]), per-plugin overrides and a policy narrowing the operator's ceiling for
-//! its plugin; its plugin's source is `wasmreconciler/<name>`. Its plugins are a tenant's: they
-//! never take a name the operator's own sources supply (one that does is unloaded, and its object
-//! reconciled again to say `NameTaken`), nor, in identity mode, an operator plugin's account.
+//! The tenants' sources (`wasmop.dev/v1alpha1`), in the split Kubernetes users know from
+//! cert-manager's `Issuer`/`ClusterIssuer`: a namespaced `WasmReconciler` is its namespace's —
+//! it reads its module and pull secret only there, its plugin writes, records events and speaks
+//! (in identity mode, as `wasmop-reconciler-<name>` of that namespace) only there and has no
+//! webhooks or conversions, its source is `wasmreconciler/<namespace>/<name>`; a cluster-scoped
+//! `ClusterWasmReconciler` reads modules where the operator's policy allows
+//! (`modules.namespaces`), reaches what the policy grants, and its source is
+//! `clusterwasmreconciler/<name>`. Each object names a module ([`ModuleRef`]), per-plugin
+//! overrides and a policy narrowing the operator's ceiling for its plugin. Their plugins are
+//! tenants': they never take a name the operator's own sources supply (one that does is unloaded,
+//! and its object reconciled again to say `NameTaken`), nor one another tenant's plugin holds,
+//! nor, in identity mode, an operator plugin's account.
 //!
 //! Every replica watches the objects and loads their modules, so followers stay warm; only the
 //! replica that runs controllers writes the status: `Loaded` (a version is loaded), `Ready` (the
@@ -15,11 +22,12 @@
 //! [`RETRY_LIMIT`]) while the running version stays. `paused: true` unloads the plugin until
 //! unpaused. Deleting the object unloads the plugin, and so does a relist that no longer lists it.
 //!
-//! The objects are handled by kube-runtime's `Controller`: each object's reconcile runs on a task
-//! of its own, one object has at most one reconcile in flight, and what arrives for it meanwhile
-//! is reconciled from its latest state once that one ends. Installs (fetch, compile, load) take
-//! a slot of the install line ([`Installs`], `--max-concurrent-installs`) first, so objects applied
-//! at once are fetched and compiled a few at a time, and the host's memory stays bounded.
+//! Each kind's objects are handled by a kube-runtime `Controller`: each object's reconcile runs
+//! on a task of its own, one object has at most one reconcile in flight, and what arrives for it
+//! meanwhile is reconciled from its latest state once that one ends. Installs (fetch, compile,
+//! load) of both kinds take a slot of one install line ([`Installs`], `--max-concurrent-installs`)
+//! first, so objects applied at once are fetched and compiled a few at a time, and the host's
+//! memory stays bounded.
 //!
 //! The watcher reads each object nested at most [`MAX_DEPTH`] levels ([`Watched`]); a deeper one
 //! (its `spec.policy` is free-form) is read as its name, uid, generation and status only and
@@ -64,7 +72,40 @@ pub const RETRY_LIMIT: Duration = Duration::from_secs(300);
 /// The field manager of status writes.
 const MANAGER: &str = "wasmop";
 
-/// `spec` of a WasmReconciler.
+/// Which of the two kinds a [`Reconciler`] watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// `ClusterWasmReconciler`: cluster-scoped.
+    Cluster,
+    /// `WasmReconciler`: namespaced, confined to its namespace.
+    Namespaced,
+}
+
+impl Scope {
+    /// The kind's name.
+    fn kind(self) -> &'static str {
+        match self {
+            Scope::Cluster => "ClusterWasmReconciler",
+            Scope::Namespaced => "WasmReconciler",
+        }
+    }
+
+    /// What the source names of the kind's plugins start with.
+    fn prefix(self) -> &'static str {
+        match self {
+            Scope::Cluster => "clusterwasmreconciler/",
+            Scope::Namespaced => "wasmreconciler/",
+        }
+    }
+
+    fn resource(self) -> ApiResource {
+        let kind = GroupVersionKind::gvk("wasmop.dev", "v1alpha1", self.kind());
+        let plural = format!("{}s", self.kind().to_ascii_lowercase());
+        ApiResource::from_gvk_with_plural(&kind, &plural)
+    }
+}
+
+/// `spec` of a WasmReconciler or ClusterWasmReconciler.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Spec {
@@ -122,18 +163,20 @@ enum ReconcileError {
     Status(#[source] kube::Error),
 }
 
-/// Watches WasmReconcilers and keeps the manager's plugins in step with them.
+/// Watches WasmReconcilers and ClusterWasmReconcilers and keeps the manager's plugins in step
+/// with them.
 pub struct WasmReconcilers {
-    resource: ApiResource,
-    context: Arc<Reconciler>,
+    kinds: [Arc<Reconciler>; 2],
+    installs: Arc<Installs>,
 }
 
-/// What every reconcile shares.
+/// What every reconcile of one kind shares.
 struct Reconciler {
+    scope: Scope,
     resource: ApiResource,
-    api: Api<Watched>,
     installer: Installer,
     plugins: PluginHandle,
+    /// What was last done for each object, by its key ([`key`]).
     handled: Mutex<HashMap<String, Handled>>,
 }
 
@@ -147,7 +190,7 @@ struct Installer {
     ceiling: Ceiling,
     /// How registries are reached.
     registries: Registries,
-    /// The slots installs run in.
+    /// The slots installs of both kinds run in.
     installs: Arc<Installs>,
 }
 
@@ -163,40 +206,51 @@ impl WasmReconcilers {
         registries: Registries,
         max_installs: usize,
     ) -> Self {
-        let kind = GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
-        let resource = ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
-        let context = Reconciler {
-            resource: resource.clone(),
-            api: Api::all_with(client.clone(), &resource),
-            installer: Installer {
-                client,
+        let installs = Arc::new(Installs::new(max_installs));
+        let installer = Installer {
+            client,
+            plugins: plugins.clone(),
+            limits,
+            ceiling,
+            registries,
+            installs: installs.clone(),
+        };
+        let kind = |scope: Scope| {
+            Arc::new(Reconciler {
+                scope,
+                resource: scope.resource(),
+                installer: installer.clone(),
                 plugins: plugins.clone(),
-                limits,
-                ceiling,
-                registries,
-                installs: Arc::new(Installs::new(max_installs)),
-            },
-            plugins,
-            handled: Mutex::default(),
+                handled: Mutex::default(),
+            })
         };
         WasmReconcilers {
-            resource,
-            context: Arc::new(context),
+            kinds: [kind(Scope::Namespaced), kind(Scope::Cluster)],
+            installs,
         }
     }
 
     /// Gauges of the install line, for the metrics registry.
     pub fn install_gauges(&self) -> InstallGauges {
-        InstallGauges::new(self.context.installer.installs.clone())
+        InstallGauges::new(self.installs.clone())
     }
 
-    /// Runs until dropped: the controller, and the unloading of objects that are gone.
+    /// Runs until dropped: both kinds' controllers.
     pub async fn run(self) {
+        let [namespaced, cluster] = self.kinds;
+        futures::future::join(namespaced.run(), cluster.run()).await;
+    }
+}
+
+impl Reconciler {
+    /// Runs until dropped: the controller, and the unloading of objects that are gone.
+    async fn run(self: Arc<Self>) {
+        let api: Api<Watched> = Api::all_with(self.installer.client.clone(), &self.resource);
         let writer = reflector::store::Writer::new(self.resource.clone());
         let store = writer.as_reader();
         let relisted = Arc::new(Notify::new());
         let relist = relisted.clone();
-        let events = watcher::watcher(self.context.api.clone(), watcher::Config::default())
+        let events = watcher::watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer)
             .inspect(move |event| {
@@ -205,9 +259,9 @@ impl WasmReconcilers {
                 }
             })
             .touched_objects();
-        let (context, reader) = (self.context.clone(), store.clone());
+        let (context, reader) = (self.clone(), store.clone());
         let unloaded = futures::stream::unfold(
-            (self.context.plugins.status_view(), self.context.clone()),
+            (self.plugins.status_view(), self.clone()),
             |(mut statuses, context)| async move {
                 loop {
                     if !statuses.changed().await {
@@ -219,30 +273,40 @@ impl WasmReconcilers {
                 }
             },
         );
-        let results = Controller::for_stream_with(events, store.clone(), self.resource)
+        let results = Controller::for_stream_with(events, store.clone(), self.resource.clone())
             .reconcile_all_on(unloaded)
-            .run(reconcile, error_policy, self.context.clone())
+            .run(reconcile, error_policy, self.clone())
             .for_each_concurrent(None, move |result| {
-                let (context, store) = (context.clone(), reader.clone());
-                async move {
-                    match result {
-                        Ok(_) => {}
-                        Err(controller::Error::ObjectNotFound(gone)) => {
-                            context.unload_if_gone(&store, &gone.name).await
-                        }
-                        Err(error) => tracing::warn!("WasmReconciler: {error}"),
-                    }
-                }
+                handle(context.clone(), reader.clone(), result)
             });
         let sweeps = async {
             loop {
                 relisted.notified().await;
-                self.context.sweep(&store).await;
+                self.sweep(&store).await;
             }
         };
         futures::future::join(results, sweeps).await;
     }
 }
+
+/// What a reconcile's `result` asks for: a gone object's plugin unloaded, an error logged.
+async fn handle(
+    context: Arc<Reconciler>,
+    store: Store<Watched>,
+    result: Result<(ObjectRef<Watched>, Action), Failure>,
+) {
+    match result {
+        Ok(_) => {}
+        Err(controller::Error::ObjectNotFound(gone)) => {
+            let key = key_of(gone.namespace.as_deref(), &gone.name);
+            context.unload_if_gone(&store, &key).await
+        }
+        Err(error) => tracing::warn!("{}: {error}", context.scope.kind()),
+    }
+}
+
+/// What kube-runtime's controller reports a reconcile failed with.
+type Failure = controller::Error<ReconcileError, watcher::Error>;
 
 /// Installs (or pauses) an object's latest generation once, retries a failed one when its
 /// backoff allows, and reports the outcome when this replica speaks for the plugins.
@@ -251,7 +315,7 @@ async fn reconcile(
     context: Arc<Reconciler>,
 ) -> Result<Action, ReconcileError> {
     let object = &watched.object;
-    let name = object.metadata.name.clone().unwrap_or_default();
+    let name = key(object);
     let waiting = context.with(&name, |handled| match handled {
         Some(h) if h.of(object) => Some(h.retry_at.filter(|at| *at > Instant::now())),
         _ => None,
@@ -264,7 +328,8 @@ async fn reconcile(
         }),
     };
     if redo {
-        let outcome = context.installer.install(&name, &watched).await;
+        let source = context.source(&name);
+        let outcome = context.installer.install(&source, &watched).await;
         context.record(&name, object, outcome);
     }
     context.report(&name, object).await?;
@@ -280,7 +345,7 @@ async fn reconcile(
 
 /// A per-object exponential backoff: [`RETRY_PERIOD`] doubling up to [`RETRY_LIMIT`].
 fn error_policy(watched: Arc<Watched>, error: &ReconcileError, context: Arc<Reconciler>) -> Action {
-    let name = watched.object.metadata.name.clone().unwrap_or_default();
+    let name = key(&watched.object);
     let delay = context.with(&name, |handled| {
         let handled = handled?;
         handled.failures = handled.failures.saturating_add(1);
@@ -291,11 +356,29 @@ fn error_policy(watched: Arc<Watched>, error: &ReconcileError, context: Arc<Reco
         Some(delay)
     });
     let delay = delay.unwrap_or(RETRY_PERIOD);
-    tracing::warn!(wasmreconciler = %name, retry_in = ?delay, "{error}");
+    tracing::warn!(kind = context.scope.kind(), object = %name, retry_in = ?delay, "{error}");
     Action::requeue(delay)
 }
 
 impl Reconciler {
+    /// The source name of the plugin of the object keyed `name`.
+    fn source(&self, name: &str) -> String {
+        format!("{}{name}", self.scope.prefix())
+    }
+
+    /// The keys of the objects whose plugins the manager lists, with their statuses.
+    fn listed(&self) -> Vec<(String, PluginStatus)> {
+        let prefix = self.scope.prefix();
+        self.plugins
+            .statuses()
+            .into_iter()
+            .filter_map(|status| {
+                let name = status.source.strip_prefix(prefix)?.to_owned();
+                Some((name, status))
+            })
+            .collect()
+    }
+
     fn with<T>(&self, name: &str, f: impl FnOnce(Option<&mut Handled>) -> T) -> T {
         let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
         f(handled.get_mut(name))
@@ -330,11 +413,10 @@ impl Reconciler {
     /// why it cannot; whether there was any.
     fn forget_unloaded(&self) -> bool {
         let unloaded: Vec<String> = self
-            .plugins
-            .statuses()
+            .listed()
             .into_iter()
-            .filter(|status| status.digest.is_none() && status.last_error.is_some())
-            .filter_map(|status| status.source.strip_prefix(SOURCE_PREFIX).map(str::to_owned))
+            .filter(|(_, status)| status.digest.is_none() && status.last_error.is_some())
+            .map(|(name, _)| name)
             .collect();
         let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
         let before = handled.len();
@@ -344,21 +426,25 @@ impl Reconciler {
         handled.len() != before
     }
 
-    /// Unloads `name`'s plugin unless the object is back in `store`.
+    /// Unloads the plugin of the object keyed `name` unless the object is back in `store`.
     async fn unload_if_gone(&self, store: &Store<Watched>, name: &str) {
-        if store
-            .get(&ObjectRef::new_with(name, self.resource.clone()))
-            .is_some()
-        {
+        let reference = match name.split_once('/') {
+            Some((namespace, name)) => {
+                ObjectRef::new_with(name, self.resource.clone()).within(namespace)
+            }
+            None => ObjectRef::new_with(name, self.resource.clone()),
+        };
+        if store.get(&reference).is_some() {
             return;
         }
         self.handled
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
-        if let Ok(true) = self.plugins.remove(&source(name)).await {
+        if let Ok(true) = self.plugins.remove(&self.source(name)).await {
             tracing::info!(
-                wasmreconciler = name,
+                kind = self.scope.kind(),
+                object = name,
                 "the object is gone: its plugin is unloaded"
             );
         }
@@ -366,18 +452,13 @@ impl Reconciler {
 
     /// Unloads the plugins of objects a completed relist no longer lists.
     async fn sweep(&self, store: &Store<Watched>) {
-        let gone: Vec<String> = self
-            .plugins
-            .statuses()
-            .into_iter()
-            .filter_map(|status| status.source.strip_prefix(SOURCE_PREFIX).map(str::to_owned))
-            .collect();
-        for name in gone {
+        for (name, _) in self.listed() {
             self.unload_if_gone(store, &name).await;
         }
     }
 
-    /// Writes the status of `name` if this replica speaks for the plugins and has not yet.
+    /// Writes the status of the object keyed `name` if this replica speaks for the plugins and
+    /// has not yet.
     async fn report(&self, name: &str, object: &DynamicObject) -> Result<(), ReconcileError> {
         if !self.plugins.leading() {
             return Ok(());
@@ -389,14 +470,20 @@ impl Reconciler {
             return Ok(());
         };
         let statuses = self.plugins.statuses();
-        let plugin = statuses.iter().find(|s| s.source == source(name));
+        let plugin = statuses.iter().find(|s| s.source == self.source(name));
         let patch = json!({ "status": status(object, &outcome, plugin) });
         let params = PatchParams {
             field_manager: Some(MANAGER.to_owned()),
             ..PatchParams::default()
         };
-        self.api
-            .patch_status(name, &params, &Patch::Merge(&patch))
+        let client = self.installer.client.clone();
+        // Read back as a [`Watched`]: the object may nest deeper than a parser reads.
+        let api: Api<Watched> = match &object.metadata.namespace {
+            Some(namespace) => Api::namespaced_with(client, namespace, &self.resource),
+            None => Api::all_with(client, &self.resource),
+        };
+        let object_name = object.metadata.name.as_deref().unwrap_or_default();
+        api.patch_status(object_name, &params, &Patch::Merge(&patch))
             .await
             .map_err(ReconcileError::Status)?;
         self.with(name, |h| {
@@ -411,23 +498,22 @@ impl Reconciler {
 impl Installer {
     /// Installs (or pauses) `watched`'s generation. A failure is also recorded as its source's
     /// last error, which `wasmop plugins` shows beside the version still running.
-    async fn install(&self, name: &str, watched: &Watched) -> Outcome {
+    async fn install(&self, source: &str, watched: &Watched) -> Outcome {
         let _slot = self.installs.slot().await;
-        let source = source(name);
-        let (bytes, options, unreachable) = match self.module(&source, watched).await {
+        let (bytes, options, unreachable) = match self.module(source, watched).await {
             Ok(Some(module)) => module,
             Ok(None) => return Outcome::Paused,
             Err((reason, message)) => {
                 let _ = self
                     .plugins
-                    .failed(&source, format!("{reason}: {message}"))
+                    .failed(source, format!("{reason}: {message}"))
                     .await;
                 return failed(reason, message);
             }
         };
         // The manager records what goes wrong from here as the source's last error.
         let file = PathBuf::from(format!("{source}.wasm"));
-        match self.plugins.install(&source, &file, bytes, options).await {
+        match self.plugins.install(source, &file, bytes, options).await {
             Ok(_) => Outcome::Installed(unreachable),
             Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
             Err(error @ PluginError::NameTaken { .. }) => failed("NameTaken", error.to_string()),
@@ -453,8 +539,12 @@ impl Installer {
             let message = format!("the object is nested deeper than {MAX_DEPTH} levels");
             return Err(("InvalidSpec", message));
         }
-        let spec: Spec = serde_json::from_value(watched.object.data["spec"].clone())
+        let mut spec: Spec = serde_json::from_value(watched.object.data["spec"].clone())
             .map_err(|error| ("InvalidSpec", format!("spec: {error}")))?;
+        let home = watched.object.metadata.namespace.as_deref();
+        if let Some(home) = home {
+            spec.module = spec.module.at_home(home);
+        }
         if spec.paused {
             let _ = self.plugins.remove(source).await;
             return Ok(None);
@@ -464,7 +554,7 @@ impl Installer {
             .map_err(|message| ("InvalidSpec", message))?;
         let fetched = spec
             .module
-            .fetch(&self.client, &self.ceiling, &self.registries);
+            .fetch(&self.client, &self.ceiling, &self.registries, home);
         let (bytes, adopted, unreachable) = match fetched.await {
             Ok(fetched) => {
                 if let Some(key) = &fetched.signed_by {
@@ -485,6 +575,7 @@ impl Installer {
             ) => return Err(("DigestMismatch", error.to_string())),
             Err(
                 error @ (ModuleError::Namespace { .. }
+                | ModuleError::Confined { .. }
                 | ModuleError::Address { .. }
                 | ModuleError::Oci {
                     source: OciError::Refused(_),
@@ -527,6 +618,7 @@ impl Installer {
         };
         let mut options = super::options(&limits);
         options.tenant = true;
+        options.home = home.map(str::to_owned);
         options.precompiled = adopted;
         if let Some(policy) = &spec.policy {
             let ceiling = crate::config::narrowing(policy)
@@ -570,6 +662,7 @@ struct Watched {
 #[serde(rename_all = "camelCase")]
 struct Metadata {
     name: Option<String>,
+    namespace: Option<String>,
     uid: Option<String>,
     generation: Option<i64>,
     resource_version: Option<String>,
@@ -618,6 +711,7 @@ impl<'de> Visitor<'de> for WatchedVisitor {
             types: None,
             metadata: ObjectMeta {
                 name: metadata.name,
+                namespace: metadata.namespace,
                 uid: metadata.uid,
                 generation: metadata.generation,
                 resource_version: metadata.resource_version,
@@ -639,11 +733,18 @@ fn failed(reason: &'static str, message: String) -> Outcome {
 /// be reached when it came from the copy pulled before.
 type Module = (Vec<u8>, PluginOptions, Option<String>);
 
-/// What every WasmReconciler's source name starts with.
-const SOURCE_PREFIX: &str = "wasmreconciler/";
+/// The key of `object` among its kind's: `<namespace>/<name>`, or `<name>` when cluster-scoped.
+fn key(object: &DynamicObject) -> String {
+    let name = object.metadata.name.as_deref().unwrap_or_default();
+    key_of(object.metadata.namespace.as_deref(), name)
+}
 
-fn source(name: &str) -> String {
-    format!("{SOURCE_PREFIX}{name}")
+/// The key of the object `name` in `namespace` (none: cluster-scoped).
+fn key_of(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
+    }
 }
 
 /// The status for `object` after `outcome`, with the running plugin `plugin` if any.

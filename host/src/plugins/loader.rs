@@ -85,7 +85,8 @@ impl Loader {
         if self.identities.is_some() {
             options.identity = Some(source_identity(file));
         }
-        let installer = Installer::of(options.tenant);
+        let home = options.home.clone();
+        let installer = Installer::of(options.tenant, home.as_deref());
         let identity = std::sync::OnceLock::new();
         let reviewed = std::sync::OnceLock::new();
         let services = |registration: &Registration| {

@@ -51,7 +51,8 @@ const MAX_URL: usize = 2048;
 /// A key of a ConfigMap or Secret.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub struct KeyRef {
-    /// Its namespace.
+    /// Its namespace (a namespaced `WasmReconciler` may leave it out: its own).
+    #[serde(default)]
     pub namespace: String,
     /// Its name.
     pub name: String,
@@ -84,7 +85,8 @@ impl KeyRef {
 /// A Secret in a namespace.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub struct SecretRef {
-    /// Its namespace.
+    /// Its namespace (a namespaced `WasmReconciler` may leave it out: its own).
+    #[serde(default)]
     pub namespace: String,
     /// Its name.
     pub name: String,
@@ -151,6 +153,18 @@ pub enum ModuleError {
         /// The namespace named.
         namespace: String,
     },
+    /// A namespaced `WasmReconciler` named a ConfigMap, Secret or pull secret outside its own
+    /// namespace.
+    #[error(
+        "spec.module: a WasmReconciler in namespace {home} reads its module and pull secret only \
+         there, not in namespace {namespace}"
+    )]
+    Confined {
+        /// The namespace named.
+        namespace: String,
+        /// The object's own namespace.
+        home: String,
+    },
     /// The ConfigMap, Secret or key is not there, or the apiserver did not give it: one message
     /// for all, so the status tells nobody which objects or keys exist.
     #[error("spec.module: the module source could not be read")]
@@ -215,14 +229,30 @@ pub struct Fetched {
 }
 
 impl ModuleRef {
+    /// The reference with each ConfigMap, Secret and pull secret that names no namespace read in
+    /// `home`, a namespaced `WasmReconciler`'s own namespace.
+    pub fn at_home(mut self, home: &str) -> Self {
+        let keys = [self.config_map.as_mut(), self.secret.as_mut()];
+        let namespaces = keys.into_iter().flatten().map(|key| &mut key.namespace);
+        let secret = self.oci.as_mut().and_then(|oci| oci.pull_secret.as_mut());
+        for namespace in namespaces.chain(secret.map(|secret| &mut secret.namespace)) {
+            if namespace.is_empty() {
+                home.clone_into(namespace);
+            }
+        }
+        self
+    }
+
     /// Fetches the module, from a source the operator's `policy` allows (registries reached as
-    /// `registries` says), and checks its digest and, where asked for, its signature; a module
+    /// `registries` says; ConfigMaps and Secrets only in `home`, the namespace of a namespaced
+    /// `WasmReconciler`), and checks its digest and, where asked for, its signature; a module
     /// no trusted key is to verify must pass the capability check as [`Power::Unsigned`].
     pub async fn fetch(
         &self,
         client: &kube::Client,
         policy: &Ceiling,
         registries: &Registries,
+        home: Option<&str>,
     ) -> Result<Fetched, ModuleError> {
         let source = self.source()?;
         let keys = match &source {
@@ -236,21 +266,24 @@ impl ModuleRef {
             _ => None,
         };
         if keys.is_none() {
-            capability::check(Subject::tenant(policy), Power::Unsigned)
+            capability::check(Subject::tenant(policy, home), Power::Unsigned)
                 .map_err(|denied| ModuleError::Unsigned(denied.to_string()))?;
         }
         let fetched = match source {
             Source::ConfigMap(key) => {
-                unsigned(from_key(client, policy, key, |c: ConfigMap| c.binary_data).await?)
+                let subject = Subject::tenant(policy, home);
+                unsigned(from_key(client, subject, key, |c: ConfigMap| c.binary_data).await?)
             }
             Source::Secret(key) => {
-                unsigned(from_key(client, policy, key, |s: Secret| s.data).await?)
+                let subject = Subject::tenant(policy, home);
+                unsigned(from_key(client, subject, key, |s: Secret| s.data).await?)
             }
             Source::Url(url) => unsigned(from_url(url, policy).await?),
             Source::Oci(oci, reference) => {
                 let pull = Pull {
                     client,
                     policy,
+                    home,
                     registries,
                     verify: SignatureCheck::new(keys.as_deref(), &policy.signatures.keys),
                 };
@@ -347,6 +380,8 @@ fn unsigned(bytes: Vec<u8>) -> Fetched {
 struct Pull<'a> {
     client: &'a kube::Client,
     policy: &'a Ceiling,
+    /// The namespace of a namespaced `WasmReconciler`, the only one its pull secret may be in.
+    home: Option<&'a str>,
     registries: &'a Registries,
     verify: SignatureCheck<'a>,
 }
@@ -366,7 +401,8 @@ impl Pull<'_> {
                     name: secret.name.clone(),
                     key: ".dockerconfigjson".to_owned(),
                 };
-                let json = from_key(self.client, self.policy, &key, |s: Secret| {
+                let subject = Subject::tenant(self.policy, self.home);
+                let json = from_key(self.client, subject, &key, |s: Secret| {
                     (s.type_.as_deref() == Some("kubernetes.io/dockerconfigjson"))
                         .then_some(s.data)
                         .flatten()
@@ -392,11 +428,11 @@ impl Pull<'_> {
     }
 }
 
-/// The bytes under `key.key` of the object `key` names, taken from its map by `data`, if the
-/// operator's `policy` allows reading modules from its namespace.
+/// The bytes under `key.key` of the object `key` names, taken from its map by `data`, if
+/// `subject` (a tenant under the operator's policy) may read modules from its namespace.
 async fn from_key<K>(
     client: &kube::Client,
-    policy: &Ceiling,
+    subject: Subject<'_>,
     key: &KeyRef,
     data: impl FnOnce(K) -> Option<BTreeMap<String, ByteString>>,
 ) -> Result<Vec<u8>, ModuleError>
@@ -404,10 +440,14 @@ where
     K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
     K: Clone + std::fmt::Debug + serde::de::DeserializeOwned,
 {
-    let subject = Subject::tenant(policy);
     capability::check(subject, Power::ModuleObject(&key.namespace)).map_err(|_| {
-        ModuleError::Namespace {
-            namespace: key.namespace.clone(),
+        let namespace = key.namespace.clone();
+        match subject.home {
+            Some(home) => ModuleError::Confined {
+                namespace,
+                home: home.to_owned(),
+            },
+            None => ModuleError::Namespace { namespace },
         }
     })?;
     let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
@@ -516,7 +556,7 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let error = unpinned
-            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(error.to_string().contains("sha256"), "{error}");
@@ -529,7 +569,7 @@ mod tests {
             ..ModuleRef::default()
         };
         let error = unpinned_key
-            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(error.to_string().contains("sha256"), "{error}");
@@ -538,7 +578,7 @@ mod tests {
             ..ModuleRef::default()
         };
         let empty = empty
-            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default(), None)
             .await
             .unwrap_err();
         assert!(empty.to_string().contains("exactly one"), "{empty}");
@@ -558,7 +598,7 @@ mod tests {
             ..ModuleRef::default()
         };
         let refused = secret
-            .fetch(&client, &Ceiling::default(), &Registries::default())
+            .fetch(&client, &Ceiling::default(), &Registries::default(), None)
             .await;
         let refused = refused.unwrap_err();
         assert!(
@@ -579,7 +619,7 @@ mod tests {
         // Allowed, the read is tried: the apiserver is unreachable, which says what a missing
         // object or key says.
         let unread = secret
-            .fetch(&client, &allowed, &Registries::default())
+            .fetch(&client, &allowed, &Registries::default(), None)
             .await
             .unwrap_err();
         assert_eq!(unread.to_string(), ModuleError::Unreadable.to_string());
@@ -615,7 +655,7 @@ mod tests {
             ..ModuleRef::default()
         };
         let refused = config_map
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await;
         let refused = refused.unwrap_err();
         assert!(matches!(refused, ModuleError::Unsigned(_)), "{refused}");
@@ -634,7 +674,7 @@ mod tests {
             ..ModuleRef::default()
         };
         let unknown = oci(&["dev"])
-            .fetch(&client, &policy, &Registries::default())
+            .fetch(&client, &policy, &Registries::default(), None)
             .await;
         let unknown = unknown.unwrap_err().to_string();
         assert!(

@@ -35,7 +35,7 @@ pub async fn check(
         file: file.display().to_string(),
         denied: denied.to_string(),
     };
-    capability::check(Subject::tenant(ceiling), Power::Unsigned).map_err(unsigned)?;
+    capability::check(Subject::tenant(ceiling, None), Power::Unsigned).map_err(unsigned)?;
     Ok(None)
 }
 

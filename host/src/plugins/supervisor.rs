@@ -523,7 +523,7 @@ mod tests {
     async fn the_operators_plugin_takes_its_name_from_a_tenants_whichever_came_first() {
         let mut offline = Offline::new(Duration::from_secs(1));
         let squatter = offline.installed_by("webapp", true).await;
-        let tenant = "wasmreconciler/webapp";
+        let tenant = "clusterwasmreconciler/webapp";
         offline.install(tenant, squatter.clone()).await.unwrap();
         let operators = offline.installed_by("webapp", false).await;
         offline

@@ -65,6 +65,8 @@ pub(crate) struct Grant {
     pub services: Services,
     /// Whether a tenant installed it.
     pub by_tenant: bool,
+    /// The namespace its namespaced `WasmReconciler` confines it to.
+    pub home: Option<String>,
 }
 
 impl Grant {
@@ -75,6 +77,7 @@ impl Grant {
             policies: &self.policies,
             rights: self.services.rights.as_deref(),
             by_tenant: self.by_tenant,
+            home: self.home.as_deref(),
         }
     }
 }

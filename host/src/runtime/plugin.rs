@@ -70,6 +70,9 @@ pub struct PluginOptions {
     /// the plugin directory): tenants share what the operator's own plugins leave, and never take
     /// an operator plugin's name or identity.
     pub tenant: bool,
+    /// The namespace of the namespaced `WasmReconciler` that installed it: its writes, events,
+    /// owner references and identity stay there, and it has no webhooks or conversions.
+    pub home: Option<String>,
     /// The trust its precompiled form was adopted on ([`Runtime::adopt`]), when it came with
     /// one: only that artifact, or one compiled here, is mapped for it.
     pub precompiled: Option<Adopted>,
@@ -103,6 +106,7 @@ impl Default for PluginOptions {
             clock: None,
             identity: None,
             tenant: false,
+            home: None,
             replaces: None,
             precompiled: None,
         }
@@ -217,6 +221,7 @@ impl Runtime {
             // Its identity's reads were reviewed by whoever loads it; they are re-reviewed later.
             rights: None,
             by_tenant: options.tenant,
+            home: options.home.as_deref(),
         };
         let identity = options.identity.as_deref().map(|source| Power::Identity {
             source,
@@ -245,6 +250,7 @@ impl Runtime {
                 registration: registration.clone(),
                 policies,
                 by_tenant: options.tenant,
+                home: options.home.clone(),
             }),
             memory_limit: options.memory_limit,
             budget: self.budget(&options, observer.clone()),

@@ -163,6 +163,19 @@ pub async fn rbac_with(
     Ok(String::from_utf8(output.stdout)?)
 }
 
+/// `wasmop migrate` on `plane`: what it printed.
+pub async fn migrate(plane: &wasmop_envtest::ControlPlane) -> anyhow::Result<String> {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .args(["migrate", "--kubeconfig"])
+        .arg(plane.kubeconfig_path())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await?;
+    let printed = String::from_utf8(output.stdout)?;
+    anyhow::ensure!(output.status.success(), "wasmop migrate failed: {printed}");
+    Ok(printed)
+}
+
 /// The audited requests of `user` since `log`'s last read, as `verb resource/name`.
 pub fn requests_by(log: &mut wasmop_envtest::AuditLog, user: &str) -> anyhow::Result<Vec<String>> {
     Ok(log

@@ -189,8 +189,14 @@ pub async fn logs(plane: &ControlPlane, pod: &str) -> String {
 
 /// Applies the WasmReconciler `name` whose spec is `spec` (YAML lines indented by two spaces).
 pub async fn apply_reconciler(plane: &ControlPlane, name: &str, spec: &str) {
+    apply_reconciler_of(plane, "ClusterWasmReconciler", name, spec).await
+}
+
+/// Applies the cluster-scoped `kind` object `name` whose spec is `spec` (as [`apply_reconciler`];
+/// `WasmReconciler` on a host from before the split).
+pub async fn apply_reconciler_of(plane: &ControlPlane, kind: &str, name: &str, spec: &str) {
     let object = format!(
-        "apiVersion: wasmop.dev/v1alpha1\nkind: WasmReconciler\nmetadata:\n  name: {name}\nspec:\n{spec}"
+        "apiVersion: wasmop.dev/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{spec}"
     );
     plane
         .run_kubectl(&["apply", "-f", "-"], Some(&object))
@@ -237,6 +243,11 @@ fn webhook_secret(namespace: &str) -> String {
 /// Puts the component `component` in a ConfigMap of [`NAMESPACE`] and applies a WasmReconciler
 /// of the same name loading it from there, pinned by its digest.
 pub async fn apply_module_reconciler(plane: &ControlPlane, component: &str) {
+    apply_module_reconciler_of(plane, "ClusterWasmReconciler", component).await
+}
+
+/// As [`apply_module_reconciler`], as a cluster-scoped `kind` object.
+pub async fn apply_module_reconciler_of(plane: &ControlPlane, kind: &str, component: &str) {
     let file = repo().join(format!("target/components/{component}.wasm"));
     let wasm = std::fs::read(file).unwrap();
     let sha256 = wasmop::plugins::digest(&wasm)
@@ -255,7 +266,7 @@ pub async fn apply_module_reconciler(plane: &ControlPlane, component: &str) {
     let module = format!(
         "  module:\n    sha256: {sha256}\n    configMap: {{namespace: {NAMESPACE}, name: {component}, key: module.wasm}}\n"
     );
-    apply_reconciler(plane, component, &module).await;
+    apply_reconciler_of(plane, kind, component, &module).await;
 }
 
 /// Creates [`NAMESPACE`] with the webhooks' certificate Secret in it, as cert-manager would.

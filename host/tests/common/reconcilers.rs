@@ -10,18 +10,30 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-/// The cluster's WasmReconcilers.
+/// The cluster's ClusterWasmReconcilers.
 pub fn api(client: kube::Client) -> Api<DynamicObject> {
-    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", "WasmReconciler");
-    let resource = kube::core::ApiResource::from_gvk_with_plural(&kind, "wasmreconcilers");
-    Api::all_with(client, &resource)
+    Api::all_with(client, &resource("ClusterWasmReconciler"))
 }
 
-/// Installs the WasmReconciler CRD on `plane` (idempotent).
+/// The WasmReconcilers of `namespace`.
+pub fn namespaced(client: kube::Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client, namespace, &resource("WasmReconciler"))
+}
+
+/// The resource of `kind`, one of the two.
+fn resource(kind: &str) -> kube::core::ApiResource {
+    let plural = format!("{}s", kind.to_ascii_lowercase());
+    let kind = kube::api::GroupVersionKind::gvk("wasmop.dev", "v1alpha1", kind);
+    kube::core::ApiResource::from_gvk_with_plural(&kind, &plural)
+}
+
+/// Installs the WasmReconciler and ClusterWasmReconciler CRDs on `plane` (idempotent).
 pub async fn install_crd(plane: &wasmop_envtest::ControlPlane) -> anyhow::Result<()> {
-    let crd =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/wasmreconciler.yaml");
-    plane.install_crds(&[crd]).await?;
+    let crds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds");
+    let files = ["wasmreconciler.yaml", "clusterwasmreconciler.yaml"];
+    plane
+        .install_crds(&files.map(|file| crds.join(file)))
+        .await?;
     Ok(())
 }
 

@@ -191,7 +191,7 @@ async fn a_teams_precompiled_layer_never_runs_as_the_operators_plugin() -> anyho
         let team = host("bytes-team", &["--wasm-reconcilers"])?;
         let api = common::reconcilers::api(client.clone());
         let reconciler: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "bytes-team"},
             "spec": {"module": {"oci": {"reference": pinned}}},
         }))?;
@@ -296,7 +296,7 @@ async fn the_offline_store_serves_a_private_module_only_to_its_pull_secret() -> 
         let create = |name: &'static str, secret: Option<&str>| {
             let pull_secret = secret.map(|name| json!({"namespace": modules, "name": name}));
             let object = json!({
-                "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+                "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
                 "metadata": {"name": name},
                 "spec": {"module": {"oci": {"reference": reference, "pullSecret": pull_secret}}},
             });

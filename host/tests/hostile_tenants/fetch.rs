@@ -272,7 +272,7 @@ async fn twenty_tenants_applying_50_mib_modules_at_once_stay_under_the_pod_limit
         let started = Instant::now();
         let creates = pins.iter().enumerate().map(|(n, pin)| {
             let object: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+                "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
                 "metadata": {"name": format!("fetch-flood-{n:02}")},
                 "spec": {
                     "module": {"url": format!("http://127.0.0.1:{port}/{n}"), "sha256": pin},

@@ -62,7 +62,7 @@ async fn a_tenant_never_takes_an_operator_plugins_name_or_identity() -> anyhow::
 
         let api = common::reconcilers::api(client.clone());
         let squatter: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+            "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
             "metadata": {"name": "guest-good"}, "spec": {"module": module},
         }))?;
         api.create(&PostParams::default(), &squatter).await?;
@@ -121,7 +121,7 @@ async fn a_tenant_never_takes_an_operator_plugins_name_or_identity() -> anyhow::
         let rows: Vec<Value> = serde_json::from_str(&table)?;
         let tenant_row = rows
             .iter()
-            .find(|r| r["source"] == "wasmreconciler/guest-good")
+            .find(|r| r["source"] == "clusterwasmreconciler/guest-good")
             .expect("the tenant's source is listed");
         assert!(tenant_row["digest"].is_null(), "{tenant_row}");
         common::seen_by_good(&configmaps, "by-the-operator").await?;

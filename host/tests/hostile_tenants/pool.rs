@@ -74,7 +74,7 @@ async fn tenant(
         .create(&PostParams::default(), &configmap)
         .await?;
     let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+        "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
         "metadata": {"name": name},
         "spec": {
             "module": {"configMap": {"namespace": namespace, "name": name, "key": "module.wasm"}, "sha256": sha256},

@@ -35,18 +35,18 @@ fn module_digest(name: &str) -> anyhow::Result<String> {
 
 fn reconciler(name: &str, module: Value) -> anyhow::Result<DynamicObject> {
     Ok(serde_json::from_value(json!({
-        "apiVersion": "wasmop.dev/v1alpha1", "kind": "WasmReconciler",
+        "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
         "metadata": {"name": name}, "spec": {"module": module},
     }))?)
 }
 
 /// A policy letting the host read modules (and pull secrets) from `namespace`, reach loopback
-/// registries, and let `webapp` convert WebApps.
+/// registries, and let the tenants' `webapp` convert WebApps.
 fn policy(plane: &ControlPlane, namespace: &str) -> anyhow::Result<std::path::PathBuf> {
     let file = plane.dir().join(format!("{namespace}-policy.yaml"));
     let text = format!(
         "modules: {{namespaces: [{namespace}], private-addresses: true}}\n\
-         conversions: {{example.wasmop.dev/WebApp: webapp}}\n"
+         conversions: {{example.wasmop.dev/WebApp: clusterwasmreconciler/webapp}}\n"
     );
     std::fs::write(&file, text)?;
     Ok(file)
@@ -415,7 +415,7 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
             .join(format!("signatures-required-{require}.yaml"));
         let text = format!(
             "modules: {{private-addresses: true}}\n\
-             conversions: {{example.wasmop.dev/WebApp: webapp}}\n\
+             conversions: {{example.wasmop.dev/WebApp: clusterwasmreconciler/webapp}}\n\
              signatures:\n  keys: {{release: {release_pub}, ops: {ops_pub}}}\n  require: {require}\n"
         );
         std::fs::write(&file, text).map(|()| file)

@@ -13,7 +13,7 @@
 //!     namespaces: [team-a]        # all (and cluster-scoped kinds) when absent
 //! conversions:                    # custom resources whose conversion a plugin may own (none
 //!                                 # with a policy unless named; any without a policy file)
-//!   example.wasmop.dev/WebApp: webapp
+//!   example.wasmop.dev/WebApp: webapp   # a ClusterWasmReconciler's: clusterwasmreconciler/NAME
 //! identities:                     # identity mode: a source running as another plugin's name
 //!   webapp-canary: webapp
 //! modules:                        # where WasmReconciler modules may be read from
@@ -172,6 +172,9 @@ fn names(
 }
 
 /// A plugin name, as `describe()` declares one.
+/// What the policy's grants by name call a `ClusterWasmReconciler`'s plugin before its name.
+const TENANTS: &str = "clusterwasmreconciler/";
+
 fn plugin_name(name: &str) -> Result<(), String> {
     match dns_label(name) {
         true => Ok(()),
@@ -179,10 +182,11 @@ fn plugin_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// `conversions`: `group/Kind` of a custom resource to the plugin that may convert it.
+/// `conversions`: `group/Kind` of a custom resource to the plugin that may convert it: an
+/// operator's plugin by its name, a `ClusterWasmReconciler`'s as `clusterwasmreconciler/<name>`.
 fn conversions(value: &Value) -> Result<Vec<Conversion>, String> {
     let named = names(value, |kind, plugin| {
-        plugin_name(plugin)?;
+        plugin_name(plugin.strip_prefix(TENANTS).unwrap_or(plugin))?;
         let pattern = KindPattern::parse(kind)?;
         match (&pattern.group, &pattern.version, &pattern.kind) {
             (Some(group), None, Some(_)) if !group.is_empty() && !kind.contains("*") => Ok(()),
@@ -457,6 +461,12 @@ mod tests {
         assert!(error("conversions: {WebApp: webapp}\n").contains("group/Kind"));
         assert!(error("conversions: {example.com/*: webapp}\n").contains("group/Kind"));
         assert!(error("identities: {a: Web_App}\n").contains("not a plugin name"));
+        let tenants = "conversions: {example.wasmop.dev/WebApp: clusterwasmreconciler/webapp}\n";
+        let tenants = parse(tenants).unwrap();
+        assert!(tenants.may_convert("clusterwasmreconciler/webapp", &webapp));
+        assert!(!tenants.may_convert("webapp", &webapp));
+        let namespaced = "conversions: {example.wasmop.dev/WebApp: wasmreconciler/team/webapp}\n";
+        assert!(error(namespaced).contains("not a plugin name"));
         assert!(error("modules: {private-addresses: yes please}\n").contains("true or false"));
         let document = super::super::yaml(text).unwrap();
         let refused = narrowing(&document).unwrap_err();

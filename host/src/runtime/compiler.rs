@@ -34,6 +34,10 @@ const STDERR_TAIL: usize = 2048;
 /// What the Rust runtime prints before aborting when an allocation fails.
 const ALLOCATION_FAILED: &str = "memory allocation of";
 
+/// What the worker prints when the compiler's own fallible allocation fails (it exits, not
+/// aborts).
+const COMPILER_OUT_OF_MEMORY: &str = "Error: out of memory";
+
 /// SIGKILL on Linux: the out-of-memory killer's signal.
 const SIGKILL: i32 = 9;
 
@@ -198,7 +202,11 @@ impl CompileWorker {
         command
             .arg(WORKER_COMMAND)
             .arg("--compiler")
-            .arg(backend.name());
+            .arg(backend.name())
+            // A worker out of memory must die at once: a backtrace would allocate in the
+            // allocation-failure handler and hang the worker, and its compile slot, forever.
+            .env("RUST_BACKTRACE", "0")
+            .env_remove("RUST_LIB_BACKTRACE");
         if let Some(limit) = self.memory_limit {
             command.arg("--memory-limit").arg(limit.to_string());
         }
@@ -247,6 +255,13 @@ impl CompileWorker {
             (Some(_), Some(limit)) if stderr.contains(ALLOCATION_FAILED) => {
                 Err(WorkerError::OutOfMemory { limit })
             }
+            (None, Some(limit))
+                if stderr
+                    .lines()
+                    .any(|l| l.starts_with(COMPILER_OUT_OF_MEMORY)) =>
+            {
+                Err(WorkerError::OutOfMemory { limit })
+            }
             (Some(signal), _) if signal == SIGKILL => Err(WorkerError::Killed { signal }),
             (signal, _) => Err(WorkerError::Failed(format!(
                 "the compiler process failed ({}): {}",
@@ -273,6 +288,11 @@ pub fn run_worker(memory_limit: Option<u64>, backend: Backend) -> std::io::Resul
         tracing::warn!("the compiler cannot volunteer for the out-of-memory killer: {error}");
     }
     if let Some(limit) = memory_limit {
+        // The compiler's threads are made before the limit: a thread the limit refuses fails the
+        // compile as a panic, where running out of memory must fail it as an allocation.
+        rayon_core::ThreadPoolBuilder::new()
+            .build_global()
+            .map_err(std::io::Error::other)?;
         let limit = rustix::process::Rlimit {
             current: Some(limit),
             maximum: Some(limit),

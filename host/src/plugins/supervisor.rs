@@ -57,8 +57,8 @@ pub struct Supervisor {
     handle: PluginHandle,
     commands: mpsc::Receiver<Command>,
     preparing: JoinSet<PreparedChange>,
-    /// Controllers draining: their plugin's name, and whether they drained in time.
-    stopping: JoinSet<(String, bool)>,
+    /// Controllers draining: their plugin's name if a tenant's, and whether they drained in time.
+    stopping: JoinSet<(Option<String>, bool)>,
 }
 
 impl Supervisor {
@@ -378,10 +378,11 @@ impl Supervisor {
         });
     }
 
-    /// Forgets the metric series of a drained controller's plugin, unless a loaded plugin has its
+    /// Forgets the metric series of a drained controller's plugin if a tenant installed it (its
+    /// object is gone; the operator's plugins keep their counts), unless a loaded plugin has its
     /// name again.
-    fn stopped(&self, stopped: Result<(String, bool), JoinError>) {
-        if let Ok((name, _)) = stopped
+    fn stopped(&self, stopped: Result<(Option<String>, bool), JoinError>) {
+        if let Ok((Some(name), _)) = stopped
             && !self.registry.has_name(&name)
         {
             self.metrics.forget_plugin(&name);
@@ -389,10 +390,12 @@ impl Supervisor {
     }
 }
 
-/// Stops `controller` by `deadline`: its plugin's name, and whether it drained in time.
-async fn stop(controller: Controller, deadline: Instant) -> (String, bool) {
-    let name = controller.plugin().name().to_owned();
-    (name, controller.stop(deadline).await)
+/// Stops `controller` by `deadline`: its plugin's name if a tenant installed it, and whether it
+/// drained in time.
+async fn stop(controller: Controller, deadline: Instant) -> (Option<String>, bool) {
+    let plugin = controller.plugin();
+    let tenants = plugin.by_tenant().then(|| plugin.name().to_owned());
+    (tenants, controller.stop(deadline).await)
 }
 
 #[cfg(test)]

@@ -67,7 +67,23 @@ pub async fn store_module(
     namespace: &str,
     name: &str,
 ) -> anyhow::Result<Value> {
-    let bytes = std::fs::read(super::component(name))?;
+    store_bytes(
+        plane,
+        namespace,
+        name,
+        std::fs::read(super::component(name))?,
+    )
+    .await
+}
+
+/// Stores `bytes` in ConfigMap `name` of `namespace` (key `module.wasm`); returns the
+/// `spec.module` that loads them, pinned by their digest.
+pub async fn store_bytes(
+    plane: &wasmop_envtest::ControlPlane,
+    namespace: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> anyhow::Result<Value> {
     let pin = wasmop::plugins::digest(&bytes)
         .trim_start_matches("sha256:")
         .to_owned();

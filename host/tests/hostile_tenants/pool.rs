@@ -5,14 +5,12 @@
 //! with the whole budget taken, while a tenant's plugin keeps reconciling beside it. Deleting a
 //! tenant's WasmReconciler (loaded or refused) takes its metric series out of `/metrics`.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
-use wasmop::plugins::{PluginState, PluginStatus, digest};
+use wasmop::plugins::{PluginState, PluginStatus};
 use wasmop_envtest::{ControlPlane, within};
 
 use crate::common;
@@ -60,28 +58,16 @@ async fn tenant(
     name: &str,
     bytes: Vec<u8>,
 ) -> anyhow::Result<()> {
-    let client = plane.client().await?;
-    let sha256 = digest(&bytes).trim_start_matches("sha256:").to_owned();
-    let configmap = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        binary_data: Some(BTreeMap::from([("module.wasm".into(), ByteString(bytes))])),
-        ..Default::default()
-    };
-    Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &configmap)
-        .await?;
+    let module = common::reconcilers::store_bytes(plane, namespace, name, bytes).await?;
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
         "metadata": {"name": name},
         "spec": {
-            "module": {"configMap": {"namespace": namespace, "name": name, "key": "module.wasm"}, "sha256": sha256},
+            "module": module,
             "memoryLimit": format!("{}Mi", TENANT_SHARE / MI),
         },
     }))?;
-    common::reconcilers::api(client)
+    common::reconcilers::api(plane.client().await?)
         .create(&PostParams::default(), &object)
         .await?;
     Ok(())

@@ -151,8 +151,8 @@ pub struct Subject<'a> {
     /// source, so no tenant takes a grant meant for an operator's plugin by declaring its name.
     pub by_tenant: bool,
     /// The namespace of the namespaced `WasmReconciler` that installed the plugin: the plugin
-    /// writes, records events, sets owner references and reads its module only there, and has
-    /// no webhook or conversion (those reach every namespace).
+    /// reads, writes, records events, sets owner references and reads its module only there,
+    /// and has no webhook or conversion (those reach every namespace).
     pub home: Option<&'a str>,
 }
 
@@ -176,8 +176,9 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
     match power {
         Power::Call(verb, kind, namespace) => {
             subject.grant(verb, kind, namespace, &what(power))?;
+            subject.at_home(namespace, &what(power))?;
             match verb.writes() {
-                true => subject.at_home(namespace, &what(power)),
+                true => Ok(()),
                 false => subject.current(kind, namespace, &what(power)),
             }
         }
@@ -236,17 +237,19 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
     }
 }
 
-/// Every power `registration` and `webhooks` imply, to be checked when the plugin loads.
+/// Every power `registration` and `webhooks` imply, to be checked when the plugin loads; a
+/// grant across namespaces is, for a plugin confined to `home`, the same grant there.
 pub fn implied<'a>(
     registration: &'a Registration,
     webhooks: Option<&'a WebhookRegistration>,
+    home: Option<&'a str>,
 ) -> Vec<Power<'a>> {
     let grants = registration
         .grants()
         .map(|(kind, verb, namespaces)| (verb, kind, namespaces));
     let mut powers: Vec<Power> = grants
         .flat_map(|(verb, kind, namespaces)| match namespaces {
-            [] => vec![Power::Call(verb, kind, "")],
+            [] => vec![Power::Call(verb, kind, home.unwrap_or_default())],
             some => some
                 .iter()
                 .map(|n| Power::Call(verb, kind, n.as_str()))
@@ -528,7 +531,7 @@ mod tests {
             by_tenant: false,
             home: None,
         };
-        implied(registration, webhooks)
+        implied(registration, webhooks, None)
             .into_iter()
             .find_map(|power| check(subject, power).err())
             .map(|denied| denied.to_string())
@@ -889,7 +892,20 @@ mod tests {
             let reason = check(subject, create(elsewhere)).unwrap_err();
             assert!(matches!(reason, Denied::Confined { .. }), "{reason:?}");
         }
-        assert!(check(subject, Power::Call(Verb::Get, &configmap(), "team-b")).is_ok());
+        let read = |namespace| Power::Call(Verb::Get, &plugin.permissions[0].kind, namespace);
+        assert_eq!(check(subject, read("team-a")), Ok(()));
+        for elsewhere in ["team-b", ""] {
+            let reason = check(subject, read(elsewhere)).unwrap_err();
+            assert!(matches!(reason, Denied::Confined { .. }), "{reason:?}");
+        }
+        // What it declared across namespaces it is granted at home, and only there.
+        let at_load = implied(&plugin, None, Some("team-a"));
+        assert!(at_load.iter().all(|power| check(subject, *power).is_ok()));
+        assert!(
+            implied(&plugin, None, None)
+                .iter()
+                .any(|p| check(subject, *p).is_err())
+        );
         assert_eq!(check(subject, Power::Event("team-a")), Ok(()));
         assert!(check(subject, Power::Event("team-b")).is_err());
         assert!(check(subject, Power::Own(&plugin.primary, "team-b")).is_err());

@@ -109,12 +109,13 @@ impl Informed {
         let mut map_tasks = Vec::new();
         let primary = registration.primary.clone();
         let own_key: Map = Arc::new(|object: &CachedObject| vec![object.key.clone()]);
+        let home = plugin.home();
         let subscribe =
             |kind: &GroupVersionKind, predicates: &[Predicate], map: Map, subject: &str| {
-                let reasons = Reasons::new(subject);
-                source(self.of(kind), queue, (predicates, None), (map, reasons))
+                let filter = Filter::new(predicates, None, home);
+                source(self.of(kind), queue, filter, (map, Reasons::new(subject)))
             };
-        let primary_filter = (registration.predicates.as_slice(), drain);
+        let primary_filter = Filter::new(&registration.predicates, drain, home);
         let primary_map = (own_key, Reasons::new("object"));
         subscriptions.push(source(
             self.of(&primary),
@@ -197,24 +198,51 @@ pub(super) fn informed_kinds(
         })
 }
 
-/// Subscribes a source: events that pass `predicates`, or change the label `always`, are mapped
-/// to keys and queued for their reason.
+/// Which changes a source passes on.
+struct Filter {
+    /// Its predicates.
+    predicates: Vec<Predicate>,
+    /// A label whose change passes whatever the predicates say.
+    always: Option<String>,
+    /// The only namespace whose objects it sees (a namespaced tenant's plugin's).
+    home: Option<String>,
+}
+
+impl Filter {
+    fn new(predicates: &[Predicate], always: Option<&str>, home: Option<&str>) -> Self {
+        Filter {
+            predicates: predicates.to_vec(),
+            always: always.map(str::to_owned),
+            home: home.map(str::to_owned),
+        }
+    }
+
+    fn passes(&self, object: &CachedObject, change: &Change) -> bool {
+        let at_home = self
+            .home
+            .as_ref()
+            .is_none_or(|home| *home == object.key.namespace);
+        at_home
+            && (passes(&self.predicates, change) || label_changed(self.always.as_deref(), change))
+    }
+}
+
+/// Subscribes a source: events that pass its filter are mapped to keys and queued for their
+/// reason.
 fn source(
     informer: &Arc<Informer>,
     queue: &Arc<Queue<ObjectKey>>,
-    (predicates, always): (&[Predicate], Option<&str>),
+    filter: Filter,
     (map, reasons): (Map, Reasons),
 ) -> Subscription {
     let queue = Arc::downgrade(queue);
-    let predicates = predicates.to_vec();
-    let always = always.map(str::to_owned);
     let handler: Handler = Arc::new(move |change: &Change| {
         let (Some(queue), Some(object)) =
             (queue.upgrade(), change.new.as_ref().or(change.old.as_ref()))
         else {
             return;
         };
-        if !passes(&predicates, change) && !label_changed(always.as_deref(), change) {
+        if !filter.passes(object, change) {
             return;
         }
         let priority = if change.initial { LOW_PRIORITY } else { 0 };
@@ -403,5 +431,23 @@ mod tests {
         );
         assert_eq!(backlog.pop().await.key.name, "quiet");
         assert!(backlog.waiting.lock().unwrap().1.is_empty());
+    }
+
+    #[test]
+    fn a_confined_source_passes_only_its_namespace() {
+        let added = |object: &Arc<CachedObject>| Change {
+            old: None,
+            new: Some(object.clone()),
+            initial: false,
+        };
+        let ours = object("ours", "1");
+        let mut theirs = (*object("theirs", "1")).clone();
+        theirs.key.namespace = "b".to_owned();
+        let theirs = Arc::new(theirs);
+        let confined = Filter::new(&[], None, Some("a"));
+        assert!(confined.passes(&ours, &added(&ours)));
+        assert!(!confined.passes(&theirs, &added(&theirs)));
+        let cluster = Filter::new(&[], None, None);
+        assert!(cluster.passes(&theirs, &added(&theirs)));
     }
 }

@@ -204,7 +204,7 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
         by_tenant: false,
         home: None,
     };
-    for power in capability::implied(&registration, None) {
+    for power in capability::implied(&registration, None, None) {
         let _ = capability::check(subject, power);
     }
     Ok(())

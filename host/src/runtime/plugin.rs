@@ -227,7 +227,8 @@ impl Runtime {
             source,
             declared: &registration.name,
         });
-        let implied = capability::implied(&registration, webhooks.as_ref());
+        let implied =
+            capability::implied(&registration, webhooks.as_ref(), options.home.as_deref());
         for power in identity.into_iter().chain(implied) {
             capability::check(subject, power).map_err(|why| RuntimeError::Refused {
                 file: file.clone(),
@@ -683,7 +684,8 @@ impl Plugin {
     }
 
     /// Asks the guest which primary objects a changed object of a watched kind maps to. More
-    /// keys than the plugin's limit, or a key that is not a valid object key, fails the call.
+    /// keys than the plugin's limit, a key that is not a valid object key, or one outside the
+    /// namespace it is confined to, fails the call.
     pub async fn map(
         &self,
         kind: &GroupVersionKind,
@@ -718,6 +720,12 @@ impl Plugin {
             boundary::namespace(&mapped.namespace)
                 .and_then(|()| boundary::name(&mapped.name))
                 .map_err(|reason| refused(format!("map returned an invalid key: {reason}")))?;
+            if let Some(home) = self.home().filter(|home| *home != mapped.namespace) {
+                return Err(refused(format!(
+                    "map returned a key in namespace {:?}: its WasmReconciler confines it to {home}",
+                    mapped.namespace
+                )));
+            }
         }
         Ok(keys)
     }

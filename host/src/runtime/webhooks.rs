@@ -122,6 +122,12 @@ impl Plugin {
         self.webhook_timeout
     }
 
+    /// The namespace its namespaced `WasmReconciler` confines it to, if any: it is given no
+    /// object or key outside it.
+    pub fn home(&self) -> Option<&str> {
+        self.context.grant.as_ref()?.home.as_deref()
+    }
+
     /// Whether the plugin may use `power` now; the error says why not.
     pub fn check(&self, power: Power<'_>) -> Result<(), String> {
         match &self.context.grant {

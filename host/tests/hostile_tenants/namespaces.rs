@@ -2,7 +2,8 @@
 //! tenant's module and registry pull secret (in a namespace the operator's policy lists for
 //! modules) and loads a plugin that writes in another namespace: each is refused with the reason
 //! in its status, and nothing of the other namespace is read. The same plugin applied in the
-//! namespace it writes in loads from a ConfigMap there and runs. Cluster-scoped
+//! namespace it writes in loads from a ConfigMap there and runs; a plugin granted every
+//! namespace, applied there, is given that namespace's objects only. Cluster-scoped
 //! `WasmReconciler`s of a host from before the split are moved by `wasmop migrate` to
 //! `ClusterWasmReconciler`s, losing none, while a host keeps their plugins loaded.
 
@@ -64,10 +65,12 @@ async fn a_namespaced_tenant_reads_and_writes_only_in_its_namespace() -> anyhow:
         std::fs::write(&policy, format!("modules: {{namespaces: [{other}]}}\n"))?;
         let mut audit = plane.audit_log();
         audit.read_new()?;
+        let metrics = common::scrape::free_address();
         let _host = common::host(plane)
             .arg("--wasm-reconcilers")
             .arg("--policy")
             .arg(&policy)
+            .args(["--metrics-bind-address", &metrics])
             .spawn()?;
 
         // In its own namespace, the tenant names the other tenant's module and pull secret.
@@ -123,10 +126,39 @@ async fn a_namespaced_tenant_reads_and_writes_only_in_its_namespace() -> anyhow:
         while events.list(&params).await?.items.iter().all(|e| e.reason.as_deref() != Some("Seen")) {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+
+        // A plugin granted ConfigMaps in every namespace, applied in narrow-home, sees only
+        // narrow-home's: team-b's ConfigMap, there before it loaded, is never given to it.
+        let theirs_map: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "theirs"}}))?;
+        let their_configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &other);
+        their_configmaps.create(&PostParams::default(), &theirs_map).await?;
+        let good = common::reconcilers::store_module(plane, HOME, "guest-good").await?;
+        apply(&home, "guest-good", good).await?;
+        status_until(&home, "guest-good", ready).await?;
+        common::seen_by_good(&configmaps, "ours").await?;
+        let annotations = their_configmaps.get("theirs").await?.metadata.annotations;
+        assert!(
+            !annotations.unwrap_or_default().contains_key("guest-good.wasmop.dev/seen"),
+            "a plugin of {HOME} reconciled a ConfigMap of {other}"
+        );
+        // Nor was it asked to: no reconcile of guest-good failed, no call of it was refused.
+        let (_, text) = common::scrape::get(&metrics, "/metrics").await?;
+        let samples = common::scrape::parse(&text);
+        let failed = [("controller", "guest-good"), ("result", "error")];
+        let failed = common::scrape::value(&samples, "controller_runtime_reconcile_total", &failed);
+        let refused = samples
+            .get("wasmop_plugin_refusals_total")
+            .into_iter()
+            .flatten()
+            .filter(|(labels, _)| labels.get("plugin").is_some_and(|p| p == "guest-good"))
+            .map(|(_, value)| value)
+            .sum::<f64>();
+        assert_eq!((failed.unwrap_or(0.0), refused), (0.0, 0.0), "guest-good met {other}'s objects");
         println!(
             "NAMESPACES: a tenant of {HOME} naming {other}'s module and pull secret: \
              SourceRefused, 0 reads in {other}; guest-narrow applied in {other}: {confined}; \
-             applied in {HOME}: Ready, its event recorded there"
+             applied in {HOME}: Ready, its event recorded there; guest-good (ConfigMaps in every \
+             namespace) applied in {HOME}: annotated {HOME}'s ConfigMap, never {other}'s"
         );
         Ok(())
     })

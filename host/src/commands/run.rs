@@ -28,9 +28,12 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
         options.identities = Some(Identities::new(config, namespace.clone()));
     }
     tracing::info!(namespaces = %options.namespaces, "watching");
-    let store = Store::new(options.runtime.cache_dir.join("pulled"));
-    let mut registries = registries(&args.registry, Some(store)).await?;
+    let limit = u64::try_from(args.pulled_store_limit).unwrap_or(u64::MAX);
+    let store = Store::new(options.runtime.cache_dir.join("pulled")).with_limit(limit);
+    store.settle().await;
     let mut manager = Manager::new(client.clone(), options)?;
+    let _store_gauge = manager.metrics().register(store.gauge())?;
+    let mut registries = registries(&args.registry, Some(store)).await?;
     registries.engine = Some(manager.handle().runtime().engine_fingerprint());
     manager.serve().await?;
     for file in &args.plugins {

@@ -73,6 +73,11 @@ pub struct RunArgs {
     /// wait in line. With each module at most 64 MiB, it bounds the module bytes in memory.
     #[arg(long, env = "WASMOP_MAX_CONCURRENT_INSTALLS", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_installs: u16,
+    /// The most bytes of pulled components kept on disk (under the compile cache's `pulled/`)
+    /// for restarts while a registry is down; the least recently used go first. What a
+    /// WasmReconciler pulled goes with the object.
+    #[arg(long, env = "WASMOP_PULLED_STORE_LIMIT", default_value = "1Gi", value_parser = bytes)]
+    pub pulled_store_limit: usize,
     /// Log lines per second, and burst, all WasmReconcilers' plugins share (`PER_SECOND:BURST`),
     /// beside each plugin's own `--log-rate`; a line over it waits for its turn, counted as the
     /// plugin's log throttling.

@@ -426,7 +426,8 @@ impl Reconciler {
         handled.len() != before
     }
 
-    /// Unloads the plugin of the object keyed `name` unless the object is back in `store`.
+    /// Unloads the plugin of the object keyed `name`, and lets go of what it pulled, unless the
+    /// object is back in `store`.
     async fn unload_if_gone(&self, store: &Store<Watched>, name: &str) {
         let reference = match name.split_once('/') {
             Some((namespace, name)) => {
@@ -441,7 +442,11 @@ impl Reconciler {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
-        if let Ok(true) = self.plugins.remove(&self.source(name)).await {
+        let source = self.source(name);
+        if let Some(store) = &self.installer.registries.store {
+            store.release(&source).await;
+        }
+        if let Ok(true) = self.plugins.remove(&source).await {
             tracing::info!(
                 kind = self.scope.kind(),
                 object = name,
@@ -559,6 +564,12 @@ impl Installer {
             Ok(fetched) => {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
+                }
+                if let Some(store) = &self.registries.store {
+                    match &fetched.held {
+                        Some(held) => store.hold(source, held).await,
+                        None => store.release(source).await,
+                    }
                 }
                 let adopted = match fetched.precompiled {
                     Some(taken) => Some(self.adopt(source, taken).await),

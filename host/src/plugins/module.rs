@@ -31,7 +31,8 @@ use kube::Api;
 use super::address::{AddressError, CheckedAddresses};
 use super::digest;
 use super::oci::{
-    OciError, OciRef, PullSecretError, Registries, SignatureCheck, Taken, auth_from_dockerconfig,
+    Held, OciError, OciRef, PullSecretError, Registries, SignatureCheck, Taken,
+    auth_from_dockerconfig,
 };
 use wasmop_contract::capability::{self, Power, Subject};
 use wasmop_contract::{Ceiling, boundary};
@@ -226,6 +227,8 @@ pub struct Fetched {
     pub precompiled: Option<Taken>,
     /// Why the registry could not be reached, when the module is the copy pulled before.
     pub unreachable: Option<String>,
+    /// What a registry pull left in the pulled store, for the object to hold.
+    pub held: Option<Held>,
 }
 
 impl ModuleRef {
@@ -372,6 +375,7 @@ fn unsigned(bytes: Vec<u8>) -> Fetched {
         signed_by: None,
         precompiled: None,
         unreachable: None,
+        held: None,
     }
 }
 
@@ -424,6 +428,7 @@ impl Pull<'_> {
             signed_by: pulled.signed_by,
             precompiled: pulled.precompiled,
             unreachable: pulled.unreachable.map(|error| error.to_string()),
+            held: Some(pulled.held),
         })
     }
 }

@@ -48,7 +48,7 @@ pub use auth::{PullSecretError, auth_from_dockerconfig};
 pub use error::OciError;
 pub use reference::{OciRef, SCHEME};
 pub use signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION};
-pub use store::{Access, Store};
+pub use store::{Access, Held, Store};
 
 use super::module::{CONNECT_TIMEOUT, FETCH_TIMEOUT, MAX_MODULE_BYTES};
 use proxy::Proxy;
@@ -84,6 +84,8 @@ pub struct Pulled {
     pub module: Vec<u8>,
     /// The manifest's digest (`sha256:…`), as the reference pins it.
     pub digest: String,
+    /// What the pull left in the store (the manifest and component), for its source to hold.
+    pub held: Held,
     /// The trusted key that signed it, when a signature was asked for.
     pub signed_by: Option<String>,
     /// The component compiled ahead of time for [`Registries::engine`], when the artifact has
@@ -142,6 +144,8 @@ impl<'a> SignatureCheck<'a> {
 /// What one pull brought: the component and, when asked for, the digest's signatures.
 struct Fetched {
     module: Vec<u8>,
+    /// The component's digest.
+    component: String,
     signatures: Vec<Signature>,
     precompiled: Option<Taken>,
 }
@@ -191,6 +195,10 @@ impl Registries {
         Ok(Pulled {
             module: fetched.module,
             digest: reference.digest().to_owned(),
+            held: Held {
+                reference: reference.clone(),
+                component: fetched.component,
+            },
             precompiled: fetched.precompiled.filter(|_| signed_by.is_some()),
             signed_by,
             unreachable,
@@ -215,6 +223,7 @@ impl Registries {
         };
         Some(Fetched {
             module,
+            component: layer.digest,
             signatures,
             precompiled: None,
         })
@@ -303,6 +312,7 @@ impl Registries {
         }
         Ok(Fetched {
             module,
+            component: layer.digest,
             signatures,
             precompiled,
         })

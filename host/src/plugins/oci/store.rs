@@ -16,13 +16,19 @@
 //! access, and a manifest of one's own listing another repository's component does not get it
 //! without the registry. A file kept without a record is never given.
 //!
-//! The components held take at most [`STORE_LIMIT`] bytes: after each keep, the least recently
-//! used (kept or read) go first, with their access records.
+//! The components held take at most a limit of bytes ([`STORE_LIMIT`] unless set): after each
+//! keep, the least recently used (kept or read) go first, with their access records. A
+//! `WasmReconciler`'s pull is held by its source (`holders/<sha256 of the source>` lists the
+//! manifest and component it pulled last): when the object goes, what no other source holds goes
+//! with it. The bytes of components held are a gauge, `wasmop_pulled_store_bytes`.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use oci_client::secrets::RegistryAuth;
+use prometheus::{IntGauge, Opts};
 
 use super::OciRef;
 use super::signature::Signature;
@@ -46,29 +52,64 @@ impl Access {
     }
 }
 
-/// The most bytes of components the store keeps; the least recently used go first.
+/// The most bytes of components the store keeps unless set; the least recently used go first.
 pub const STORE_LIMIT: u64 = 1 << 30;
+
+/// What one pull left in the store: the manifest `reference` pins and its component.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The reference, pinned by the manifest's digest.
+    pub reference: OciRef,
+    /// The component's digest (`sha256:…`).
+    pub component: String,
+}
 
 /// A folder of pulled manifests and components.
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
     limit: u64,
+    /// Serialises what changes who holds what.
+    holders: Arc<tokio::sync::Mutex<()>>,
+    bytes: IntGauge,
 }
 
 impl Store {
     /// The store in `dir` (created on the first write), holding at most [`STORE_LIMIT`] bytes
     /// of components.
     pub fn new(dir: PathBuf) -> Self {
+        let opts = Opts::new(
+            "wasmop_pulled_store_bytes",
+            "Bytes of pulled components kept on disk for offline restarts (--pulled-store-limit)",
+        );
         Store {
             dir,
             limit: STORE_LIMIT,
+            holders: Arc::default(),
+            bytes: IntGauge::with_opts(opts).expect("a constant metric"),
         }
+    }
+
+    /// The same store, holding at most `limit` bytes of components.
+    pub fn with_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
     }
 
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The bytes of components held, as a gauge to register.
+    pub fn gauge(&self) -> IntGauge {
+        self.bytes.clone()
+    }
+
+    /// Measures what is held and evicts what is over the limit (a limit lowered since the last
+    /// run); for start-up.
+    pub async fn settle(&self) {
+        self.evict(Path::new("")).await;
     }
 
     fn manifest_file(&self, reference: &OciRef) -> PathBuf {
@@ -210,6 +251,71 @@ impl Store {
             let _ = tokio::fs::remove_file(self.blob_access_file(&stem)).await;
             tracing::info!(blob = %path.display(), "evicted a pulled component: the store is full");
         }
+        self.bytes.set(i64::try_from(total).unwrap_or(i64::MAX));
+    }
+
+    fn holder_file(&self, holder: &str) -> PathBuf {
+        let name = hex_of(&digest(holder.as_bytes())).to_owned();
+        self.dir.join("holders").join(name)
+    }
+
+    /// The lines naming what `held` left in the store, as a holder's record keeps them.
+    fn held_lines(&self, held: &Held) -> Vec<String> {
+        let manifest = self.manifest_file(&held.reference);
+        let manifest = manifest.file_name().unwrap_or_default().to_string_lossy();
+        vec![
+            format!("manifest {manifest}"),
+            format!("blob {}", hex_of(&held.component)),
+        ]
+    }
+
+    /// Records that `holder` (a `WasmReconciler`'s source) holds what `held` names, and nothing
+    /// it held before: that goes unless another source holds it.
+    pub async fn hold(&self, holder: &str, held: &Held) {
+        let _serial = self.holders.lock().await;
+        let file = self.holder_file(holder);
+        let before = lines_of(&file).await;
+        let now = self.held_lines(held);
+        if let Err(error) = write(&file, format!("{}\n", now.join("\n")).as_bytes()).await {
+            tracing::warn!(holder, dir = %self.dir.display(), "recording the pulled module's holder: {error}");
+        }
+        let released = before.into_iter().filter(|line| !now.contains(line));
+        self.remove_unheld(released.collect()).await;
+    }
+
+    /// Removes what `holder` held that no other source holds: its object is gone.
+    pub async fn release(&self, holder: &str) {
+        let _serial = self.holders.lock().await;
+        let file = self.holder_file(holder);
+        let held = lines_of(&file).await;
+        let _ = tokio::fs::remove_file(&file).await;
+        self.remove_unheld(held).await;
+    }
+
+    /// Removes the manifests and components `lines` name that no holder's record names.
+    async fn remove_unheld(&self, lines: Vec<String>) {
+        if lines.is_empty() {
+            return;
+        }
+        let mut held = HashSet::new();
+        if let Ok(mut records) = tokio::fs::read_dir(self.dir.join("holders")).await {
+            while let Ok(Some(record)) = records.next_entry().await {
+                held.extend(lines_of(&record.path()).await);
+            }
+        }
+        for line in lines.iter().filter(|line| !held.contains(*line)) {
+            let files = match line.split_once(' ') {
+                Some(("manifest", name)) => ["manifests", "access", "signatures"]
+                    .map(|folder| self.dir.join(folder).join(name))
+                    .to_vec(),
+                Some(("blob", hex)) => vec![self.blob_file(hex), self.blob_access_file(hex)],
+                _ => continue,
+            };
+            for file in files {
+                let _ = tokio::fs::remove_file(file).await;
+            }
+        }
+        self.evict(Path::new("")).await;
     }
 }
 
@@ -220,10 +326,15 @@ fn touch(file: &Path) {
     }
 }
 
+/// The lines of the record `file` (none if it is missing).
+async fn lines_of(file: &Path) -> Vec<String> {
+    let text = tokio::fs::read_to_string(file).await.unwrap_or_default();
+    text.lines().map(str::to_owned).collect()
+}
+
 /// Whether the access record `file` holds the line `line`.
 async fn recorded(file: &Path, line: &str) -> bool {
-    let text = tokio::fs::read_to_string(file).await.unwrap_or_default();
-    text.lines().any(|held| held == line)
+    lines_of(file).await.iter().any(|held| held == line)
 }
 
 /// Adds the line `line` to the access record `file`, unless it holds it.
@@ -363,5 +474,47 @@ mod tests {
         let held = |i: usize| store.blob_file(&kept[i].1).exists();
         assert_eq!((held(0), held(1), held(2)), (false, true, true));
         assert!(!store.blob_access_file(&kept[0].1).exists());
+    }
+
+    #[tokio::test]
+    async fn a_pull_goes_with_the_last_source_that_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_owned());
+        let public = Access::of("r.example", &RegistryAuth::Anonymous);
+        let mut pulls = Vec::new();
+        for n in 0..2u8 {
+            let manifest = vec![b'{', n, b'}'];
+            let reference = OciRef::parse(&format!("r.example/a@{}", digest(&manifest))).unwrap();
+            let module = vec![n; 1000];
+            let component = digest(&module);
+            store
+                .keep(&reference, &public, &manifest, &component, &module)
+                .await;
+            pulls.push(Held {
+                reference,
+                component,
+            });
+        }
+        assert_eq!(store.gauge().get(), 2000);
+        let kept = |held: &Held| {
+            let blob = store.blob_file(&held.component).exists();
+            (blob, store.manifest_file(&held.reference).exists())
+        };
+        store.hold("wasmreconciler/a/one", &pulls[0]).await;
+        store.hold("wasmreconciler/b/two", &pulls[0]).await;
+        store.release("wasmreconciler/a/one").await;
+        assert_eq!(
+            kept(&pulls[0]),
+            (true, true),
+            "another source still holds it"
+        );
+        // Moving to another digest lets go of the one held before.
+        store.hold("wasmreconciler/b/two", &pulls[1]).await;
+        assert_eq!(kept(&pulls[0]), (false, false));
+        assert!(!store.blob_access_file(&pulls[0].component).exists());
+        assert_eq!(store.gauge().get(), 1000);
+        store.release("wasmreconciler/b/two").await;
+        assert_eq!(kept(&pulls[1]), (false, false));
+        assert_eq!(store.gauge().get(), 0);
     }
 }

@@ -206,7 +206,11 @@ impl CompileWorker {
             // A worker out of memory must die at once: a backtrace would allocate in the
             // allocation-failure handler and hang the worker, and its compile slot, forever.
             .env("RUST_BACKTRACE", "0")
-            .env_remove("RUST_LIB_BACKTRACE");
+            .env_remove("RUST_LIB_BACKTRACE")
+            // Nor may the allocator want a thread under the limit: jemalloc starts a purging
+            // thread per arena as threads first allocate, and a refused one exits the worker
+            // as a failure, not as running out of memory. A worker lives for one compile.
+            .env("_RJEM_MALLOC_CONF", "background_thread:false");
         if let Some(limit) = self.memory_limit {
             command.arg("--memory-limit").arg(limit.to_string());
         }

@@ -41,12 +41,12 @@ fn reconciler(name: &str, module: Value) -> anyhow::Result<DynamicObject> {
 }
 
 /// A policy letting the host read modules (and pull secrets) from `namespace`, reach loopback
-/// registries, and let the tenants' `webapp` convert WebApps.
+/// registries, and let the ClusterWasmReconciler `oci-webapp` convert WebApps.
 fn policy(plane: &ControlPlane, namespace: &str) -> anyhow::Result<std::path::PathBuf> {
     let file = plane.dir().join(format!("{namespace}-policy.yaml"));
     let text = format!(
         "modules: {{namespaces: [{namespace}], private-addresses: true}}\n\
-         conversions: {{example.wasmop.dev/WebApp: clusterwasmreconciler/webapp}}\n"
+         conversions: {{example.wasmop.dev/WebApp: clusterwasmreconciler/oci-webapp}}\n"
     );
     std::fs::write(&file, text)?;
     Ok(file)
@@ -147,6 +147,21 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
     let held = api.get("oci-stalled").await?.data["status"].clone();
     assert!(held["conditions"].is_null(), "still in flight: {held}");
     api.delete("oci-stalled", &Default::default()).await?;
+    // The policy's conversion grant is oci-webapp's: another object loading the same plugin,
+    // whatever it declares, does not get it.
+    api.create(
+        &PostParams::default(),
+        &reconciler("oci-impostor", oci(&v1))?,
+    )
+    .await?;
+    let refused = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
+    let status = common::reconcilers::status_until(&api, "oci-impostor", refused).await?;
+    let message = common::reconcilers::condition(&status, "Degraded")["message"].to_string();
+    assert!(
+        message.contains("asks to convert") && message.contains("operator's policy"),
+        "{message}"
+    );
+    api.delete("oci-impostor", &Default::default()).await?;
     let apps = common::webapps(client.clone(), &work);
     apps.create(&PostParams::default(), &common::webapp("shop"))
         .await?;
@@ -206,6 +221,9 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
     api.delete("oci-webapp", &Default::default()).await?;
     common::terminate(host).await
 }
+
+/// The ClusterWasmReconciler of the signatures scenario, the one its policy lets convert.
+const SIGNED: &str = "signed-webapp";
 
 /// The password of the private registries, which must appear in no WasmReconciler.
 const PASSWORD: &str = "pw-that-must-not-leak";
@@ -415,7 +433,7 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
             .join(format!("signatures-required-{require}.yaml"));
         let text = format!(
             "modules: {{private-addresses: true}}\n\
-             conversions: {{example.wasmop.dev/WebApp: clusterwasmreconciler/webapp}}\n\
+             conversions: {{example.wasmop.dev/WebApp: clusterwasmreconciler/{SIGNED}}}\n\
              signatures:\n  keys: {{release: {release_pub}, ops: {ops_pub}}}\n  require: {require}\n"
         );
         std::fs::write(&file, text).map(|()| file)
@@ -498,15 +516,19 @@ async fn signatures_decide_what_runs(plane: &ControlPlane) -> anyhow::Result<()>
     let api = common::reconcilers::api(client.clone());
     let degraded = |s: &Value| common::reconcilers::condition(s, "Degraded")["status"] == "True";
     let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
-    let attempt = |name: &'static str, module: Value| {
+    // Each attempt is the ClusterWasmReconciler the policy lets convert WebApps, in turn.
+    let attempt = |label: &'static str, module: Value| {
         let api = api.clone();
         async move {
-            api.create(&PostParams::default(), &reconciler(name, module)?)
+            api.create(&PostParams::default(), &reconciler(SIGNED, module)?)
                 .await?;
             let done = |s: &Value| degraded(s) || ready(s);
-            let status = common::reconcilers::status_until(&api, name, done).await?;
-            api.delete(name, &Default::default()).await?;
-            println!("{name}: {status}");
+            let status = common::reconcilers::status_until(&api, SIGNED, done).await?;
+            api.delete(SIGNED, &Default::default()).await?;
+            while api.get_opt(SIGNED).await?.is_some() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            println!("{label}: {status}");
             anyhow::Ok(status)
         }
     };

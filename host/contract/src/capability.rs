@@ -146,10 +146,12 @@ pub struct Subject<'a> {
     pub policies: &'a [Ceiling],
     /// What the apiserver lets its own identity read now, in identity mode.
     pub rights: Option<&'a Rights>,
-    /// Whether a tenant installed the plugin (a `WasmReconciler` or `ClusterWasmReconciler`):
-    /// the operator's grants by name (`identities`, `conversions`) then speak of it only by its
-    /// source, so no tenant takes a grant meant for an operator's plugin by declaring its name.
-    pub by_tenant: bool,
+    /// The name of the object a tenant installed the plugin by (a `WasmReconciler` or
+    /// `ClusterWasmReconciler`; empty before the plugin has described itself), `None` for the
+    /// operator's plugins: the operator's grants by name (`identities`, `conversions`) then speak
+    /// of it only by that object, so no tenant takes a grant meant for an operator's plugin or
+    /// another tenant's by declaring its name.
+    pub tenant: Option<&'a str>,
     /// The namespace of the namespaced `WasmReconciler` that installed the plugin: the plugin
     /// reads, writes, records events, sets owner references and reads its module only there,
     /// and has no webhook or conversion (those reach every namespace).
@@ -165,7 +167,7 @@ impl<'a> Subject<'a> {
             registration: None,
             policies: std::slice::from_ref(policy),
             rights: None,
-            by_tenant: true,
+            tenant: Some(""),
             home,
         }
     }
@@ -212,9 +214,9 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
             subject.current(kind, namespace, &what(power))
         }
         Power::Identity { source, declared } => {
-            let runs_as = match subject.by_tenant {
-                true => source,
-                false => subject
+            let runs_as = match subject.tenant {
+                Some(_) => source,
+                None => subject
                     .policies
                     .first()
                     .map_or(source, |c| c.identity(source)),
@@ -290,13 +292,14 @@ fn plugin<'a>(subject: Subject<'a>) -> &'a str {
 }
 
 /// The name the operator's policy grants `subject`'s plugin powers by: its own for the
-/// operator's plugins, `clusterwasmreconciler/<name>` for a `ClusterWasmReconciler`'s (a
-/// namespaced `WasmReconciler`'s plugin is granted nothing by name).
+/// operator's plugins, `clusterwasmreconciler/<object>` for a `ClusterWasmReconciler`'s, by the
+/// object's name whatever the plugin declared (a namespaced `WasmReconciler`'s plugin is
+/// granted nothing by name).
 fn granted_name(subject: Subject<'_>) -> String {
-    match (subject.by_tenant, subject.home) {
-        (true, Some(home)) => format!("wasmreconciler/{home}/{}", plugin(subject)),
-        (true, None) => format!("clusterwasmreconciler/{}", plugin(subject)),
-        (false, _) => plugin(subject).to_owned(),
+    match (subject.tenant, subject.home) {
+        (Some(object), Some(home)) => format!("wasmreconciler/{home}/{object}"),
+        (Some(object), None) => format!("clusterwasmreconciler/{object}"),
+        (None, _) => plugin(subject).to_owned(),
     }
 }
 
@@ -528,7 +531,7 @@ mod tests {
             registration: Some(registration),
             policies,
             rights: None,
-            by_tenant: false,
+            tenant: None,
             home: None,
         };
         implied(registration, webhooks, None)
@@ -589,28 +592,34 @@ mod tests {
             }]),
             ..Ceiling::default()
         };
-        let subject = |policies, by_tenant| Subject {
+        let subject = |policies, tenant| Subject {
             registration: Some(&plugin),
             policies,
             rights: None,
-            by_tenant,
+            tenant,
             home: None,
         };
         let operators = [granting("webapp")];
         assert_eq!(
-            check(subject(&operators, false), Power::Convert(&webapp)),
+            check(subject(&operators, None), Power::Convert(&webapp)),
             Ok(())
         );
-        let reason = check(subject(&operators, true), Power::Convert(&webapp))
+        let reason = check(subject(&operators, Some("webapp")), Power::Convert(&webapp))
             .unwrap_err()
             .to_string();
         assert!(reason.contains("operator's policy"), "{reason}");
         let tenants = [granting("clusterwasmreconciler/webapp")];
         assert_eq!(
-            check(subject(&tenants, true), Power::Convert(&webapp)),
+            check(subject(&tenants, Some("webapp")), Power::Convert(&webapp)),
             Ok(())
         );
-        assert!(check(subject(&tenants, false), Power::Convert(&webapp)).is_err());
+        assert!(check(subject(&tenants, None), Power::Convert(&webapp)).is_err());
+        // Another object whose plugin declares the name gets nothing of the grant.
+        let reason = check(subject(&tenants, Some("impostor")), Power::Convert(&webapp));
+        assert!(
+            reason.is_err(),
+            "a grant by name went to what the plugin said"
+        );
     }
 
     #[test]
@@ -665,7 +674,7 @@ mod tests {
             registration: Some(&veto),
             policies,
             rights: None,
-            by_tenant: true,
+            tenant: Some("webapp"),
             home: None,
         };
         let open = [Ceiling::default()];
@@ -710,7 +719,7 @@ mod tests {
             registration: Some(&patcher),
             policies: &patches_there,
             rights: None,
-            by_tenant: false,
+            tenant: None,
             home: None,
         };
         let default = Power::Default(&patcher.primary, "");
@@ -797,7 +806,7 @@ mod tests {
             registration: Some(&plugin),
             policies: &policies,
             rights: None,
-            by_tenant: false,
+            tenant: None,
             home: None,
         };
         assert!(check(subject, Power::Event("team-a")).is_ok());
@@ -818,14 +827,14 @@ mod tests {
             registration: Some(&plugin),
             policies: &mapped,
             rights: None,
-            by_tenant: false,
+            tenant: None,
             home: None,
         };
         assert!(check(subject, identity("canary", "webapp")).is_ok());
         assert!(check(subject, identity("canary", "canary")).is_err());
         // A tenant's source named like the mapped one runs as itself, not as the operator's plugin.
         let tenant = Subject {
-            by_tenant: true,
+            tenant: Some("webapp"),
             ..subject
         };
         let reason = check(tenant, identity("canary", "webapp"))
@@ -842,7 +851,7 @@ mod tests {
             registration: None,
             policies: &tenant,
             rights: None,
-            by_tenant: true,
+            tenant: Some("webapp"),
             home: None,
         };
         assert!(check(subject, Power::ModuleObject("kube-system")).is_err());
@@ -883,7 +892,7 @@ mod tests {
             registration: Some(&plugin),
             policies: &policies,
             rights: None,
-            by_tenant: true,
+            tenant: Some("webapp"),
             home: Some("team-a"),
         };
         let create = |namespace| Power::Call(Verb::Create, &plugin.permissions[0].kind, namespace);
@@ -938,7 +947,7 @@ mod tests {
             registration: Some(&plugin),
             policies: &policies,
             rights: Some(&rights),
-            by_tenant: false,
+            tenant: None,
             home: None,
         };
         let read = Power::Call(Verb::Get, &plugin.primary, "shop");

@@ -201,7 +201,7 @@ fn a_sound_ceiling(ceiling: &Ceiling) -> Result<(), TestCaseError> {
         registration: Some(&registration),
         policies: &policies,
         rights: None,
-        by_tenant: false,
+        tenant: None,
         home: None,
     };
     for power in capability::implied(&registration, None, None) {

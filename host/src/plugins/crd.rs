@@ -628,7 +628,7 @@ impl Installer {
             Err(error) => return Err(("FetchFailed", error.to_string())),
         };
         let mut options = super::options(&limits);
-        options.tenant = true;
+        options.tenant = watched.object.metadata.name.clone();
         options.home = home.map(str::to_owned);
         options.precompiled = adopted;
         if let Some(policy) = &spec.policy {

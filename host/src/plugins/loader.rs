@@ -86,7 +86,7 @@ impl Loader {
             options.identity = Some(source_identity(file));
         }
         let home = options.home.clone();
-        let installer = Installer::of(options.tenant, home.as_deref());
+        let installer = Installer::of(options.tenant.is_some(), home.as_deref());
         let identity = std::sync::OnceLock::new();
         let reviewed = std::sync::OnceLock::new();
         let services = |registration: &Registration| {

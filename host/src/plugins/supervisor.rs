@@ -445,7 +445,7 @@ mod tests {
         async fn installed_by(&self, name: &str, tenant: bool) -> Arc<Plugin> {
             let host = MemoryHost::new();
             let options = PluginOptions {
-                tenant,
+                tenant: tenant.then(|| name.to_owned()),
                 ..PluginOptions::default()
             };
             let file = component(name);

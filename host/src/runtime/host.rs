@@ -63,8 +63,8 @@ pub(crate) struct Grant {
     /// The operator's policy, then the plugin's own if it has one.
     pub policies: Vec<Ceiling>,
     pub services: Services,
-    /// Whether a tenant installed it.
-    pub by_tenant: bool,
+    /// The name of the object a tenant installed it by, if a tenant did.
+    pub tenant: Option<String>,
     /// The namespace its namespaced `WasmReconciler` confines it to.
     pub home: Option<String>,
 }
@@ -76,7 +76,7 @@ impl Grant {
             registration: Some(&self.registration),
             policies: &self.policies,
             rights: self.services.rights.as_deref(),
-            by_tenant: self.by_tenant,
+            tenant: self.tenant.as_deref(),
             home: self.home.as_deref(),
         }
     }

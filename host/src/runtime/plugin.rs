@@ -66,10 +66,11 @@ pub struct PluginOptions {
     /// The source's own name, when the plugin will run as an identity of its own: it must
     /// declare that name (or the one the operator's policy maps the source to).
     pub identity: Option<String>,
-    /// Whether a tenant installed it (a `WasmReconciler`), not the operator (a `--plugin` file or
-    /// the plugin directory): tenants share what the operator's own plugins leave, and never take
-    /// an operator plugin's name or identity.
-    pub tenant: bool,
+    /// The name of the object a tenant installed it by (a `WasmReconciler` or
+    /// `ClusterWasmReconciler`), `None` when the operator did (a `--plugin` file or the plugin
+    /// directory): tenants share what the operator's own plugins leave, never take an operator
+    /// plugin's name or identity, and are granted by name only as their object.
+    pub tenant: Option<String>,
     /// The namespace of the namespaced `WasmReconciler` that installed it: its writes, events,
     /// owner references and identity stay there, and it has no webhooks or conversions.
     pub home: Option<String>,
@@ -105,7 +106,7 @@ impl Default for PluginOptions {
             ceiling: None,
             clock: None,
             identity: None,
-            tenant: false,
+            tenant: None,
             home: None,
             replaces: None,
             precompiled: None,
@@ -156,8 +157,8 @@ fn stem(file: &Path) -> Arc<str> {
 /// the version it replaces as given back.
 fn claimant(options: &PluginOptions, replaced: impl Fn(Shares) -> usize) -> Claimant {
     let who = match options.tenant {
-        true => Claimant::TENANT,
-        false => Claimant::OPERATOR,
+        Some(_) => Claimant::TENANT,
+        None => Claimant::OPERATOR,
     };
     who.replacing(options.replaces.map_or(0, replaced))
 }
@@ -220,7 +221,7 @@ impl Runtime {
             policies: &policies,
             // Its identity's reads were reviewed by whoever loads it; they are re-reviewed later.
             rights: None,
-            by_tenant: options.tenant,
+            tenant: options.tenant.as_deref(),
             home: options.home.as_deref(),
         };
         let identity = options.identity.as_deref().map(|source| Power::Identity {
@@ -250,7 +251,7 @@ impl Runtime {
                 services,
                 registration: registration.clone(),
                 policies,
-                by_tenant: options.tenant,
+                tenant: options.tenant.clone(),
                 home: options.home.clone(),
             }),
             memory_limit: options.memory_limit,
@@ -303,7 +304,7 @@ impl Runtime {
             };
             return Err(RuntimeError::NotAComponent { file, found });
         }
-        let asker = if options.tenant {
+        let asker = if options.tenant.is_some() {
             Asker::Tenant
         } else {
             Asker::Operator
@@ -394,7 +395,7 @@ impl Runtime {
                      --operator-reserved-memory)",
                     bound.whole,
                     self.guest_memory.unreserved(who),
-                    kept(options.tenant),
+                    kept(options.tenant.is_some()),
                     bound.reserve,
                 ),
             }
@@ -450,7 +451,7 @@ impl Runtime {
                 asked.instances,
                 self.pool().whole,
                 self.unreserved_instances(pool),
-                kept(options.tenant),
+                kept(options.tenant.is_some()),
                 self.pool().reserve,
             ),
         })?;
@@ -460,7 +461,7 @@ impl Runtime {
     /// A budget under `options`' limits; a tenant's also draws from the tenants' log bucket.
     fn budget(&self, options: &PluginOptions, observer: Arc<dyn Observer>) -> Budget {
         let budget = Budget::new(&options.limits, observer);
-        if options.tenant {
+        if options.tenant.is_some() {
             budget.sharing_logs(self.tenant_logs.clone())
         } else {
             budget
@@ -587,7 +588,10 @@ impl Plugin {
 
     /// Whether a tenant installed it (a `WasmReconciler`), not the operator.
     pub fn by_tenant(&self) -> bool {
-        self.context.grant.as_ref().is_some_and(|g| g.by_tenant)
+        self.context
+            .grant
+            .as_ref()
+            .is_some_and(|g| g.tenant.is_some())
     }
 
     /// The file it was loaded from.

@@ -502,8 +502,18 @@ impl Reconciler {
 
 impl Installer {
     /// Installs (or pauses) `watched`'s generation. A failure is also recorded as its source's
-    /// last error, which `wasmop plugins` shows beside the version still running.
+    /// last error, which `wasmop plugins` shows beside the version still running, and counted
+    /// by its reason.
     async fn install(&self, source: &str, watched: &Watched) -> Outcome {
+        let outcome = self.attempt(source, watched).await;
+        if let Outcome::Failed { reason, .. } = &outcome {
+            self.installs.failed(reason);
+        }
+        outcome
+    }
+
+    /// One install of `watched`'s generation, in its turn of the install line.
+    async fn attempt(&self, source: &str, watched: &Watched) -> Outcome {
         let _slot = self.installs.slot().await;
         let (bytes, options, unreachable) = match self.module(source, watched).await {
             Ok(Some(module)) => module,

@@ -2,14 +2,15 @@
 //! load) run at once and the rest wait in arrival order, so however many objects tenants apply at
 //! once, the host holds at most that many modules (each at most
 //! [`MAX_MODULE_BYTES`](super::module::MAX_MODULE_BYTES)) and runs that many fetches. Its depth
-//! and what it runs are Prometheus gauges read at scrape time.
+//! and what it runs are Prometheus gauges read at scrape time; installs that failed are counted
+//! by their status reason (a fixed set, so the series are bounded whatever tenants apply).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{IntGauge, Opts};
+use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::runtime::{collected, count};
@@ -20,6 +21,7 @@ pub(crate) struct Installs {
     limit: usize,
     slots: Semaphore,
     waiting: AtomicUsize,
+    failures: IntCounterVec,
 }
 
 /// A running install's slot, given back when dropped.
@@ -31,11 +33,21 @@ impl Installs {
     /// A line running at most `limit` installs at once (at least one).
     pub(crate) fn new(limit: usize) -> Self {
         let limit = limit.max(1);
+        let failures = Opts::new(
+            "wasmop_wasmreconciler_install_failures_total",
+            "WasmReconciler installs that failed, by the reason their status gives (SourceRefused, ModuleTooLarge, Exhausted, NameTaken, ...)",
+        );
         Installs {
             limit,
             slots: Semaphore::new(limit),
             waiting: AtomicUsize::new(0),
+            failures: IntCounterVec::new(failures, &["reason"]).expect("a constant metric"),
         }
+    }
+
+    /// Counts an install that failed for `reason`, a status reason.
+    pub(crate) fn failed(&self, reason: &'static str) {
+        self.failures.with_label_values(&[reason]).inc();
     }
 
     /// Waits for a free slot, after every install that asked before.
@@ -53,7 +65,8 @@ impl Installs {
     }
 }
 
-/// The install line as gauges: its limit, the installs running and those waiting.
+/// The install line as metrics: its limit, the installs running and those waiting, and the
+/// installs that failed by reason.
 #[derive(Clone)]
 pub struct InstallGauges {
     installs: Arc<Installs>,
@@ -87,7 +100,8 @@ impl InstallGauges {
 
 impl Collector for InstallGauges {
     fn desc(&self) -> Vec<&Desc> {
-        [self.limit.desc(), self.running.desc(), self.waiting.desc()].concat()
+        let gauges = [self.limit.desc(), self.running.desc(), self.waiting.desc()];
+        [gauges.concat(), self.installs.failures.desc()].concat()
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
@@ -95,7 +109,9 @@ impl Collector for InstallGauges {
         self.running.set(count(self.installs.running()));
         let waiting = self.installs.waiting.load(Ordering::Relaxed);
         self.waiting.set(count(waiting));
-        collected(&[&self.limit, &self.running, &self.waiting])
+        let mut families = collected(&[&self.limit, &self.running, &self.waiting]);
+        families.extend(self.installs.failures.collect());
+        families
     }
 }
 
@@ -107,6 +123,7 @@ mod tests {
         gauges
             .collect()
             .iter()
+            .filter(|f| f.name().starts_with("wasmop_wasmreconciler_installs_"))
             .map(|f| f.get_metric()[0].get_gauge().get_value())
             .collect()
     }
@@ -140,5 +157,35 @@ mod tests {
         }
         assert_eq!(served.len(), 3);
         assert_eq!(values(&gauges), [2.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn failed_installs_are_counted_by_reason() {
+        let installs = Arc::new(Installs::new(1));
+        let gauges = InstallGauges::new(installs.clone());
+        installs.failed("ModuleTooLarge");
+        installs.failed("ModuleTooLarge");
+        installs.failed("Exhausted");
+        let families = gauges.collect();
+        let failures = families
+            .iter()
+            .find(|f| f.name() == "wasmop_wasmreconciler_install_failures_total")
+            .expect("counted");
+        let mut counted: Vec<(String, f64)> = failures
+            .get_metric()
+            .iter()
+            .map(|m| {
+                let reason = m.get_label()[0].value().to_owned();
+                (reason, m.get_counter().get_value())
+            })
+            .collect();
+        counted.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            counted,
+            [
+                ("Exhausted".to_owned(), 1.0),
+                ("ModuleTooLarge".to_owned(), 2.0)
+            ]
+        );
     }
 }

@@ -183,6 +183,10 @@ async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_u
         );
         let tenants_reserved = gauge(&metrics, "wasmop_guest_memory_tenant_reserved_bytes").await?;
         assert_eq!(tenants_reserved, (BUDGET - RESERVE) as f64);
+        let (_, text) = get(&metrics, "/metrics").await?;
+        let failures = "wasmop_wasmreconciler_install_failures_total";
+        let refused = value(&parse(&text), failures, &[("reason", "Exhausted")]);
+        assert!(refused >= Some(1.0), "the refusal is counted: {refused:?}");
         eprintln!(
             "POOL: {fit} tenants of {} MiB reserved {} MiB of the {} MiB budget; tenant {} more refused: {}",
             TENANT_SHARE / MI,

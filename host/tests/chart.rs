@@ -59,6 +59,8 @@ const EVERYTHING: &[&str] = &[
     "warmStandby=true",
     "resources.limits.memory=512Mi",
     "guestMemoryBudget=384Mi",
+    "tenants.operatorReservedInstances=64",
+    "tenants.operatorReservedMemory=96Mi",
 ];
 
 #[tokio::test]
@@ -110,6 +112,11 @@ async fn wrong_values_fail_at_install_naming_the_value() {
             "the host needs a plugin to load",
         ),
         ("plugins.directory.enabled=true", "plugins.directory.volume"),
+        (
+            "cache.pulledLimit=1Gi",
+            "cache.compiledLimit (512Mi) plus cache.pulledLimit (1Gi) plus 320Mi for each of tenants.maxConcurrentInstalls (2) is more than cache.sizeLimit (2Gi)",
+        ),
+        ("tenants.logRate=fast", "/tenants/logRate"),
         (
             "config.memory-limit=64Mi",
             "config.memory-limit: the chart sets memory-limit from memoryLimit; set that instead",

@@ -179,6 +179,7 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
                 .compile_cache
                 .clone()
                 .unwrap_or_else(wasmop::runtime::default_cache_dir),
+            cache_limit: u64::try_from(args.compile_cache_limit).unwrap_or(u64::MAX),
             ceiling: args.ceiling.clone(),
             compile: compile_in(args),
             backend: super::backend(args.compiler),

@@ -46,6 +46,11 @@ pub struct RunArgs {
     /// else ~/.cache/wasmop/compiled].
     #[arg(long, env = "WASMOP_COMPILE_CACHE")]
     pub compile_cache: Option<PathBuf>,
+    /// The most bytes of compiled components the compile cache keeps; the least recently used
+    /// go first. With `--pulled-store-limit` (kept under the same directory) it must leave room
+    /// in the cache's volume for the installs in flight.
+    #[arg(long, env = "WASMOP_COMPILE_CACHE_LIMIT", default_value = "1Gi", value_parser = bytes)]
+    pub compile_cache_limit: usize,
     /// How registries are reached, for `oci://` plugins and WasmReconcilers' `spec.module.oci`.
     #[command(flatten)]
     pub registry: RegistryArgs,

@@ -12,9 +12,9 @@
 //! directory (checked when it is opened); an artifact is written under a temporary name and renamed
 //! into place, never modified afterwards, so a mapping keeps the bytes it loaded; the engine
 //! checks each artifact's settings before using it, and one it refuses is compiled again. The
-//! directory holds at most [`CACHE_LIMIT`] bytes, the least recently used artifacts going first.
-//! A cache that cannot be written (a full or read-only disk) costs a copy in memory, never a
-//! plugin.
+//! directory holds at most its limit of bytes ([`CACHE_LIMIT`] unless set), the least recently
+//! used artifacts going first. A cache that cannot be written (a full or read-only disk) costs
+//! a copy in memory, never a plugin.
 
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -81,6 +81,12 @@ impl Artifacts {
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
         })
+    }
+
+    /// The same cache, holding at most `limit` bytes of artifacts.
+    pub(crate) fn with_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
     }
 
     /// The component of `bytes` for `engine`: mapped from its artifact when the cache has one the

@@ -34,7 +34,7 @@ use wasmtime::{
 
 use crate::rate::TokenBucket;
 use crate::runtime::RuntimeError;
-use crate::runtime::artifacts::{Artifacts, default_cache_dir};
+use crate::runtime::artifacts::{Artifacts, CACHE_LIMIT, default_cache_dir};
 use crate::runtime::bindings::Reconciler;
 use crate::runtime::compiler::{CompileIn, Compiler};
 use crate::runtime::compiles::CompileQueue;
@@ -108,6 +108,8 @@ impl Backend {
 pub struct RuntimeConfig {
     /// Where compiled components are cached.
     pub cache_dir: PathBuf,
+    /// The most bytes of compiled components the cache keeps; the least recently used go first.
+    pub cache_limit: u64,
     /// How many guest instances may exist at once across all plugins.
     pub max_instances: u32,
     /// The largest linear memory any plugin may be allowed, in bytes.
@@ -140,6 +142,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             cache_dir: default_cache_dir(),
+            cache_limit: CACHE_LIMIT,
             max_instances: 1000,
             max_memory: wasmop_contract::MAX_MEMORY,
             ceiling: Ceiling::default(),
@@ -177,7 +180,8 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
         let engine = Engine::new(&pooled(compilation_config(config.backend), &config))
             .map_err(RuntimeError::Engine)?;
-        let artifacts = Arc::new(Artifacts::open(&config.cache_dir, &engine)?);
+        let artifacts = Artifacts::open(&config.cache_dir, &engine)?;
+        let artifacts = Arc::new(artifacts.with_limit(config.cache_limit));
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(RuntimeError::Engine)?;
         Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)

@@ -45,6 +45,19 @@ app.kubernetes.io/name: wasmop
 {{- end -}}
 {{- end }}
 
+{{/* Fails when the cache volume cannot hold the compile cache and the pulled store at their
+limits beside the installs in flight (each a 64 MiB module and a 256 MiB precompiled layer):
+past its sizeLimit the kubelet evicts the pod. */}}
+{{- define "wasmop.checkCache" -}}
+{{- $size := include "wasmop.bytes" .Values.cache.sizeLimit | int64 -}}
+{{- $compiled := include "wasmop.bytes" .Values.cache.compiledLimit | int64 -}}
+{{- $pulled := include "wasmop.bytes" .Values.cache.pulledLimit | int64 -}}
+{{- $inFlight := mul (int64 .Values.tenants.maxConcurrentInstalls) 335544320 -}}
+{{- if gt (add $compiled $pulled $inFlight) $size -}}
+{{- fail (printf "cache.compiledLimit (%s) plus cache.pulledLimit (%s) plus 320Mi for each of tenants.maxConcurrentInstalls (%d) is more than cache.sizeLimit (%s): a full cache would get the pod evicted; raise the size or lower the limits" (toString .Values.cache.compiledLimit) (toString .Values.cache.pulledLimit) (int .Values.tenants.maxConcurrentInstalls) (toString .Values.cache.sizeLimit)) -}}
+{{- end -}}
+{{- end }}
+
 {{/* Fails when the host would have no plugin to load. */}}
 {{- define "wasmop.checkPlugins" -}}
 {{- if not (or .Values.plugins.files .Values.plugins.wasmReconcilers .Values.plugins.directory.enabled) -}}
@@ -61,7 +74,7 @@ app.kubernetes.io/name: wasmop
 {{/* Fails when `config` sets a key the chart sets from a value of its own (a key twice in the
 host's settings file is an error there), naming that value. */}}
 {{- define "wasmop.checkConfig" -}}
-{{- $own := dict "leader-elect" "(always on)" "sharding" "sharding" "warm-standby" "warmStandby" "wasm-reconcilers" "plugins.wasmReconcilers" "compile-cache" "(the cache volume)" "metrics-secure" "metrics.secure" "metrics-bind-address" "metrics.port" "metrics-cert-dir" "metrics.certSecret" "health-probe-bind-address" "(the probes port)" "guest-memory-budget" "guestMemoryBudget" "memory-limit" "memoryLimit" "policy" "policy" "graceful-shutdown-timeout" "gracefulShutdownTimeout" "plugin-identity-namespace" "identity.perPlugin" "plugin-dir" "plugins.directory" "plugins" "plugins.files" -}}
+{{- $own := dict "leader-elect" "(always on)" "sharding" "sharding" "warm-standby" "warmStandby" "wasm-reconcilers" "plugins.wasmReconcilers" "compile-cache" "(the cache volume)" "metrics-secure" "metrics.secure" "metrics-bind-address" "metrics.port" "metrics-cert-dir" "metrics.certSecret" "health-probe-bind-address" "(the probes port)" "guest-memory-budget" "guestMemoryBudget" "memory-limit" "memoryLimit" "policy" "policy" "graceful-shutdown-timeout" "gracefulShutdownTimeout" "plugin-identity-namespace" "identity.perPlugin" "plugin-dir" "plugins.directory" "plugins" "plugins.files" "compile-cache-limit" "cache.compiledLimit" "pulled-store-limit" "cache.pulledLimit" "max-concurrent-installs" "tenants.maxConcurrentInstalls" "max-concurrent-compiles" "tenants.maxConcurrentCompiles" "tenant-log-rate" "tenants.logRate" "operator-reserved-instances" "tenants.operatorReservedInstances" "operator-reserved-memory" "tenants.operatorReservedMemory" -}}
 {{- range $key, $_ := .Values.config -}}
 {{- if hasKey $own $key -}}
 {{- fail (printf "config.%s: the chart sets %s from %s; set that instead" $key $key (index $own $key)) -}}

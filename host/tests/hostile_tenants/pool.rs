@@ -3,7 +3,8 @@
 //! the next tenant is refused with an `Exhausted` status naming the reserve, and the operator's
 //! plugin, dropped into the plugin directory afterwards, loads into the reserve and upgrades
 //! with the whole budget taken, while a tenant's plugin keeps reconciling beside it. Deleting a
-//! tenant's WasmReconciler (loaded or refused) takes its metric series out of `/metrics`.
+//! tenant's WasmReconciler (loaded or refused) takes its metric series out of `/metrics`. The
+//! same holds for the instance pool's slots (`--operator-reserved-instances`).
 
 use std::time::Duration;
 
@@ -58,14 +59,27 @@ async fn tenant(
     name: &str,
     bytes: Vec<u8>,
 ) -> anyhow::Result<()> {
+    let memory = json!({"memoryLimit": format!("{}Mi", TENANT_SHARE / MI)});
+    tenant_with(plane, namespace, (name, bytes), memory).await
+}
+
+/// Stores `bytes` in ConfigMap `name` of `namespace` and creates WasmReconciler `name` loading
+/// it with the further spec fields `settings`.
+async fn tenant_with(
+    plane: &ControlPlane,
+    namespace: &str,
+    (name, bytes): (&str, Vec<u8>),
+    settings: serde_json::Value,
+) -> anyhow::Result<()> {
     let module = common::reconcilers::store_bytes(plane, namespace, name, bytes).await?;
+    let mut spec = json!({"module": module});
+    spec.as_object_mut()
+        .expect("an object")
+        .extend(settings.as_object().cloned().unwrap_or_default());
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "wasmop.dev/v1alpha1", "kind": "ClusterWasmReconciler",
         "metadata": {"name": name},
-        "spec": {
-            "module": module,
-            "memoryLimit": format!("{}Mi", TENANT_SHARE / MI),
-        },
+        "spec": spec,
     }))?;
     common::reconcilers::api(plane.client().await?)
         .create(&PostParams::default(), &object)
@@ -233,6 +247,110 @@ async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_u
         assert!(kept > 10, "the neighbour keeps its series");
         eprintln!(
             "SERIES: deleting a running tenant removed its {loaded_series} series and a refused one its {refused_series}; the neighbour kept its {kept}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// The instance pool's slots a tenant's plugin with this concurrency reserves (its workers, one
+/// more, no warm instances).
+const WIDE: u32 = 430;
+
+#[tokio::test]
+async fn tenants_filling_the_instance_pool_leave_the_operator_its_reserve() -> anyhow::Result<()> {
+    within(LIMIT, "tenants filling the instance pool", async {
+        let plane = &ControlPlane::start().await?;
+        common::reconcilers::install_crd(plane).await?;
+        common::install_webapp_crd(plane).await?;
+        let modules = plane.create_namespace("slots-modules").await?;
+        let work = plane.create_namespace("slots-work").await?;
+        let policy = plane.dir().join(format!("{modules}-policy.yaml"));
+        let text = format!(
+            "modules: {{namespaces: [{modules}]}}\n\
+             max-concurrent-reconciles: 500\nmax-instances: 600\n\
+             conversions: {{example.wasmop.dev/WebApp: webapp}}\n"
+        );
+        std::fs::write(&policy, text)?;
+        let dir = tempfile::tempdir()?;
+        let (probes, metrics) = (free_address(), free_address());
+        let _host = common::host(plane)
+            .args(["--wasm-reconcilers", "--namespaces", &work])
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--plugin-dir")
+            .arg(dir.path())
+            .args(["--metrics-bind-address", &metrics])
+            .args(["--health-probe-bind-address", &probes])
+            .spawn()?;
+        wait_ready(&probes).await;
+
+        // Two wide tenants take 862 of the 872 slots tenants may reserve (1000 less 128).
+        let api = common::reconcilers::api(plane.client().await?);
+        let wide = json!({"maxConcurrentReconciles": WIDE});
+        tenant_with(
+            plane,
+            &modules,
+            ("good", renamed("guest-good")?),
+            wide.clone(),
+        )
+        .await?;
+        tenant_with(
+            plane,
+            &modules,
+            ("wide-00001", renamed("wide-00001")?),
+            wide,
+        )
+        .await?;
+        for name in ["good", "wide-00001"] {
+            common::reconcilers::status_until(&api, name, |s| {
+                common::reconcilers::condition(s, "Ready")["status"] == "True"
+            })
+            .await?;
+        }
+        let narrow = json!({"maxConcurrentReconciles": 20});
+        tenant_with(
+            plane,
+            &modules,
+            ("wide-00002", renamed("wide-00002")?),
+            narrow,
+        )
+        .await?;
+        let status = common::reconcilers::status_until(&api, "wide-00002", |s| {
+            common::reconcilers::condition(s, "Degraded")["status"] == "True"
+        })
+        .await?;
+        let degraded = common::reconcilers::condition(&status, "Degraded");
+        assert_eq!(degraded["reason"], "Exhausted", "{status}");
+        let tenants = gauge(&metrics, "wasmop_instance_pool_tenant_reserved_instances").await?;
+        assert_eq!(tenants, f64::from(2 * (WIDE + 1)));
+
+        // The operator's plugin loads into the reserve and upgrades beside them.
+        common::publish("webapp", dir.path(), "webapp.wasm")?;
+        plugins_until(&probes, |s| running(s, "webapp").is_some()).await?;
+        common::publish("webapp-v2", dir.path(), "webapp.wasm")?;
+        let upgraded = plugins_until(&probes, |s| {
+            let webapp = s.iter().find(|s| s.name.as_deref() == Some("webapp"));
+            webapp.is_some_and(|w| w.version.as_deref() == Some("0.2.0") || w.last_error.is_some())
+        })
+        .await?;
+        let webapp = upgraded
+            .iter()
+            .find(|s| s.name.as_deref() == Some("webapp"))
+            .unwrap();
+        assert_eq!(webapp.last_error, None, "{webapp:?}");
+        let apps = common::webapps(plane.client().await?, &work);
+        apps.create(&Default::default(), &common::webapp("served"))
+            .await?;
+        common::converged(&apps, "served").await?;
+        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &work);
+        common::seen_by_good(&configmaps, "neighbour").await?;
+        eprintln!(
+            "SLOTS: two tenants reserved {tenants} of the 872 slots tenants may take; a third was \
+             refused {}; the operator's webapp loaded into the 128-slot reserve and upgraded to \
+             {} (converged a WebApp); tenant good still reconciled",
+            degraded["reason"],
+            webapp.version.as_deref().unwrap_or_default()
         );
         Ok(())
     })

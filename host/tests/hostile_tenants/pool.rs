@@ -105,6 +105,81 @@ async fn plugins_until(
     }
 }
 
+/// A host's ports and plugin directory, and a policy reading modules from one namespace and
+/// letting the operator's webapp convert its WebApps (which a policy must name).
+struct Pool {
+    probes: String,
+    metrics: String,
+    dir: tempfile::TempDir,
+    policy: std::path::PathBuf,
+}
+
+impl Pool {
+    /// The settings, the policy reading modules from `modules` with `more` of its own.
+    fn new(plane: &ControlPlane, modules: &str, more: &str) -> anyhow::Result<Self> {
+        let policy = plane.dir().join(format!("{modules}-policy.yaml"));
+        let allowed = "conversions: {example.wasmop.dev/WebApp: webapp}";
+        let text = format!("modules: {{namespaces: [{modules}]}}\n{allowed}\n{more}");
+        std::fs::write(&policy, text)?;
+        Ok(Pool {
+            probes: free_address(),
+            metrics: free_address(),
+            dir: tempfile::tempdir()?,
+            policy,
+        })
+    }
+
+    /// The host watching `work`, loading WasmReconcilers and the plugin directory.
+    fn host(&self, plane: &ControlPlane, work: &str) -> tokio::process::Command {
+        let mut host = common::host(plane);
+        host.args(["--wasm-reconcilers", "--namespaces", work])
+            .arg("--policy")
+            .arg(&self.policy)
+            .arg("--plugin-dir")
+            .arg(self.dir.path())
+            .args(["--metrics-bind-address", &self.metrics])
+            .args(["--health-probe-bind-address", &self.probes]);
+        host
+    }
+
+    /// Drops the operator's webapp 0.1.0 into the plugin directory, awaits `loaded` once it
+    /// runs, upgrades it to 0.2.0, and checks it converges a WebApp in `work` while tenant
+    /// `good` still reconciles there; what `loaded` gave, and the upgraded plugin.
+    async fn operator_upgrades<T>(
+        &self,
+        plane: &ControlPlane,
+        work: &str,
+        loaded: impl std::future::Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<(T, PluginStatus)> {
+        common::publish("webapp", self.dir.path(), "webapp.wasm")?;
+        let first = plugins_until(&self.probes, |s| running(s, "webapp").is_some()).await?;
+        assert_eq!(
+            running(&first, "webapp").unwrap().version.as_deref(),
+            Some("0.1.0")
+        );
+        let read = loaded.await?;
+        common::publish("webapp-v2", self.dir.path(), "webapp.wasm")?;
+        let upgraded = plugins_until(&self.probes, |s| {
+            let webapp = s.iter().find(|s| s.name.as_deref() == Some("webapp"));
+            webapp.is_some_and(|w| w.version.as_deref() == Some("0.2.0") || w.last_error.is_some())
+        })
+        .await?;
+        let webapp = upgraded
+            .into_iter()
+            .find(|s| s.name.as_deref() == Some("webapp"));
+        let webapp = webapp.expect("webapp is listed");
+        assert_eq!(webapp.last_error, None, "{webapp:?}");
+        assert_eq!(webapp.version.as_deref(), Some("0.2.0"), "{webapp:?}");
+        let apps = common::webapps(plane.client().await?, work);
+        apps.create(&Default::default(), &common::webapp("served"))
+            .await?;
+        common::converged(&apps, "served").await?;
+        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, work);
+        common::seen_by_good(&configmaps, "neighbour").await?;
+        Ok((read, webapp))
+    }
+}
+
 /// The running version of plugin `name`, if it runs.
 fn running<'a>(statuses: &'a [PluginStatus], name: &str) -> Option<&'a PluginStatus> {
     statuses
@@ -149,25 +224,15 @@ async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_u
         common::install_webapp_crd(plane).await?;
         let modules = plane.create_namespace("pool-modules").await?;
         let work = plane.create_namespace("pool-work").await?;
-        let policy = plane.dir().join(format!("{modules}-policy.yaml"));
-        // The operator's webapp converts its WebApps, which a policy must name.
-        let allowed = "conversions: {example.wasmop.dev/WebApp: webapp}";
-        std::fs::write(&policy, format!("modules: {{namespaces: [{modules}]}}\n{allowed}\n"))?;
-        let dir = tempfile::tempdir()?;
-        let (probes, metrics) = (free_address(), free_address());
-        let _host = common::host(plane)
-            .args(["--wasm-reconcilers", "--namespaces", &work])
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--plugin-dir")
-            .arg(dir.path())
+        let pool = Pool::new(plane, &modules, "")?;
+        let (probes, metrics) = (&pool.probes, &pool.metrics);
+        let _host = pool
+            .host(plane, &work)
             .args(["--guest-memory-budget", &format!("{}Mi", BUDGET / MI)])
             .args(["--operator-reserved-memory", &format!("{}Mi", RESERVE / MI)])
             .args(["--memory-limit", &format!("{}Mi", OPERATOR_SHARE / MI)])
-            .args(["--metrics-bind-address", &metrics])
-            .args(["--health-probe-bind-address", &probes])
             .spawn()?;
-        wait_ready(&probes).await;
+        wait_ready(probes).await;
 
         let api = common::reconcilers::api(plane.client().await?);
         let fit = (BUDGET - RESERVE) / TENANT_SHARE;
@@ -195,9 +260,9 @@ async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_u
             message.contains(&format!("has 0 left unreserved for tenants' plugins ({RESERVE} bytes of it kept for the operator's plugins")),
             "{message}"
         );
-        let tenants_reserved = gauge(&metrics, "wasmop_guest_memory_tenant_reserved_bytes").await?;
+        let tenants_reserved = gauge(metrics, "wasmop_guest_memory_tenant_reserved_bytes").await?;
         assert_eq!(tenants_reserved, (BUDGET - RESERVE) as f64);
-        let (_, text) = get(&metrics, "/metrics").await?;
+        let (_, text) = get(metrics, "/metrics").await?;
         let failures = "wasmop_wasmreconciler_install_failures_total";
         let refused = value(&parse(&text), failures, &[("reason", "Exhausted")]);
         assert!(refused >= Some(1.0), "the refusal is counted: {refused:?}");
@@ -210,26 +275,10 @@ async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_u
             degraded["reason"]
         );
 
-        common::publish("webapp", dir.path(), "webapp.wasm")?;
-        let loaded = plugins_until(&probes, |s| running(s, "webapp").is_some()).await?;
-        assert_eq!(running(&loaded, "webapp").unwrap().version.as_deref(), Some("0.1.0"));
-        let reserved = gauge(&metrics, "wasmop_guest_memory_reserved_bytes").await?;
+        let reserved = gauge(metrics, "wasmop_guest_memory_reserved_bytes");
+        let (reserved, webapp) = pool.operator_upgrades(plane, &work, reserved).await?;
         assert_eq!(reserved, BUDGET as f64, "tenants and the operator took the whole budget");
-        common::publish("webapp-v2", dir.path(), "webapp.wasm")?;
-        let upgraded = plugins_until(&probes, |s| {
-            let webapp = s.iter().find(|s| s.name.as_deref() == Some("webapp"));
-            webapp.is_some_and(|w| w.version.as_deref() == Some("0.2.0") || w.last_error.is_some())
-        })
-        .await?;
-        let webapp = upgraded.iter().find(|s| s.name.as_deref() == Some("webapp")).unwrap();
-        assert_eq!(webapp.last_error, None, "{webapp:?}");
-        assert_eq!(webapp.version.as_deref(), Some("0.2.0"), "{webapp:?}");
-        let apps = common::webapps(plane.client().await?, &work);
-        apps.create(&Default::default(), &common::webapp("served")).await?;
-        common::converged(&apps, "served").await?;
-        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &work);
-        common::seen_by_good(&configmaps, "neighbour").await?;
-        let after = gauge(&metrics, "wasmop_guest_memory_reserved_bytes").await?;
+        let after = gauge(metrics, "wasmop_guest_memory_reserved_bytes").await?;
         assert_eq!(after, BUDGET as f64, "the old version's share went back");
         eprintln!(
             "RESERVE: with {} MiB of {} MiB reserved, the operator's plugin loaded into the {} MiB reserve and upgraded 0.1.0 -> {} (converged a WebApp); tenant good still reconciled",
@@ -239,11 +288,11 @@ async fn tenants_filling_the_budget_leave_the_operator_its_reserve_to_load_and_u
             webapp.version.as_deref().unwrap_or_default()
         );
 
-        let loaded_series = deleted(&api, &metrics, &names[1]).await?;
-        let refused_series = deleted(&api, &metrics, extra).await?;
+        let loaded_series = deleted(&api, metrics, &names[1]).await?;
+        let refused_series = deleted(&api, metrics, extra).await?;
         assert!(loaded_series > 10, "a running tenant's controller has its series");
         assert!(refused_series >= 1, "a refused tenant has its load failures counted");
-        let kept = series_of(&metrics, "guest-good").await?;
+        let kept = series_of(metrics, "guest-good").await?;
         assert!(kept > 10, "the neighbour keeps its series");
         eprintln!(
             "SERIES: deleting a running tenant removed its {loaded_series} series and a refused one its {refused_series}; the neighbour kept its {kept}"
@@ -265,25 +314,11 @@ async fn tenants_filling_the_instance_pool_leave_the_operator_its_reserve() -> a
         common::install_webapp_crd(plane).await?;
         let modules = plane.create_namespace("slots-modules").await?;
         let work = plane.create_namespace("slots-work").await?;
-        let policy = plane.dir().join(format!("{modules}-policy.yaml"));
-        let text = format!(
-            "modules: {{namespaces: [{modules}]}}\n\
-             max-concurrent-reconciles: 500\nmax-instances: 600\n\
-             conversions: {{example.wasmop.dev/WebApp: webapp}}\n"
-        );
-        std::fs::write(&policy, text)?;
-        let dir = tempfile::tempdir()?;
-        let (probes, metrics) = (free_address(), free_address());
-        let _host = common::host(plane)
-            .args(["--wasm-reconcilers", "--namespaces", &work])
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--plugin-dir")
-            .arg(dir.path())
-            .args(["--metrics-bind-address", &metrics])
-            .args(["--health-probe-bind-address", &probes])
-            .spawn()?;
-        wait_ready(&probes).await;
+        let wide = "max-concurrent-reconciles: 500\nmax-instances: 600\n";
+        let pool = Pool::new(plane, &modules, wide)?;
+        let (probes, metrics) = (&pool.probes, &pool.metrics);
+        let _host = pool.host(plane, &work).spawn()?;
+        wait_ready(probes).await;
 
         // Two wide tenants take 862 of the 872 slots tenants may reserve (1000 less 128).
         let api = common::reconcilers::api(plane.client().await?);
@@ -322,29 +357,13 @@ async fn tenants_filling_the_instance_pool_leave_the_operator_its_reserve() -> a
         .await?;
         let degraded = common::reconcilers::condition(&status, "Degraded");
         assert_eq!(degraded["reason"], "Exhausted", "{status}");
-        let tenants = gauge(&metrics, "wasmop_instance_pool_tenant_reserved_instances").await?;
+        let tenants = gauge(metrics, "wasmop_instance_pool_tenant_reserved_instances").await?;
         assert_eq!(tenants, f64::from(2 * (WIDE + 1)));
 
         // The operator's plugin loads into the reserve and upgrades beside them.
-        common::publish("webapp", dir.path(), "webapp.wasm")?;
-        plugins_until(&probes, |s| running(s, "webapp").is_some()).await?;
-        common::publish("webapp-v2", dir.path(), "webapp.wasm")?;
-        let upgraded = plugins_until(&probes, |s| {
-            let webapp = s.iter().find(|s| s.name.as_deref() == Some("webapp"));
-            webapp.is_some_and(|w| w.version.as_deref() == Some("0.2.0") || w.last_error.is_some())
-        })
-        .await?;
-        let webapp = upgraded
-            .iter()
-            .find(|s| s.name.as_deref() == Some("webapp"))
-            .unwrap();
-        assert_eq!(webapp.last_error, None, "{webapp:?}");
-        let apps = common::webapps(plane.client().await?, &work);
-        apps.create(&Default::default(), &common::webapp("served"))
+        let (_, webapp) = pool
+            .operator_upgrades(plane, &work, async { Ok(()) })
             .await?;
-        common::converged(&apps, "served").await?;
-        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &work);
-        common::seen_by_good(&configmaps, "neighbour").await?;
         eprintln!(
             "SLOTS: two tenants reserved {tenants} of the 872 slots tenants may take; a third was \
              refused {}; the operator's webapp loaded into the 128-slot reserve and upgraded to \

@@ -21,6 +21,7 @@ mod access;
 mod address;
 pub mod crd;
 pub mod dir;
+pub mod download;
 mod handle;
 mod installs;
 mod loader;

@@ -17,7 +17,6 @@
 //! pin is never described by its own digest.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
@@ -30,21 +29,13 @@ use kube::Api;
 
 use super::address::{AddressError, CheckedAddresses};
 use super::digest;
+use super::download::{CONNECT_TIMEOUT, FETCH_TIMEOUT, MAX_MODULE_BYTES};
 use super::oci::{
     Held, OciError, OciRef, PullSecretError, Registries, SignatureCheck, Taken,
     auth_from_dockerconfig,
 };
 use wasmop_contract::capability::{self, Power, Subject};
 use wasmop_contract::{Ceiling, boundary};
-
-/// The largest module a URL may serve.
-pub const MAX_MODULE_BYTES: usize = 64 << 20;
-
-/// How long connecting to a module's server may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long a whole download may take.
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The longest module URL (it is quoted in errors, and so in the `WasmReconciler`'s status).
 const MAX_URL: usize = 2048;

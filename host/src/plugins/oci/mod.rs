@@ -50,7 +50,7 @@ pub use reference::{OciRef, SCHEME};
 pub use signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION};
 pub use store::{Access, Held, Store};
 
-use super::module::{CONNECT_TIMEOUT, FETCH_TIMEOUT, MAX_MODULE_BYTES};
+use super::download::{CONNECT_TIMEOUT, FETCH_TIMEOUT, MAX_MODULE_BYTES};
 use proxy::Proxy;
 use signature::Signature;
 use wasmop_contract::{Ceiling, TrustedKey};

@@ -29,7 +29,7 @@ use tokio::sync::watch;
 
 use super::OciError;
 use crate::plugins::address::CheckedAddresses;
-use crate::plugins::module::CONNECT_TIMEOUT;
+use crate::plugins::download::CONNECT_TIMEOUT;
 use wasmop_contract::Ceiling;
 
 /// What a connection may carry beyond the bytes a pull expects: headers, TLS records and

@@ -44,7 +44,7 @@ use clap::{FromArgMatches, Parser, Subcommand};
 
 pub use overrides::{OVERRIDES, PluginOverrides};
 pub use policy::parse as parse_policy;
-pub use policy::{ceiling, narrowing};
+pub use policy::{PolicyError, ceiling, narrowing};
 
 /// The configuration could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]

@@ -54,28 +54,128 @@ use wasmop_contract::{
 /// and limits, it never grants.
 const OPERATOR_ONLY: [&str; 4] = ["conversions", "identities", "modules", "signatures"];
 
+/// Why a `--policy` file or a `WasmReconciler`'s `spec.policy` is not a ceiling; its text names
+/// the setting as the file spells it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The text is not YAML, or is too large or deep to read.
+    #[error("{0}")]
+    Yaml(String),
+    /// What is wrong under the setting `key`.
+    #[error("`{key}`: {problem}")]
+    At {
+        /// The setting (or list entry) as the file spells it.
+        key: String,
+        /// What is wrong there.
+        problem: Box<PolicyError>,
+    },
+    /// A value of another shape than the one expected.
+    #[error("expected {expected}, found {found}")]
+    Shape {
+        /// What was expected.
+        expected: &'static str,
+        /// What was found: a list, a mapping, null or a scalar.
+        found: &'static str,
+    },
+    /// A value that is not what was expected, not quoted.
+    #[error("expected {0}")]
+    Expected(&'static str),
+    /// A key the place it is in does not know.
+    #[error("unknown {what} `{name}`; known: {known}")]
+    Unknown {
+        /// A setting, a key or a verb.
+        what: &'static str,
+        /// The key, cut to a readable length.
+        name: String,
+        /// Those known there.
+        known: &'static str,
+    },
+    /// A setting only the operator's policy holds, in a `WasmReconciler`'s.
+    #[error("`{0}` is granted only by the operator's --policy, not by a WasmReconciler")]
+    OperatorOnly(&'static str),
+    /// A name that is not the kind of name it must be.
+    #[error("`{name}` is not {must_be}")]
+    NotA {
+        /// The name, cut to a readable length.
+        name: String,
+        /// What it must be.
+        must_be: &'static str,
+    },
+    /// Settings that do not hold together, or a list that may not be empty.
+    #[error("{0}")]
+    Incomplete(&'static str),
+    /// A value the shared readers refuse: a count, duration, size, kind, failure policy or key.
+    #[error("{0}")]
+    Value(String),
+    /// A trusted key's file that cannot be read.
+    #[error("key `{name}`: reading {file}: {reason}")]
+    KeyFile {
+        /// The key's name.
+        name: String,
+        /// The file.
+        file: String,
+        /// The I/O error.
+        reason: String,
+    },
+}
+
+impl PolicyError {
+    /// This error, found under the setting `key`.
+    fn at(self, key: &str) -> Self {
+        PolicyError::At {
+            key: cut(key).to_owned(),
+            problem: Box::new(self),
+        }
+    }
+
+    /// A shape error: `expected` was expected, `value` was found.
+    fn shape(expected: &'static str, value: &Value) -> Self {
+        PolicyError::Shape {
+            expected,
+            found: kind_of(value),
+        }
+    }
+
+    /// A key `name` unknown where `known` are.
+    fn unknown(what: &'static str, name: &str, known: &'static str) -> Self {
+        PolicyError::Unknown {
+            what,
+            name: cut(name).to_owned(),
+            known,
+        }
+    }
+
+    /// `name`, which is not `must_be`.
+    fn not_a(name: &str, must_be: &'static str) -> Self {
+        PolicyError::NotA {
+            name: cut(name).to_owned(),
+            must_be,
+        }
+    }
+}
+
 /// Reads the ceiling from the YAML file at `path`.
 pub(super) fn read(path: &Path) -> Result<Ceiling, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         file: path.to_owned(),
         source,
     })?;
-    parse(&text).map_err(|message| ConfigError::File {
+    parse(&text).map_err(|error| ConfigError::File {
         file: path.to_owned(),
-        message,
+        message: error.to_string(),
     })
 }
 
 /// A ceiling from the text of a `--policy` file.
-pub fn parse(text: &str) -> Result<Ceiling, String> {
-    ceiling(&super::yaml(text)?)
+pub fn parse(text: &str) -> Result<Ceiling, PolicyError> {
+    ceiling(&super::yaml(text).map_err(PolicyError::Yaml)?)
 }
 
 /// A ceiling from a policy document already parsed (a `WasmReconciler`'s `spec.policy`, or the
 /// `--policy` file).
-pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
+pub fn ceiling(document: &Value) -> Result<Ceiling, PolicyError> {
     let Value::Object(settings) = document else {
-        return Err("expected a mapping of policy settings".into());
+        return Err(PolicyError::Expected("a mapping of policy settings"));
     };
     // With a policy, conversions are only those it names.
     let mut ceiling = Ceiling {
@@ -83,21 +183,20 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
         ..Ceiling::default()
     };
     for (key, value) in settings {
-        let at = |message: String| format!("`{}`: {message}", cut(key));
-        let text = || {
-            scalar(value).map_err(|found| at(format!("expected a value, found {}", shape(found))))
-        };
+        let at = |error: PolicyError| error.at(key);
+        let read = |message: String| PolicyError::Value(message).at(key);
+        let text = || scalar(value).map_err(|found| PolicyError::shape("a value", found).at(key));
         match key.as_str() {
             "max-concurrent-reconciles" => {
-                ceiling.max_concurrent_reconciles = positive(&text()?).map_err(at)?
+                ceiling.max_concurrent_reconciles = positive(&text()?).map_err(read)?
             }
             "max-reconcile-timeout" => {
-                ceiling.max_reconcile_timeout = duration(&text()?).map_err(at)?
+                ceiling.max_reconcile_timeout = duration(&text()?).map_err(read)?
             }
-            "max-memory-limit" => ceiling.max_memory = bytes(&text()?).map_err(at)?,
-            "max-instances" => ceiling.max_instances = positive(&text()?).map_err(at)?,
+            "max-memory-limit" => ceiling.max_memory = bytes(&text()?).map_err(read)?,
+            "max-instances" => ceiling.max_instances = positive(&text()?).map_err(read)?,
             "max-webhook-timeout" => {
-                ceiling.max_webhook_timeout = webhook_timeout(&text()?).map_err(at)?
+                ceiling.max_webhook_timeout = webhook_timeout(&text()?).map_err(read)?
             }
             "webhook-failure-policies" => {
                 ceiling.webhook_failure_policies = failure_policies(value).map_err(at)?
@@ -108,12 +207,12 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
             "modules" => ceiling.modules = modules(value).map_err(at)?,
             "signatures" => ceiling.signatures = signatures(value).map_err(at)?,
             _ => {
-                return Err(format!(
-                    "unknown setting `{}`; known: max-concurrent-reconciles, \
-                     max-reconcile-timeout, max-memory-limit, max-instances, \
-                     max-webhook-timeout, webhook-failure-policies, allow, conversions, \
-                     identities, modules, signatures",
-                    cut(key)
+                return Err(PolicyError::unknown(
+                    "setting",
+                    key,
+                    "max-concurrent-reconciles, max-reconcile-timeout, max-memory-limit, \
+                     max-instances, max-webhook-timeout, webhook-failure-policies, allow, \
+                     conversions, identities, modules, signatures",
                 ));
             }
         }
@@ -122,33 +221,29 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, String> {
 }
 
 /// `webhook-failure-policies`: a list of `Fail` and `Ignore`, at least one.
-fn failure_policies(value: &Value) -> Result<Vec<FailurePolicy>, String> {
+fn failure_policies(value: &Value) -> Result<Vec<FailurePolicy>, PolicyError> {
     let Value::Array(items) = value else {
-        return Err(format!("expected a list, found {}", kind_of(value)));
+        return Err(PolicyError::shape("a list", value));
     };
     let policies = items
         .iter()
-        .map(|item| {
-            item.as_str()
-                .ok_or("expected Fail or Ignore")
-                .map_err(String::from)
-        })
-        .map(|name| FailurePolicy::parse(name?))
+        .map(|item| item.as_str().ok_or(PolicyError::Expected("Fail or Ignore")))
+        .map(|name| FailurePolicy::parse(name?).map_err(PolicyError::Value))
         .collect::<Result<Vec<_>, _>>()?;
     match policies.is_empty() {
-        true => Err("name at least one of Fail and Ignore".into()),
+        true => Err(PolicyError::Incomplete(
+            "name at least one of Fail and Ignore",
+        )),
         false => Ok(policies),
     }
 }
 
 /// A `WasmReconciler`'s own policy: a ceiling that may only narrow the operator's.
-pub fn narrowing(document: &Value) -> Result<Ceiling, String> {
+pub fn narrowing(document: &Value) -> Result<Ceiling, PolicyError> {
     if let Value::Object(settings) = document
         && let Some(key) = OPERATOR_ONLY.iter().find(|k| settings.contains_key(**k))
     {
-        return Err(format!(
-            "`{key}` is granted only by the operator's --policy, not by a WasmReconciler"
-        ));
+        return Err(PolicyError::OperatorOnly(key));
     }
     ceiling(document)
 }
@@ -156,15 +251,14 @@ pub fn narrowing(document: &Value) -> Result<Ceiling, String> {
 /// A mapping of plain names to plain names, each checked by `check`.
 fn names(
     value: &Value,
-    check: impl Fn(&str, &str) -> Result<(), String>,
-) -> Result<BTreeMap<String, String>, String> {
+    check: impl Fn(&str, &str) -> Result<(), PolicyError>,
+) -> Result<BTreeMap<String, String>, PolicyError> {
     let Value::Object(entries) = value else {
-        return Err(format!("expected a mapping, found {}", kind_of(value)));
+        return Err(PolicyError::shape("a mapping", value));
     };
     let mut names = BTreeMap::new();
     for (key, value) in entries {
-        let value = scalar(value)
-            .map_err(|found| format!("`{}`: expected a name, found {}", cut(key), shape(found)))?;
+        let value = scalar(value).map_err(|found| PolicyError::shape("a name", found).at(key))?;
         check(key, &value)?;
         names.insert(key.clone(), value);
     }
@@ -175,40 +269,42 @@ fn names(
 /// What the policy's grants by name call a `ClusterWasmReconciler`'s plugin before its name.
 const TENANTS: &str = "clusterwasmreconciler/";
 
-fn plugin_name(name: &str) -> Result<(), String> {
+fn plugin_name(name: &str) -> Result<(), PolicyError> {
     match dns_label(name) {
         true => Ok(()),
-        false => Err(format!("`{}` is not a plugin name", cut(name))),
+        false => Err(PolicyError::not_a(name, "a plugin name")),
     }
 }
 
 /// `conversions`: `group/Kind` of a custom resource to the plugin that may convert it: an
 /// operator's plugin by its name, a `ClusterWasmReconciler`'s as `clusterwasmreconciler/<name>`.
-fn conversions(value: &Value) -> Result<Vec<Conversion>, String> {
+fn conversions(value: &Value) -> Result<Vec<Conversion>, PolicyError> {
     let named = names(value, |kind, plugin| {
         plugin_name(plugin.strip_prefix(TENANTS).unwrap_or(plugin))?;
-        let pattern = KindPattern::parse(kind)?;
+        let pattern = kind_pattern(kind)?;
         match (&pattern.group, &pattern.version, &pattern.kind) {
             (Some(group), None, Some(_)) if !group.is_empty() && !kind.contains("*") => Ok(()),
-            _ => Err(format!(
-                "`{}` is not group/Kind of a custom resource",
-                cut(kind)
-            )),
+            _ => Err(PolicyError::not_a(kind, "group/Kind of a custom resource")),
         }
     })?;
     named
         .into_iter()
         .map(|(kind, plugin)| {
             Ok(Conversion {
-                kind: KindPattern::parse(&kind)?,
+                kind: kind_pattern(&kind)?,
                 plugin,
             })
         })
         .collect()
 }
 
+/// A kind pattern (`group/Kind`, `group/version/Kind`, with `*`).
+fn kind_pattern(text: &str) -> Result<KindPattern, PolicyError> {
+    KindPattern::parse(text).map_err(PolicyError::Value)
+}
+
 /// `identities`: a source's own name to the plugin name it runs as.
-fn identities(value: &Value) -> Result<BTreeMap<String, String>, String> {
+fn identities(value: &Value) -> Result<BTreeMap<String, String>, PolicyError> {
     names(value, |source, plugin| {
         plugin_name(source)?;
         plugin_name(plugin)
@@ -216,15 +312,16 @@ fn identities(value: &Value) -> Result<BTreeMap<String, String>, String> {
 }
 
 /// `modules`: the namespaces modules may be read from, and whether URLs may be private.
-fn modules(value: &Value) -> Result<ModuleSources, String> {
+fn modules(value: &Value) -> Result<ModuleSources, PolicyError> {
     let Value::Object(fields) = value else {
-        return Err(format!("expected a mapping, found {}", kind_of(value)));
+        return Err(PolicyError::shape("a mapping", value));
     };
     let mut modules = ModuleSources::default();
     for (key, value) in fields {
         match key.as_str() {
             "namespaces" => {
-                let items = list(value).ok_or("`namespaces`: expected a list of namespaces")?;
+                let expected = PolicyError::Expected("a list of namespaces").at(key);
+                let items = list(value).ok_or(expected)?;
                 modules.namespaces = match items.is_empty() {
                     true => Some(Vec::new()),
                     false => Some(namespaces(items)?),
@@ -233,14 +330,12 @@ fn modules(value: &Value) -> Result<ModuleSources, String> {
             "private-addresses" => {
                 modules.private_addresses = match value {
                     Value::Bool(allowed) => *allowed,
-                    _ => return Err("`private-addresses`: expected true or false".into()),
+                    _ => return Err(PolicyError::Expected("true or false").at(key)),
                 }
             }
             _ => {
-                return Err(format!(
-                    "unknown key `{}`; known: namespaces, private-addresses",
-                    cut(key)
-                ));
+                let known = "namespaces, private-addresses";
+                return Err(PolicyError::unknown("key", key, known));
             }
         }
     }
@@ -249,9 +344,9 @@ fn modules(value: &Value) -> Result<ModuleSources, String> {
 
 /// `signatures`: trusted keys by name (a PEM, or the path of a PEM file), and whether every
 /// module from a registry must be signed by one.
-fn signatures(value: &Value) -> Result<Signatures, String> {
+fn signatures(value: &Value) -> Result<Signatures, PolicyError> {
     let Value::Object(fields) = value else {
-        return Err(format!("expected a mapping, found {}", kind_of(value)));
+        return Err(PolicyError::shape("a mapping", value));
     };
     let mut signatures = Signatures::default();
     for (key, value) in fields {
@@ -265,37 +360,42 @@ fn signatures(value: &Value) -> Result<Signatures, String> {
             "require" => {
                 signatures.require = match value {
                     Value::Bool(required) => *required,
-                    _ => return Err("`require`: expected true or false".into()),
+                    _ => return Err(PolicyError::Expected("true or false").at(key)),
                 }
             }
-            _ => return Err(format!("unknown key `{}`; known: keys, require", cut(key))),
+            _ => return Err(PolicyError::unknown("key", key, "keys, require")),
         }
     }
     if signatures.require && signatures.keys.is_empty() {
-        return Err("`require: true` needs at least one key in `keys`".into());
+        return Err(PolicyError::Incomplete(
+            "`require: true` needs at least one key in `keys`",
+        ));
     }
     Ok(signatures)
 }
 
 /// A key's name: a DNS label, as statuses and `spec.module.oci.verify` spell it.
-fn key_name(name: &str, _: &str) -> Result<(), String> {
+fn key_name(name: &str, _: &str) -> Result<(), PolicyError> {
     match dns_label(name) {
         true => Ok(()),
-        false => Err(format!(
-            "key name `{}` is not a DNS label (lowercase letters, digits and '-')",
-            cut(name)
+        false => Err(PolicyError::not_a(
+            name,
+            "a DNS label (lowercase letters, digits and '-') to name a key",
         )),
     }
 }
 
 /// The key `name`, from its PEM or from the file `key` names.
-fn trusted_key(name: &str, key: &str) -> Result<TrustedKey, String> {
-    if key.trim_start().starts_with("-----BEGIN") {
-        return TrustedKey::from_pem(name, key);
-    }
-    let pem = std::fs::read_to_string(key)
-        .map_err(|e| format!("key `{}`: reading {}: {e}", cut(name), cut(key)))?;
-    TrustedKey::from_pem(name, &pem)
+fn trusted_key(name: &str, key: &str) -> Result<TrustedKey, PolicyError> {
+    let pem = match key.trim_start().starts_with("-----BEGIN") {
+        true => key.to_owned(),
+        false => std::fs::read_to_string(key).map_err(|error| PolicyError::KeyFile {
+            name: cut(name).to_owned(),
+            file: cut(key).to_owned(),
+            reason: error.to_string(),
+        })?,
+    };
+    TrustedKey::from_pem(name, &pem).map_err(PolicyError::Value)
 }
 
 /// What any value is, for an error that does not quote it.
@@ -306,20 +406,23 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-fn allowances(value: &Value) -> Result<Vec<Allowance>, String> {
+fn allowances(value: &Value) -> Result<Vec<Allowance>, PolicyError> {
     let Value::Array(entries) = value else {
-        return Err("`allow`: expected a list of {kinds, verbs, namespaces}".into());
+        let expected = PolicyError::Expected("a list of {kinds, verbs, namespaces}");
+        return Err(expected.at("allow"));
     };
     entries
         .iter()
         .enumerate()
-        .map(|(index, entry)| allowance(entry).map_err(|e| format!("`allow[{index}]`: {e}")))
+        .map(|(index, entry)| allowance(entry).map_err(|e| e.at(&format!("allow[{index}]"))))
         .collect()
 }
 
-fn allowance(entry: &Value) -> Result<Allowance, String> {
+fn allowance(entry: &Value) -> Result<Allowance, PolicyError> {
     let Value::Object(fields) = entry else {
-        return Err("expected a mapping of kinds, verbs and namespaces".into());
+        return Err(PolicyError::Expected(
+            "a mapping of kinds, verbs and namespaces",
+        ));
     };
     let mut allowance = Allowance {
         kinds: Vec::new(),
@@ -327,32 +430,29 @@ fn allowance(entry: &Value) -> Result<Allowance, String> {
         namespaces: Vec::new(),
     };
     for (key, value) in fields {
-        let items =
-            list(value).ok_or_else(|| format!("`{}`: expected a list of values", cut(key)))?;
+        let items = list(value).ok_or_else(|| PolicyError::Expected("a list of values").at(key))?;
         match key.as_str() {
             "kinds" => {
                 allowance.kinds = items
                     .iter()
-                    .map(|k| KindPattern::parse(k))
+                    .map(|k| kind_pattern(k))
                     .collect::<Result<_, _>>()?
             }
             "verbs" => allowance.verbs = items.iter().map(|v| verb(v)).collect::<Result<_, _>>()?,
             "namespaces" => allowance.namespaces = namespaces(items)?,
             _ => {
-                return Err(format!(
-                    "unknown key `{}`; known: kinds, verbs, namespaces",
-                    cut(key)
-                ));
+                let known = "kinds, verbs, namespaces";
+                return Err(PolicyError::unknown("key", key, known));
             }
         }
     }
     if allowance.kinds.is_empty() || allowance.verbs.is_empty() {
-        return Err("needs kinds and verbs".into());
+        return Err(PolicyError::Incomplete("needs kinds and verbs"));
     }
     Ok(allowance)
 }
 
-fn verb(text: &str) -> Result<Verb, String> {
+fn verb(text: &str) -> Result<Verb, PolicyError> {
     Ok(match text {
         "get" => Verb::Get,
         "list" => Verb::List,
@@ -363,25 +463,24 @@ fn verb(text: &str) -> Result<Verb, String> {
         "delete" => Verb::Delete,
         "status" => Verb::Status,
         other => {
-            return Err(format!(
-                "unknown verb `{}`; known: get, list, watch, create, update, patch, delete, status",
-                cut(other)
-            ));
+            let known = "get, list, watch, create, update, patch, delete, status";
+            return Err(PolicyError::unknown("verb", other, known));
         }
     })
 }
 
 /// An allowance's namespaces: namespace names, at least one (an empty list would read as all).
-fn namespaces(items: Vec<String>) -> Result<Vec<String>, String> {
+fn namespaces(items: Vec<String>) -> Result<Vec<String>, PolicyError> {
     if items.is_empty() {
-        return Err("`namespaces`: an empty list; leave the key out to allow all".into());
+        let empty = PolicyError::Incomplete("an empty list; leave the key out to allow all");
+        return Err(empty.at("namespaces"));
     }
     match items.iter().find(|n| !dns_label(n)) {
-        Some(bad) => Err(format!(
-            "`namespaces`: `{}` is not a namespace name (lowercase letters, digits and '-', at \
-             most 63)",
-            cut(bad)
-        )),
+        Some(bad) => Err(PolicyError::not_a(
+            bad,
+            "a namespace name (lowercase letters, digits and '-', at most 63)",
+        )
+        .at("namespaces")),
         None => Ok(items),
     }
 }
@@ -414,11 +513,15 @@ mod tests {
             parse("max-webhook-timeout: 5s\nwebhook-failure-policies: [Ignore]\n").unwrap();
         assert_eq!(ceiling.max_webhook_timeout, Duration::from_secs(5));
         assert_eq!(ceiling.webhook_failure_policies, [FailurePolicy::Ignore]);
-        let none = parse("webhook-failure-policies: []").unwrap_err();
+        let none = parse("webhook-failure-policies: []")
+            .unwrap_err()
+            .to_string();
         assert!(none.contains("at least one"), "{none}");
-        let typo = parse("webhook-failure-policies: [Open]").unwrap_err();
+        let typo = parse("webhook-failure-policies: [Open]")
+            .unwrap_err()
+            .to_string();
         assert!(typo.starts_with("`webhook-failure-policies`: "), "{typo}");
-        let long = parse("max-webhook-timeout: 40s").unwrap_err();
+        let long = parse("max-webhook-timeout: 40s").unwrap_err().to_string();
         assert!(long.contains("100ms..=25s"), "{long}");
     }
 
@@ -457,7 +560,7 @@ mod tests {
         assert!(ceiling.may_convert("webapp", &webapp));
         assert_eq!(ceiling.identity("canary"), "webapp");
         assert!(ceiling.modules.allows_namespace("plugins") && ceiling.modules.private_addresses);
-        let error = |yaml: &str| parse(yaml).unwrap_err();
+        let error = |yaml: &str| parse(yaml).unwrap_err().to_string();
         assert!(error("conversions: {WebApp: webapp}\n").contains("group/Kind"));
         assert!(error("conversions: {example.com/*: webapp}\n").contains("group/Kind"));
         assert!(error("identities: {a: Web_App}\n").contains("not a plugin name"));
@@ -469,7 +572,7 @@ mod tests {
         assert!(error(namespaced).contains("not a plugin name"));
         assert!(error("modules: {private-addresses: yes please}\n").contains("true or false"));
         let document = super::super::yaml(text).unwrap();
-        let refused = narrowing(&document).unwrap_err();
+        let refused = narrowing(&document).unwrap_err().to_string();
         assert!(refused.contains("only by the operator"), "{refused}");
         let own = super::super::yaml("max-instances: 2\n").unwrap();
         assert_eq!(narrowing(&own).unwrap().max_instances, 2);
@@ -494,7 +597,7 @@ mod tests {
         let names: Vec<&str> = ceiling.signatures.keys.iter().map(|k| k.name()).collect();
         assert_eq!(names, ["ops", "release"]);
         assert!(ceiling.signatures.require);
-        let error = |yaml: &str| parse(yaml).unwrap_err();
+        let error = |yaml: &str| parse(yaml).unwrap_err().to_string();
         assert!(error("signatures: {require: true}\n").contains("at least one key"));
         assert!(error("signatures: {keys: {Release: x}}\n").contains("not a DNS label"));
         let missing = error("signatures: {keys: {release: /nonexistent/release.pub}}\n");
@@ -511,14 +614,24 @@ mod tests {
         assert!(
             narrowing(&document)
                 .unwrap_err()
+                .to_string()
                 .contains("only by the operator")
         );
     }
 
     #[test]
     fn mistakes_name_the_setting() {
-        let error = |yaml: &str| parse(yaml).unwrap_err();
+        let error = |yaml: &str| parse(yaml).unwrap_err().to_string();
         assert!(error("max-instance: 3\n").contains("unknown setting `max-instance`"));
+        let typed = parse("modules: {namespaces: [Team-A]}\n").unwrap_err();
+        let PolicyError::At { key, problem } = typed else {
+            panic!("not placed under its setting: {typed:?}")
+        };
+        assert_eq!(key, "modules");
+        assert!(
+            matches!(*problem, PolicyError::At { ref key, .. } if key == "namespaces"),
+            "{problem:?}"
+        );
         assert!(error("max-instances: 0\n").contains("`max-instances`"));
         assert!(
             error("allow: [{kinds: [ConfigMap], verbs: [own]}]\n").contains("unknown verb `own`")
@@ -534,10 +647,16 @@ mod tests {
             ))
         };
         assert!(allow("[team-a]").is_ok());
-        assert!(allow("[]").unwrap_err().contains("leave the key out"));
+        assert!(
+            allow("[]")
+                .unwrap_err()
+                .to_string()
+                .contains("leave the key out")
+        );
         assert!(
             allow("[Team-A]")
                 .unwrap_err()
+                .to_string()
                 .contains("`Team-A` is not a namespace name")
         );
     }
@@ -550,9 +669,14 @@ mod tests {
             let prev = level - 1;
             text + &format!("a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}]\n")
         });
-        assert!(parse(&bomb).unwrap_err().contains("alias replay limit"));
+        assert!(
+            parse(&bomb)
+                .unwrap_err()
+                .to_string()
+                .contains("alias replay limit")
+        );
         let value = format!("max-instances: [{}]\n", "x".repeat(1 << 16));
-        let error = parse(&value).unwrap_err();
+        let error = parse(&value).unwrap_err().to_string();
         assert!(
             error.contains("found a list") && error.len() < 200,
             "{error}"

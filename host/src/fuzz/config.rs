@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 
 use super::boundary::json_value;
 use super::{error_within, fuzz, hostile_text, mangled, parse, short_error};
-use crate::config::{MAX_DURATION, bytes, duration, narrowing, parse_policy, positive, rate};
+use crate::config::{
+    MAX_DURATION, PolicyError, bytes, duration, narrowing, parse_policy, positive, rate,
+};
 use crate::plugins::module::ModuleRef;
 use crate::rate::TokenBucket;
 use wasmop_contract::Ceiling;
@@ -95,10 +97,10 @@ fn fuzz_policy_files() {
         match parse(yaml.len(), || parse_policy(&yaml))? {
             Ok(ceiling) => a_sound_ceiling(&ceiling),
             // The operator's own file: the YAML parser quotes a few cropped lines around the error.
-            Err(error) if error.starts_with("not valid YAML") => {
+            Err(PolicyError::Yaml(error)) if error.starts_with("not valid YAML") => {
                 error_within(&error, MAX_YAML_ERROR)
             }
-            Err(error) => short_error(&error),
+            Err(error) => short_error(&error.to_string()),
         }
     });
 }
@@ -118,7 +120,7 @@ fn fuzz_wasm_reconciler_specs() {
         }
         match parse(len, || narrowing(&spec["policy"]))? {
             Ok(ceiling) => a_sound_ceiling(&ceiling)?,
-            Err(error) => short_error(&error)?,
+            Err(error) => short_error(&error.to_string())?,
         }
         let module = parse(len, || {
             serde_json::from_value::<ModuleRef>(spec["module"].clone()).map(|m| {

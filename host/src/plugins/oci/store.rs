@@ -276,6 +276,9 @@ impl Store {
         let file = self.holder_file(holder);
         let before = lines_of(&file).await;
         let now = self.held_lines(held);
+        if before == now {
+            return;
+        }
         if let Err(error) = write(&file, format!("{}\n", now.join("\n")).as_bytes()).await {
             tracing::warn!(holder, dir = %self.dir.display(), "recording the pulled module's holder: {error}");
         }

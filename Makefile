@@ -114,7 +114,7 @@ demo-cluster: image
 test-cluster: image
 	tests/k8s/build.sh --node >/dev/null
 	cargo test -p wasmop-envtest --features node --test node
-	cargo test -p wasmop --features cluster-tests --test pods --test pods_registry --test pods_chart
+	cargo test -p wasmop --features cluster-tests --test all -- pods:: pods_registry:: pods_chart::
 
 demo: control-plane guests
 	cargo build --bin wasmop

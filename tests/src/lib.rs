@@ -15,8 +15,9 @@
 //! [`ControlPlane::start_with_node`] adds a node: kube-scheduler, kube-controller-manager,
 //! containerd and a kubelet, so Deployments make pods and pods run, on a bridge of this machine.
 //!
-//! Tests share one control plane per test binary through [`shared`] and isolate themselves with
-//! [`ControlPlane::create_namespace`]; a test that must restart the apiserver starts its own.
+//! Tests share one control plane per test binary through [`shared`] (or one per group of tests
+//! through [`shared_by`]) and isolate themselves with [`ControlPlane::create_namespace`]; a test
+//! that must restart the apiserver starts its own.
 //!
 //! [`Registry::start`] runs a real OCI registry (CNCF Distribution) on loopback for tests that
 //! push and pull Wasm OCI artifacts: anonymous over plain HTTP, or over TLS with a fresh CA and
@@ -45,6 +46,6 @@ pub use error::Error;
 pub use network::{APISERVER_PORT, BRIDGE, NODE_IP, REGISTRY_ADDRESS};
 pub use node::{CGROUP_ROOT, NODE_NAME, Node};
 pub use registry::{Registry, RegistryAuth};
-pub use shared::shared;
+pub use shared::{shared, shared_by};
 pub use supervisor::{Supervised, process_running};
 pub use timeout::within;

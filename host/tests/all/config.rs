@@ -1,0 +1,115 @@
+//! The `wasmop` binary configured by a `--config` file on the real control plane: it watches only
+//! the namespaces listed, applies a plugin's own limits, and refuses invalid settings at start
+//! naming the setting.
+
+use crate::common;
+
+use common::scrape::{free_address, get, parse, value};
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, PostParams};
+use wasmop_envtest::{shared_by, within};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+#[tokio::test]
+async fn a_config_file_scopes_the_host_to_its_namespaces_and_limits_a_plugin() -> anyhow::Result<()>
+{
+    within(LIMIT, "a host configured by file", async {
+        let plane = &shared_by(module_path!()).await?;
+        common::install_webapp_crd(plane).await?;
+        let inside = plane.create_namespace("watched").await?;
+        let outside = plane.create_namespace("unwatched").await?;
+        let client = plane.client().await?;
+        let (apps_in, apps_out) = (
+            common::webapps(client.clone(), &inside),
+            common::webapps(client.clone(), &outside),
+        );
+        apps_out
+            .create(&PostParams::default(), &common::webapp("ignored"))
+            .await?;
+
+        let metrics = free_address();
+        let dir = tempfile::tempdir()?;
+        let config = dir.path().join("wasmop.yaml");
+        let yaml = format!(
+            "namespaces: [{inside}]\n\
+             metrics-bind-address: {metrics}\n\
+             health-probe-bind-address: '0'\n\
+             plugins:\n\
+             - file: {}\n\
+             \x20 max-concurrent-reconciles: 3\n",
+            common::component("webapp").display()
+        );
+        std::fs::write(&config, yaml)?;
+        let _host = common::host(plane).arg("--config").arg(&config).spawn()?;
+
+        apps_in
+            .create(&PostParams::default(), &common::webapp("served"))
+            .await?;
+        common::converged(&apps_in, "served").await?;
+
+        let text = loop {
+            if let Ok((200, text)) = get(&metrics, "/metrics").await {
+                let counted = [("controller", "webapp"), ("result", "success")];
+                if value(
+                    &parse(&text),
+                    "controller_runtime_reconcile_total",
+                    &counted,
+                )
+                .is_some_and(|n| n > 0.0)
+                {
+                    break text;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let samples = parse(&text);
+        let workers = [("controller", "webapp")];
+        assert_eq!(
+            value(
+                &samples,
+                "controller_runtime_max_concurrent_reconciles",
+                &workers
+            ),
+            Some(3.0),
+            "the plugin's own limit from the file"
+        );
+        let webapps = [("kind", "WebApp")];
+        assert_eq!(
+            value(&samples, "wasmop_cache_objects", &webapps),
+            Some(1.0),
+            "only the watched namespace's WebApp is cached"
+        );
+        let deployments: Api<Deployment> = Api::namespaced(client, &outside);
+        assert!(deployments.get_opt("ignored").await?.is_none());
+        let ignored = apps_out.get("ignored").await?;
+        assert!(ignored.data.get("status").is_none(), "{:?}", ignored.data);
+        Ok(())
+    })
+    .await
+}
+
+#[test]
+fn invalid_settings_stop_the_host_before_it_starts() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("wasmop.yaml");
+    std::fs::write(
+        &config,
+        "plugins: [webapp.wasm]\nleader-election-lease-duration: 5s\n",
+    )?;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--leader-election-renew-deadline", "8s"])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`leader-election-renew-deadline`: 8s must be shorter than leader-election-lease-duration (5s)"),
+        "{stderr}"
+    );
+    Ok(())
+}

@@ -1,0 +1,517 @@
+//! Every capability a plugin has beside its reconcile calls, attacked on the real control plane
+//! as a malicious plugin author would (`tests/guests/overreach`, `converter`, `narrow`): webhooks
+//! on kinds it was never granted, writes from a webhook call, the conversion of another
+//! operator's custom resource, owner references the garbage collector would act on (with
+//! kube-controller-manager's garbage collector running), events in namespaces it may not write,
+//! a module that names itself after a more privileged plugin, and a plugin that would hold the
+//! guest memory others need. Each test checks what a user would: the refusal and its reason,
+//! that nothing reached the apiserver, and that what another operator or plugin owns is intact.
+//! Each prints what it measured.
+
+use crate::common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use serde_json::{Value, json};
+use wasmop::cache::{Cache, Informer};
+use wasmop::contract::object::{GroupVersionKind, ObjectKey};
+use wasmop::contract::{AdmissionRequest, Refusal};
+use wasmop::runtime::{DispatchError, Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
+use wasmop_envtest::{ControlPlane, shared_by, within};
+
+use common::scrape::{free_address, get};
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// One test at a time: they count what the shared apiserver received.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The policy of the attacks: ConfigMaps and nothing else.
+const CONFIGMAPS_ONLY: &str = "allow:\n  - kinds: [core/ConfigMap]\n    \
+                               verbs: [get, list, watch, create, patch, delete]\n";
+
+/// A policy allowing anything and naming guest-converter's conversion of Things.
+const CONVERTER: &str = "conversions:\n  other.example.com/Thing: guest-converter\n";
+
+/// `other.example.com`'s Thing: another operator's custom resource.
+const THING_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.other.example.com}
+spec:
+  group: other.example.com
+  names: {kind: Thing, plural: things, singular: thing}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+
+/// The conversion another operator set on the Thing CRD.
+const OTHERS_CONVERSION: &str = "https://converter.other-operator.invalid/convert";
+
+fn configmap_kind() -> GroupVersionKind {
+    GroupVersionKind::gvk("", "v1", "ConfigMap")
+}
+
+/// A runtime whose operator policy is the YAML `policy`.
+fn runtime_under(policy: &str) -> Runtime {
+    let ceiling = wasmop::config::parse_policy(policy).expect("a valid policy");
+    Runtime::new(RuntimeConfig {
+        ceiling,
+        ..RuntimeConfig::default()
+    })
+    .expect("the runtime starts")
+}
+
+/// Loads component `name` into `runtime` with the production cache-backed client and events.
+async fn load(
+    runtime: &Runtime,
+    kube: &kube::Client,
+    cache: &Arc<Cache>,
+    name: &str,
+) -> Result<Plugin, RuntimeError> {
+    common::load_on_cluster(runtime, (kube, cache), name, PluginOptions::default()).await
+}
+
+/// A cache of every namespace's ConfigMaps, synced.
+async fn configmap_cache(kube: &kube::Client) -> anyhow::Result<(Arc<Cache>, Arc<Informer>)> {
+    let cache = Arc::new(Cache::new(kube.clone()));
+    let informer = cache.informer(&configmap_kind()).await?;
+    informer.wait_synced().await;
+    Ok((cache, informer))
+}
+
+/// Creates ConfigMap `name` in `namespace` with `labels`, and waits until `informer` holds it.
+async fn configmap(
+    kube: &kube::Client,
+    informer: &Informer,
+    (namespace, name): (&str, &str),
+    labels: Value,
+) -> anyhow::Result<ConfigMap> {
+    let api: Api<ConfigMap> = Api::namespaced(kube.clone(), namespace);
+    let object = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))?;
+    let created = api.create(&PostParams::default(), &object).await?;
+    while informer.get(&ObjectKey::new(namespace, name)).is_none() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(created)
+}
+
+/// Writes `text` as a policy file in `dir`.
+fn policy_file(dir: &Path, text: &str) -> anyhow::Result<std::path::PathBuf> {
+    let path = dir.join("policy.yaml");
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_on_kinds_never_granted_are_refused_at_load_and_never_registered()
+-> anyhow::Result<()> {
+    within(LIMIT, "webhooks on Secrets and Pods", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("overreach").await?;
+        let kube = plane.client().await?;
+        let (cache, _informer) = configmap_cache(&kube).await?;
+
+        let refused = load(&runtime_under(CONFIGMAPS_ONLY), &kube, &cache, "guest-overreach").await;
+        let Err(RuntimeError::Refused { reason, .. }) = refused else {
+            panic!("guest-overreach loaded: {:?}", refused.map(|p| p.name().to_owned()));
+        };
+        println!("OVERREACH refused at load: {reason}");
+        assert!(reason.contains("validating webhook on Secret.v1"), "{reason}");
+        let anything = load(&runtime_under(""), &kube, &cache, "guest-overreach").await;
+        let Err(RuntimeError::Refused { reason, .. }) = anything else {
+            panic!("guest-overreach loaded without a policy");
+        };
+        assert!(reason.contains("describe() declared no such permission"), "{reason}");
+
+        let dir = tempfile::tempdir()?;
+        let policy = policy_file(dir.path(), CONFIGMAPS_ONLY)?;
+        let plugins = dir.path().join("plugins");
+        std::fs::create_dir(&plugins)?;
+        std::fs::copy(
+            common::component("guest-overreach"),
+            plugins.join("guest-overreach.wasm"),
+        )?;
+        let (metrics, webhooks) = (free_address(), free_address());
+        let _host = common::host(plane)
+            .arg("--plugin-dir")
+            .arg(&plugins)
+            .arg("--policy")
+            .arg(&policy)
+            .args(["--namespaces", &namespace, "--health-probe-bind-address", "0"])
+            .args(["--metrics-bind-address", &metrics])
+            .args(["--webhook-bind-address", &webhooks])
+            .args(["--webhook-url", &format!("https://{webhooks}")])
+            .args(["--webhook-configuration-name", "overreach"])
+            .spawn()?;
+        let status = common::scrape::plugins_until(&metrics, |body| body.contains("validating webhook")).await?;
+        assert!(status.contains("Secret.v1"), "{status}");
+        let (_, scraped) = get(&metrics, "/metrics").await?;
+        let failures = common::scrape::parse(&scraped)["wasmop_plugin_load_failures_total"]
+            .iter()
+            .map(|(_, value)| value)
+            .sum::<f64>();
+        assert!(failures >= 1.0, "the refusal is counted");
+        for kind in ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"] {
+            let found = plane.run_kubectl(&["get", kind, "overreach"], None).await;
+            assert!(found.is_err(), "{kind} overreach exists: {found:?}");
+        }
+        println!("OVERREACH in wasmop run: refused ({failures} load failure counted), no webhook configuration written");
+        Ok(())
+    })
+    .await
+}
+
+/// An admission request for the create of ConfigMap `name` in `namespace`.
+fn configmap_create(namespace: &str, name: &str) -> AdmissionRequest {
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace}});
+    common::admission_create(configmap_kind(), ObjectKey::new(namespace, name), object)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_calls_read_the_cache_only() -> anyhow::Result<()> {
+    within(LIMIT, "writes from a defaulting webhook", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("webhook-writes").await?;
+        let kube = plane.client().await?;
+        let (cache, informer) = configmap_cache(&kube).await?;
+        configmap(&kube, &informer, (&namespace, "victim"), json!({})).await?;
+        let plugin = load(&runtime_under(CONVERTER), &kube, &cache, "guest-converter").await?;
+        let mut audit = plane.audit_log();
+        let before = audit.read_new()?.len();
+
+        let answer = plugin.default(&configmap_create(&namespace, "new")).await?;
+        let defaulted: Value = serde_json::from_str(&answer.expect("defaulted"))?;
+        let wrote = &defaulted["metadata"]["annotations"]["converter.wasmop.dev/write"];
+        assert_eq!(wrote, "forbidden", "the webhook's patch: {defaulted}");
+        assert!(plugin.refusals()[Refusal::EventDropped as usize].1 >= 1);
+
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let victim: Api<ConfigMap> = Api::namespaced(kube.clone(), &namespace);
+        let labels = victim
+            .get("victim")
+            .await?
+            .metadata
+            .labels
+            .unwrap_or_default();
+        assert!(!labels.contains_key("pwned"), "{labels:?}");
+        let events: Api<Event> = Api::namespaced(kube.clone(), &namespace);
+        let recorded = events.list(&ListParams::default()).await?.items.len();
+        assert_eq!(recorded, 0, "the webhook's event was published");
+        let writes = audit
+            .read_new()?
+            .into_iter()
+            .filter(|e| e.namespace == namespace && e.is_write() && e.resource != "namespaces")
+            .count();
+        assert_eq!(writes, 0, "writes reached the apiserver");
+        println!(
+            "WEBHOOK WRITES: the defaulting webhook's patch was refused (forbidden) and its event \
+             dropped; 0 writes in {namespace} reached the apiserver ({before} audit events before)"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// The Thing CRD's conversion webhook URL and the host's mark on it, if any.
+async fn thing_conversion(plane: &ControlPlane) -> anyhow::Result<(String, String, Value)> {
+    let crd = plane
+        .run_kubectl(
+            &["get", "crd", "things.other.example.com", "-o", "json"],
+            None,
+        )
+        .await?;
+    let crd: Value = serde_json::from_str(&crd)?;
+    let conversion = &crd["spec"]["conversion"];
+    let strategy = conversion["strategy"].as_str().unwrap_or("None").to_owned();
+    let url = conversion["webhook"]["clientConfig"]["url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mark = crd["metadata"]["annotations"]["wasmop.dev/converted-by"].clone();
+    Ok((strategy, url, mark))
+}
+
+/// Sets the Thing CRD's conversion to another operator's webhook, or to `None`.
+async fn set_thing_conversion(plane: &ControlPlane, others: bool) -> anyhow::Result<()> {
+    let conversion = match others {
+        true => json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"url": OTHERS_CONVERSION}, "conversionReviewVersions": ["v1"]}}),
+        false => json!({"strategy": "None", "webhook": null}),
+    };
+    let patch = json!({"spec": {"conversion": conversion}}).to_string();
+    let args = [
+        "patch",
+        "crd",
+        "things.other.example.com",
+        "--type=merge",
+        "-p",
+        &patch,
+    ];
+    plane.run_kubectl(&args, None).await?;
+    Ok(())
+}
+
+/// `wasmop run` with `plugin` under `policy`, its webhooks configured as `converter`; the
+/// address of its metrics.
+fn converter_host(
+    plane: &ControlPlane,
+    (namespace, policy): (&str, &Path),
+    plugin: &str,
+) -> anyhow::Result<(tokio::process::Child, String)> {
+    let (metrics, webhooks) = (free_address(), free_address());
+    let host = common::host(plane)
+        .args(["--plugin", &common::component(plugin).display().to_string()])
+        .arg("--policy")
+        .arg(policy)
+        .args([
+            "--namespaces",
+            namespace,
+            "--health-probe-bind-address",
+            "0",
+        ])
+        .args(["--metrics-bind-address", &metrics])
+        .args(["--webhook-bind-address", &webhooks])
+        .args(["--webhook-url", &format!("https://{webhooks}")])
+        .args(["--webhook-configuration-name", "converter"])
+        // Its defaulting webhook on ConfigMaps must not refuse other tests' creates once the
+        // host is gone.
+        .args(["--webhook-failure-policy", "Ignore"])
+        .spawn()?;
+    Ok((host, metrics))
+}
+
+/// Waits until the host configured as `converter` has written its mutating configuration (the
+/// conversions are set in the same pass, after it) and a moment more.
+async fn configured(plane: &ControlPlane) -> anyhow::Result<()> {
+    let args = ["get", "mutatingwebhookconfiguration", "converter"];
+    while plane.run_kubectl(&args, None).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversion_is_owned_by_the_plugin_the_policy_names_and_never_taken_from_another()
+-> anyhow::Result<()> {
+    within(LIMIT, "conversions", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("conversions").await?;
+        let dir = tempfile::tempdir()?;
+        let crd = dir.path().join("thing.yaml");
+        std::fs::write(&crd, THING_CRD)?;
+        plane.install_crds(&[&crd]).await?;
+        let kube = plane.client().await?;
+        let (cache, _informer) = configmap_cache(&kube).await?;
+
+        let unnamed = format!("{CONFIGMAPS_ONLY}  - kinds: [other.example.com/Thing]\n    verbs: [get, list, watch, update]\n");
+        let refused = load(&runtime_under(&unnamed), &kube, &cache, "guest-converter").await;
+        let Err(RuntimeError::Refused { reason, .. }) = refused else {
+            panic!("guest-converter loaded without its conversion named");
+        };
+        assert!(reason.contains("asks to convert Thing.other.example.com/v1") && reason.contains("operator's policy"), "{reason}");
+        println!("CONVERSION not named by the policy: refused at load: {reason}");
+
+        let named = format!("{unnamed}conversions:\n  other.example.com/Thing: guest-converter\n");
+        let policy = policy_file(dir.path(), &named)?;
+        set_thing_conversion(plane, true).await?;
+        let (host, metrics) = converter_host(plane, (&namespace, &policy), "guest-converter")?;
+        common::scrape::plugins_until(&metrics, |body| body.contains("guest-converter") && body.contains("running")).await?;
+        configured(plane).await?;
+        let (strategy, url, mark) = thing_conversion(plane).await?;
+        assert_eq!((strategy.as_str(), url.as_str()), ("Webhook", OTHERS_CONVERSION), "taken from another");
+        assert!(mark.is_null(), "{mark}");
+        println!("CONVERSION set by another operator: left as it was ({url})");
+        common::terminate(host).await?;
+
+        set_thing_conversion(plane, false).await?;
+        let (host, metrics) = converter_host(plane, (&namespace, &policy), "guest-converter")?;
+        common::scrape::plugins_until(&metrics, |body| body.contains("running")).await?;
+        let (strategy, url, mark) = loop {
+            let found = thing_conversion(plane).await?;
+            if found.0 == "Webhook" {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(url.ends_with("/convert/guest-converter"), "{strategy} {url}");
+        assert_eq!(mark, "converter/guest-converter");
+        common::terminate(host).await?;
+
+        let (host, metrics) = converter_host(plane, (&namespace, &policy), "guest-good")?;
+        common::scrape::plugins_until(&metrics, |body| body.contains("guest-good")).await?;
+        let reverted = loop {
+            let found = thing_conversion(plane).await?;
+            if found.0 == "None" {
+                break found;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(reverted.2.is_null(), "the mark stays: {:?}", reverted.2);
+        common::terminate(host).await?;
+        println!("CONVERSION from None: taken ({url}), and set back to None once the plugin was gone");
+        plane
+            .run_kubectl(&["delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", "converter", "--ignore-not-found"], None)
+            .await?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_references_reach_only_objects_the_plugin_reads_and_the_garbage_collector_spares_the_rest()
+-> anyhow::Result<()> {
+    within(LIMIT, "owner references", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let _collector = plane.start_garbage_collector().await?;
+        let namespace = plane.create_namespace("owners").await?;
+        let elsewhere = plane.create_namespace("owners-elsewhere").await?;
+        let kube = plane.client().await?;
+        let (cache, informer) = configmap_cache(&kube).await?;
+        let ns = namespace.as_str();
+        for name in ["victim-a", "victim-b", "orphan-victim-a", "adopt-victim-b"] {
+            configmap(&kube, &informer, (ns, name), json!({})).await?;
+        }
+        let label = json!({"converter.wasmop.dev/elsewhere": "yes"});
+        configmap(&kube, &informer, (&elsewhere, "owner-elsewhere"), label).await?;
+        let plugin = load(&runtime_under(CONVERTER), &kube, &cache, "guest-converter").await?;
+        let mut audit = plane.audit_log();
+        audit.read_new()?;
+
+        let attempts = match plugin.reconcile(&ObjectKey::new(ns, "orphan-victim-a")).await {
+            Err(DispatchError::Failed { message, .. }) => serde_json::from_str::<Value>(&message)?,
+            other => panic!("expected the guest's report, got {other:?}"),
+        };
+        println!("OWNERS attempts: {attempts}");
+        for attempt in attempts.as_array().unwrap() {
+            assert_ne!(attempt["result"], "ok", "{attempt}");
+        }
+        let patched_victim = audit
+            .read_new()?
+            .into_iter()
+            .filter(|e| e.name == "victim-a" && e.is_write())
+            .count();
+        assert_eq!(patched_victim, 0, "a refused owner reference reached the apiserver");
+
+        plugin.reconcile(&ObjectKey::new(ns, "adopt-victim-b")).await?;
+        let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), ns);
+        let owners = configmaps.get("victim-b").await?.metadata.owner_references.unwrap_or_default();
+        assert_eq!(owners.len(), 1, "the real owner was set");
+        configmaps.delete("adopt-victim-b", &Default::default()).await?;
+        let collected = std::time::Instant::now();
+        while configmaps.get_opt("victim-b").await?.is_some() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let waited = collected.elapsed();
+        tokio::time::sleep(waited.max(Duration::from_secs(2))).await;
+        assert!(configmaps.get_opt("victim-a").await?.is_some(), "victim-a was collected");
+        println!(
+            "OWNERS: 5 forged owner references refused, 0 sent; the real owner's dependent was \
+             collected {:.1} s after its owner's deletion; victim-a is still there after as long again",
+            waited.as_secs_f64()
+        );
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_land_only_in_namespaces_the_plugin_may_write() -> anyhow::Result<()> {
+    within(LIMIT, "events elsewhere", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let home = "narrow-home";
+        let _ = plane
+            .run_kubectl(&["create", "namespace", home], None)
+            .await;
+        let elsewhere = plane.create_namespace("narrow-elsewhere").await?;
+        let kube = plane.client().await?;
+        let (cache, informer) = configmap_cache(&kube).await?;
+        configmap(&kube, &informer, (&elsewhere, "seen"), json!({})).await?;
+        configmap(&kube, &informer, (home, "seen"), json!({})).await?;
+        let plugin = load(&runtime_under(""), &kube, &cache, "guest-narrow").await?;
+        plugin
+            .reconcile(&ObjectKey::new(&elsewhere, "seen"))
+            .await?;
+        plugin.reconcile(&ObjectKey::new(home, "seen")).await?;
+
+        let at_home: Api<Event> = Api::namespaced(kube.clone(), home);
+        let regarding_seen = |events: Vec<Event>| {
+            events
+                .into_iter()
+                .filter(|e| e.involved_object.name.as_deref() == Some("seen"))
+                .count()
+        };
+        while regarding_seen(at_home.list(&ListParams::default()).await?.items) == 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let away: Api<Event> = Api::namespaced(kube.clone(), &elsewhere);
+        let published = regarding_seen(away.list(&ListParams::default()).await?.items);
+        assert_eq!(
+            published, 0,
+            "an event was published where the plugin may not write"
+        );
+        assert_eq!(plugin.refusals()[Refusal::EventDropped as usize].1, 1);
+        println!("EVENTS: 1 published in {home}, 0 in {elsewhere} (dropped and counted)");
+        let _ = plane
+            .run_kubectl(&["delete", "namespace", home, "--wait=false"], None)
+            .await;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_runs_only_as_its_sources_identity() -> anyhow::Result<()> {
+    within(LIMIT, "identity by name", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("identity").await?;
+        let plugins = tempfile::tempdir()?;
+        std::fs::copy(
+            common::component("guest-good"),
+            plugins.path().join("evil.wasm"),
+        )?;
+        let mut audit = plane.audit_log();
+        audit.read_new()?;
+        let metrics = free_address();
+        let _host = common::host(plane)
+            .arg("--plugin-dir")
+            .arg(plugins.path())
+            .args(["--plugin-identity-namespace", &namespace])
+            .args([
+                "--namespaces",
+                &namespace,
+                "--health-probe-bind-address",
+                "0",
+            ])
+            .args(["--metrics-bind-address", &metrics])
+            .spawn()?;
+        let status =
+            common::scrape::plugins_until(&metrics, |body| body.contains("runs as evil")).await?;
+        assert!(status.contains("declares the name guest-good"), "{status}");
+        let privileged = format!("system:serviceaccount:{namespace}:wasmop-plugin-guest-good");
+        let spoken = common::requests_by(&mut audit, &privileged)?;
+        assert!(spoken.is_empty(), "requests as {privileged}: {spoken:?}");
+        println!(
+            "IDENTITY: evil.wasm declaring guest-good refused at load; 0 requests as {privileged}"
+        );
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,173 @@
+//! `wasmop new`, as an author starts a plugin: for each language (and Go against
+//! controller-runtime's API) the next steps it prints run as printed on a machine where `wasmop`
+//! is not on `PATH` — the language's `build .` writes the component into the plugin's folder and
+//! it passes its own fixtures with `wasmop test` — and, loaded into a running host, it marks a
+//! real ConfigMap with its generation. A custom kind scaffolds to a plugin that passes its
+//! fixtures too, and `build -o FILE` writes it where asked.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::PostParams;
+use wasmop_envtest::{shared_by, within};
+
+/// Building the four components is the slow part.
+const LIMIT: Duration = Duration::from_secs(900);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("the checkout exists")
+}
+
+/// Runs `command` in `dir` on a `PATH` without wasmop; returns what it printed, failing on a
+/// non-zero exit.
+fn run(mut command: Command, dir: &Path) -> anyhow::Result<String> {
+    let output = command
+        .current_dir(dir)
+        .env("PATH", path_without_wasmop())
+        .env("RUST_LOG", "error")
+        .output()?;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    anyhow::ensure!(
+        output.status.success(),
+        "{command:?} failed: {printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(printed)
+}
+
+/// Runs `wasmop` with `args` in `dir`.
+fn wasmop(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wasmop"));
+    command.args(args);
+    run(command, dir)
+}
+
+/// Runs `script` with bash in `dir`.
+fn bash(dir: &Path, script: &str) -> anyhow::Result<String> {
+    let mut command = Command::new("bash");
+    command.args(["-c", &format!("set -euo pipefail\n{script}")]);
+    run(command, dir)
+}
+
+/// The next steps `wasmop new` printed, one command a line, without the last one (`wasmop run`,
+/// which runs until stopped).
+fn next_steps(printed: &str) -> anyhow::Result<Vec<String>> {
+    let (_, next) = printed
+        .split_once("\nnext:\n")
+        .ok_or_else(|| anyhow::anyhow!("no next steps in {printed}"))?;
+    let mut steps: Vec<String> = next
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.trim().to_owned())
+        .collect();
+    let last = steps.pop().unwrap_or_default();
+    anyhow::ensure!(last.contains(" run --plugin "), "{printed}");
+    Ok(steps)
+}
+
+/// `PATH` without the folders holding a `wasmop`, as on a machine where it is not installed.
+fn path_without_wasmop() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept = std::env::split_paths(&path).filter(|dir| !dir.join("wasmop").exists());
+    std::env::join_paths(kept).expect("PATH's folders join again")
+}
+
+/// Scaffolds `language` plugin `name` of `kind` in `parent` and follows the next steps `wasmop
+/// new` printed — build it with `build .` and run its fixtures — on a `PATH` without wasmop;
+/// returns the component, which the build wrote into the plugin's folder.
+fn scaffold(parent: &Path, language: &str, name: &str, kind: &str) -> anyhow::Result<PathBuf> {
+    eprintln!("[scaffold] {language}: {name} of {kind}");
+    let printed = wasmop(parent, &["new", language, name, "--kind", kind])?;
+    let steps = next_steps(&printed)?;
+    anyhow::ensure!(
+        steps.iter().any(|step| step.ends_with("/build .")),
+        "{printed}"
+    );
+    let tested = bash(parent, &steps.join("\n"))?;
+    anyhow::ensure!(tested.contains(": 2 fixtures, 0 failed"), "{tested}");
+    let suffix = match language {
+        "rust" => "",
+        "ts" => "-js",
+        "go-controller-runtime" => "-go",
+        other => &format!("-{other}"),
+    };
+    let component = parent.join(name).join(format!("{name}{suffix}.wasm"));
+    anyhow::ensure!(component.is_file(), "no {}", component.display());
+    Ok(component)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_language_scaffolds_a_plugin_that_builds_passes_its_fixtures_and_runs() {
+    within(LIMIT, "scaffolded plugins", async {
+        let parent = tempfile::tempdir()?;
+        let custom = scaffold(
+            parent.path(),
+            "rust",
+            "scaffold-widgets",
+            "example.wasmop.dev/v1/Widget",
+        )?;
+        let build = repo().join("guest-sdk/rust/build");
+        let elsewhere = parent.path().join("elsewhere/widgets.wasm");
+        let built = bash(
+            &parent.path().join("scaffold-widgets/rust"),
+            &format!("{} -o {} .", build.display(), elsewhere.display()),
+        )?;
+        assert!(elsewhere.is_file(), "-o wrote no {}", elsewhere.display());
+        assert_eq!(std::fs::read(&elsewhere)?, std::fs::read(&custom)?);
+        assert!(
+            built.contains(&format!("built {}", elsewhere.display())),
+            "{built}"
+        );
+        let mut components = Vec::new();
+        for language in ["rust", "python", "ts", "go", "go-controller-runtime"] {
+            let name = format!("scaffold-{language}");
+            components.push((
+                name.clone(),
+                scaffold(parent.path(), language, &name, "v1/ConfigMap")?,
+            ));
+        }
+
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("scaffold").await?;
+        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &namespace);
+        let mut host = common::host(plane);
+        host.args(["--namespaces", &namespace]);
+        host.args([
+            "--health-probe-bind-address",
+            "0",
+            "--metrics-bind-address",
+            "0",
+        ]);
+        for (_, component) in &components {
+            host.arg("--plugin").arg(component);
+        }
+        let host = host.spawn()?;
+        let config: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "scaffolded"}, "data": {"k": "v"}
+        }))?;
+        configmaps.create(&PostParams::default(), &config).await?;
+        for (name, _) in &components {
+            let annotation = format!("{name}.wasmop.dev/observed-generation");
+            loop {
+                let current = configmaps.get("scaffolded").await?;
+                let annotations = current.metadata.annotations.unwrap_or_default();
+                if annotations.contains_key(&annotation) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            eprintln!("[scaffold] {name} marked the ConfigMap in the cluster");
+        }
+        common::terminate(host).await
+    })
+    .await
+    .unwrap();
+}

@@ -10,6 +10,8 @@ pub mod cache;
 pub mod client;
 pub mod config;
 pub mod controller;
+pub mod disk;
+pub mod distribution;
 pub mod events;
 pub mod fixture;
 #[cfg(test)]
@@ -28,5 +30,6 @@ pub mod record;
 pub mod runtime;
 pub mod scaffold;
 pub mod shard;
+pub mod sources;
 pub mod testing;
 pub mod webhook;

@@ -17,7 +17,7 @@ use std::path::Path;
 use anyhow::Context;
 use oci_client::secrets::RegistryAuth;
 use wasmop::config::{Compiler, CredentialArgs, RegistryArgs};
-use wasmop::plugins::oci::{Registries, Store};
+use wasmop::distribution::oci::{Registries, Store};
 use wasmop::runtime::Backend;
 
 /// The runtime's backend for the command line's `--compiler`.

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use wasmop::config::PullArgs;
 use wasmop::contract::TrustedKey;
-use wasmop::plugins::oci::{OciRef, SignatureCheck};
+use wasmop::distribution::oci::{OciRef, SignatureCheck};
 
 use super::{credentials, registries};
 
@@ -32,7 +32,7 @@ pub(crate) async fn pull(args: PullArgs) -> anyhow::Result<()> {
         "wrote {} ({} bytes, {})",
         args.output.display(),
         pulled.module.len(),
-        wasmop::plugins::digest(&pulled.module)
+        wasmop::distribution::digest(&pulled.module)
     );
     Ok(())
 }

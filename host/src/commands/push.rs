@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use wasmop::config::PushArgs;
-use wasmop::plugins::oci::Precompiled;
+use wasmop::distribution::oci::Precompiled;
 use wasmop::runtime::{Backend, Runtime, RuntimeConfig};
 
 use super::{credentials, registries};
@@ -11,7 +11,7 @@ use super::{credentials, registries};
 pub(crate) async fn push(args: PushArgs) -> anyhow::Result<()> {
     let reference: oci_client::Reference = args
         .reference
-        .trim_start_matches(wasmop::plugins::oci::SCHEME)
+        .trim_start_matches(wasmop::distribution::oci::SCHEME)
         .parse()
         .with_context(|| format!("{} is not REGISTRY/REPOSITORY[:TAG]", args.reference))?;
     let module = tokio::fs::read(&args.plugin)

@@ -6,17 +6,18 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use oci_client::secrets::RegistryAuth;
-use wasmop::plugins::oci::{self, OciRef, Registries, SignatureCheck, Store, Taken};
+use wasmop::distribution::oci::{self, OciRef, Registries, SignatureCheck, Store, Taken};
 
 use tokio::signal::unix::{SignalKind, signal};
 use wasmop::config::{LeaderArgs, RunArgs};
 use wasmop::identity::Identities;
 use wasmop::leader::{self, LeaderConfig};
 use wasmop::manager::{Manager, ManagerOptions};
-use wasmop::plugins::dir::{self, PluginDir};
-use wasmop::plugins::{self, crd::WasmReconcilers};
+use wasmop::plugins;
 use wasmop::record::Recorder;
 use wasmop::runtime::{Adopted, CompileIn, CompileWorker, RuntimeConfig};
+use wasmop::sources::crd::WasmReconcilers;
+use wasmop::sources::dir::{self, PluginDir};
 
 use super::{connect, registries};
 
@@ -161,7 +162,7 @@ async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::
                 continue;
             }
         };
-        let digest = plugins::digest(&bytes);
+        let digest = wasmop::distribution::digest(&bytes);
         if let Err(error) = load_read(manager, args, &file, bytes).await {
             tracing::error!(file = %file.display(), "{error:#}");
         }

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use p256::pkcs8::DecodePrivateKey;
 use wasmop::config::SignArgs;
-use wasmop::plugins::oci::OciRef;
+use wasmop::distribution::oci::OciRef;
 
 use super::{credentials, registries};
 

@@ -1,6 +1,6 @@
 //! Fuzzes the parsers of settings (`config/mod.rs`), of the `--policy` file and a
 //! `WasmReconciler`'s `spec.policy` (`config/policy.rs`), and of the rest of a `WasmReconciler`'s
-//! spec as `plugins/crd.rs` reads it (`spec.module`, `memoryLimit`, `reconcileTimeout`). An
+//! spec as `sources/crd.rs` reads it (`spec.module`, `memoryLimit`, `reconcileTimeout`). An
 //! accepted duration is at most [`MAX_DURATION`] and can be added to any deadline; sizes and
 //! rates are what their text says; a ceiling's maxima are at least one and its namespaces are
 //! namespace names; a module reference names exactly one source, pinned, whose request path its
@@ -18,7 +18,7 @@ use super::{error_within, fuzz, hostile_text, mangled, parse, short_error};
 use crate::config::{
     MAX_DURATION, PolicyError, bytes, duration, narrowing, parse_policy, positive, rate,
 };
-use crate::plugins::module::ModuleRef;
+use crate::distribution::module::ModuleRef;
 use crate::rate::TokenBucket;
 use wasmop_contract::Ceiling;
 use wasmop_contract::boundary;

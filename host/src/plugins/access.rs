@@ -24,7 +24,7 @@ use kube::api::{Api, PostParams};
 use kube::core::ApiResource;
 use kube::discovery::{self, Scope};
 
-use super::PluginError;
+use super::error::PluginError;
 use crate::cache::Namespaces;
 use wasmop_contract::object::GroupVersionKind;
 use wasmop_contract::{REVIEW_TTL, Registration, Rights, Verb};

@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Loader, PluginError, PluginStatus, Statuses, digest};
+use super::error::PluginError;
+use super::loader::Loader;
+use super::registry::Statuses;
+use super::status::PluginStatus;
+use crate::distribution::digest;
 use crate::runtime::{Plugin, PluginOptions};
 
 /// How many plugin changes may wait for the manager's loop.

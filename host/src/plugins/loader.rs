@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
-use super::{PluginError, access};
+use super::access;
+use super::error::PluginError;
 use crate::cache::Cache;
 use crate::client::PluginClient;
+use crate::distribution::digest;
 use crate::events::Events;
 use crate::identity::{Identities, Installer};
 use crate::metrics::{Metrics, PluginMetrics};
@@ -175,21 +175,6 @@ fn source_identity(file: &Path) -> String {
         .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned())
 }
 
-/// A module's digest as `sha256:<hex>`.
-pub fn digest(bytes: &[u8]) -> String {
-    digest_of(Sha256::new_with_prefix(bytes))
-}
-
-/// The digest, as `sha256:<hex>`, of what `hasher` was fed.
-pub fn digest_of(hasher: Sha256) -> String {
-    let hex: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
-}
-
 /// The task reviewing a plugin identity's rights, stopped when the rights are dropped.
 #[derive(Debug)]
 struct Review(tokio::task::AbortHandle);
@@ -197,16 +182,5 @@ struct Review(tokio::task::AbortHandle);
 impl Reviewer for Review {
     fn stop(&self) {
         self.0.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn digests_are_sha256_in_hex() {
-        assert_eq!(
-            super::digest(b"abc"),
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

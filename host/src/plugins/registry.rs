@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::{PluginError, PluginState, PluginStatus};
+use super::error::PluginError;
+use super::status::{PluginState, PluginStatus};
 use crate::controller::{Controller, Prepared, Progress};
 use crate::http::PluginReport;
 use crate::metrics::Metrics;

@@ -4,7 +4,7 @@
 //! signature of the file's bytes — by a key the policy trusts. A file without one passes the
 //! capability check as [`Power::Unsigned`], which such a policy refuses; without the requirement
 //! it loads as before. Modules from registries carry their signatures in the registry instead
-//! ([`super::oci`]).
+//! ([`crate::distribution::oci`]).
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use wasmop_contract::Ceiling;
 use wasmop_contract::capability::{self, Power, Subject};
 
-use super::PluginError;
+use super::error::PluginError;
 
 /// What a plugin file's signature file is named after it: `webapp.wasm.sig`.
 pub const SIGNATURE_SUFFIX: &str = ".sig";

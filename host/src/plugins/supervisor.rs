@@ -18,9 +18,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 
-use super::{Command, Loader, PluginError, PluginHandle, Registry, Statuses, channel};
+use super::error::PluginError;
+use super::handle::{Command, PluginHandle, channel};
+use super::loader::Loader;
+use super::registry::{Registry, Statuses};
 use crate::cache::{Cache, CacheError};
 use crate::controller::{Controller, Handover, Prepared};
+use crate::distribution::digest;
 use crate::metrics::Metrics;
 use crate::runtime::{Live, Plugin, PluginOptions, Runtime, Shares};
 
@@ -111,7 +115,7 @@ impl Supervisor {
         mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
         options.replaces = self.replaced(file);
-        let digest = super::digest(&bytes);
+        let digest = digest(&bytes);
         let loaded = self.loader.load(file, bytes, options).await;
         self.installed(file, loaded.map(|plugin| (plugin, digest)))
             .await

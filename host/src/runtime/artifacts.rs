@@ -25,6 +25,8 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use tempfile::NamedTempFile;
+
+use crate::disk::written_back;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -246,15 +248,6 @@ impl Artifacts {
             }
         }
     }
-}
-
-/// Writes `file`'s pages to disk and lets the kernel drop them from the page cache: an artifact
-/// is large and read back only where a mapping touches it, and its written pages would count
-/// against the host's memory limit until the kernel reclaimed them.
-pub fn written_back(file: &File) -> std::io::Result<()> {
-    file.sync_data()?;
-    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
-    Ok(())
 }
 
 /// Why a compile left no artifact in the cache.

@@ -31,7 +31,7 @@ mod reserve;
 mod webhooks;
 mod wrap;
 
-pub use artifacts::{Adopted, CACHE_LIMIT, default_cache_dir, written_back};
+pub use artifacts::{Adopted, CACHE_LIMIT, default_cache_dir};
 pub use clock::{HostClock, SetClock, frozen_at};
 pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
 pub use compiles::CompileGauges;

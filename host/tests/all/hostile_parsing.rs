@@ -412,7 +412,7 @@ async fn a_deep_wasm_reconciler_fails_alone() -> anyhow::Result<()> {
         let modules = plane.create_namespace("deep-modules").await?;
         let work = plane.create_namespace("deep-work").await?;
         let bytes = std::fs::read(common::component("guest-good"))?;
-        let sha256 = wasmop::plugins::digest(&bytes)
+        let sha256 = wasmop::distribution::digest(&bytes)
             .trim_start_matches("sha256:")
             .to_owned();
         let configmap = json!({

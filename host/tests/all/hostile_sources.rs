@@ -19,9 +19,9 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmop::contract::{Ceiling, ModuleSources};
-use wasmop::plugins::digest;
-use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
-use wasmop::plugins::oci::Registries;
+use wasmop::distribution::digest;
+use wasmop::distribution::module::{KeyRef, ModuleError, ModuleRef};
+use wasmop::distribution::oci::Registries;
 use wasmop_envtest::{ControlPlane, shared_by, within};
 
 const LIMIT: Duration = Duration::from_secs(240);

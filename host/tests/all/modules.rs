@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmop::contract::{Ceiling, ModuleSources};
-use wasmop::plugins::digest;
-use wasmop::plugins::module::{KeyRef, ModuleError, ModuleRef};
-use wasmop::plugins::oci::Registries;
+use wasmop::distribution::digest;
+use wasmop::distribution::module::{KeyRef, ModuleError, ModuleRef};
+use wasmop::distribution::oci::Registries;
 use wasmop_envtest::{shared_by, within};
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::DeleteParams;
-use wasmop::plugins::digest;
+use wasmop::distribution::digest;
 use wasmop_envtest::{ControlPlane, NODE_IP};
 
 /// The Deployment's lease duration and retry period (the host's defaults).

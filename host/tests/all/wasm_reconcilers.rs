@@ -14,7 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
-use wasmop::plugins::digest;
+use wasmop::distribution::digest;
 use wasmop_envtest::{shared_by, within};
 
 const LIMIT: Duration = Duration::from_secs(240);

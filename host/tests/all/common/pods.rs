@@ -250,7 +250,7 @@ pub async fn apply_module_reconciler(plane: &ControlPlane, component: &str) {
 pub async fn apply_module_reconciler_of(plane: &ControlPlane, kind: &str, component: &str) {
     let file = repo().join(format!("target/components/{component}.wasm"));
     let wasm = std::fs::read(file).unwrap();
-    let sha256 = wasmop::plugins::digest(&wasm)
+    let sha256 = wasmop::distribution::digest(&wasm)
         .trim_start_matches("sha256:")
         .to_owned();
     let module: ConfigMap = serde_json::from_value(serde_json::json!({

@@ -84,7 +84,7 @@ pub async fn store_bytes(
     name: &str,
     bytes: Vec<u8>,
 ) -> anyhow::Result<Value> {
-    let pin = wasmop::plugins::digest(&bytes)
+    let pin = wasmop::distribution::digest(&bytes)
         .trim_start_matches("sha256:")
         .to_owned();
     let configmap = ConfigMap {

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use p256::ecdsa::signature::Signer;
 use serde_json::{Value, json};
-use wasmop::plugins::oci::{Precompiled, Registries};
+use wasmop::distribution::oci::{Precompiled, Registries};
 use wasmop::runtime::{Backend, Runtime, RuntimeConfig};
 use wasmop_envtest::{ControlPlane, Registry, RegistryAuth, shared_by, within};
 

@@ -20,7 +20,7 @@ use wasmop_contract::TrustedKey;
 use wasmop_contract::signature::names;
 
 use super::{OciError, OciRef};
-use crate::plugins::digest;
+use crate::distribution::digest;
 
 /// The media type of a simple signing payload.
 pub const PAYLOAD_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";

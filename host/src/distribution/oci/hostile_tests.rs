@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
-use crate::plugins::digest;
+use crate::distribution::digest;
 
 /// What the hostile registry answers for a blob.
 #[derive(Clone)]

@@ -412,7 +412,7 @@ async fn upload(
         .await
         .map_err(registry)?;
     for blob in blobs {
-        let digest = crate::plugins::digest(&blob);
+        let digest = crate::distribution::digest(&blob);
         client
             .push_blob(reference, blob, &digest)
             .await
@@ -496,7 +496,7 @@ impl Pull<'_> {
             .pull_into(layer, what, tokio::fs::File::from_std(file))
             .await?;
         let file = file.into_std().await;
-        let written = tokio::task::spawn_blocking(move || crate::runtime::written_back(&file));
+        let written = tokio::task::spawn_blocking(move || crate::disk::written_back(&file));
         written
             .await
             .map_err(std::io::Error::other)
@@ -528,7 +528,7 @@ impl Pull<'_> {
         }
         let spooled = |e: std::io::Error| OciError::Spool(what, e.to_string());
         out.inner.flush().await.map_err(spooled)?;
-        match out.written == size && crate::plugins::digest_of(out.hasher) == layer.digest {
+        match out.written == size && crate::distribution::digest_of(out.hasher) == layer.digest {
             true => Ok(out.inner),
             false => Err(OciError::Digest(what)),
         }
@@ -619,7 +619,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn reference(registry: &str) -> OciRef {
-        let digest = crate::plugins::digest(b"manifest");
+        let digest = crate::distribution::digest(b"manifest");
         OciRef::parse(&format!("{registry}/webapp@{digest}")).unwrap()
     }
 

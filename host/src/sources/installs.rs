@@ -1,7 +1,7 @@
 //! The WasmReconciler install line: at most `--max-concurrent-installs` installs (fetch, compile,
 //! load) run at once and the rest wait in arrival order, so however many objects tenants apply at
 //! once, the host holds at most that many modules (each at most
-//! [`MAX_MODULE_BYTES`](super::download::MAX_MODULE_BYTES)) and runs that many fetches. Its depth
+//! [`MAX_MODULE_BYTES`](crate::distribution::download::MAX_MODULE_BYTES)) and runs that many fetches. Its depth
 //! and what it runs are Prometheus gauges read at scrape time; installs that failed are counted
 //! by their status reason (a fixed set, so the series are bounded whatever tenants apply).
 

@@ -14,7 +14,7 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest
 use serde_json::json;
 
 use super::{MAX_MANIFEST_BYTES, MAX_MODULE_BYTES, OciError, OciRef};
-use crate::plugins::digest;
+use crate::distribution::digest;
 
 /// The media type of a Wasm artifact's config.
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";

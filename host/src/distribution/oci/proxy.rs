@@ -28,8 +28,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::OciError;
-use crate::plugins::address::CheckedAddresses;
-use crate::plugins::download::CONNECT_TIMEOUT;
+use crate::distribution::address::CheckedAddresses;
+use crate::distribution::download::CONNECT_TIMEOUT;
 use wasmop_contract::Ceiling;
 
 /// What a connection may carry beyond the bytes a pull expects: headers, TLS records and

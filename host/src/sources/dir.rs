@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use super::{PluginHandle, digest};
+use crate::distribution::digest;
+use crate::plugins::PluginHandle;
 use crate::runtime::PluginOptions;
 
 /// How often the directory is read.
@@ -191,7 +192,9 @@ impl PluginDir {
         }
         seen.digest = Some(digest);
         let source = file.display().to_string();
-        if let Err(error) = super::signed::check(plugins.runtime().ceiling(), file, &bytes).await {
+        if let Err(error) =
+            crate::plugins::signed::check(plugins.runtime().ceiling(), file, &bytes).await
+        {
             tracing::warn!(%source, "plugin file not installed: {error}");
             return;
         }

@@ -32,7 +32,7 @@ use prometheus::{IntGauge, Opts};
 
 use super::OciRef;
 use super::signature::Signature;
-use crate::plugins::digest;
+use crate::distribution::digest;
 
 /// Who a pull was answered for: anyone (an anonymous pull) or the holders of one registry's
 /// credentials, as a hash (the credentials are never written).

@@ -51,13 +51,12 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::PluginError;
 use super::installs::{InstallGauges, Installs};
-use super::module::{ModuleError, ModuleRef};
-use super::oci::{OciError, Registries, Taken};
-use super::{PluginHandle, PluginStatus};
 use crate::cache::dynamic_resource;
 use crate::config::{PluginLimits, PluginOverrides};
+use crate::distribution::module::{ModuleError, ModuleRef};
+use crate::distribution::oci::{OciError, Registries, Taken};
+use crate::plugins::{PluginError, PluginHandle, PluginStatus};
 use crate::runtime::{Adopted, PluginOptions, RuntimeError};
 use wasmop_contract::Ceiling;
 use wasmop_contract::depth::{Bounded, MAX_DEPTH};
@@ -637,7 +636,7 @@ impl Installer {
             }
             Err(error) => return Err(("FetchFailed", error.to_string())),
         };
-        let mut options = super::options(&limits);
+        let mut options = crate::plugins::options(&limits);
         options.tenant = watched.object.metadata.name.clone();
         options.home = home.map(str::to_owned);
         options.precompiled = adopted;

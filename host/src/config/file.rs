@@ -12,8 +12,8 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::{Map, Value};
 
-use super::ConfigError;
-use super::overrides::{OVERRIDES, PluginOverrides, clap_message};
+use super::overrides::{self, OVERRIDES, PluginOverrides, clap_message};
+use super::{ConfigError, SettingError};
 
 /// What the file adds to the command line.
 pub(super) struct Settings {
@@ -33,9 +33,9 @@ pub(super) fn read(
         file: path.to_owned(),
         source,
     })?;
-    parse(&text, command, matches).map_err(|message| ConfigError::File {
+    parse(&text, command, matches).map_err(|error| ConfigError::File {
         file: path.to_owned(),
-        message,
+        message: error.to_string(),
     })
 }
 
@@ -47,10 +47,17 @@ pub(super) fn clap_error(path: &Path, error: &clap::Error) -> ConfigError {
     }
 }
 
-fn parse(text: &str, command: &clap::Command, matches: &ArgMatches) -> Result<Settings, String> {
+fn parse(
+    text: &str,
+    command: &clap::Command,
+    matches: &ArgMatches,
+) -> Result<Settings, SettingError> {
     let document = super::yaml(text)?;
     let Value::Object(settings) = document else {
-        return Err("expected a mapping of setting names to values".into());
+        return Err(SettingError::shape(
+            "a mapping of setting names to values",
+            super::policy::kind_of(&document),
+        ));
     };
     let mut out = Settings {
         args: Vec::new(),
@@ -85,7 +92,7 @@ fn is_alias(arg: &clap::Arg, name: &str) -> bool {
         .is_some_and(|aliases| aliases.contains(&name))
 }
 
-fn unknown(name: &str, command: &clap::Command) -> String {
+fn unknown(name: &str, command: &clap::Command) -> SettingError {
     let known: Vec<&str> = command
         .get_arguments()
         .filter(|arg| arg.get_id() != "config")
@@ -95,16 +102,19 @@ fn unknown(name: &str, command: &clap::Command) -> String {
                 .or(arg.get_long())
         })
         .collect();
-    format!("unknown setting `{name}`; known: {}", known.join(", "))
+    SettingError::Unknown {
+        name: format!(" `{name}`"),
+        known: known.join(", "),
+    }
 }
 
 /// The arguments setting `long` to `value`.
-fn arguments(long: &str, value: &Value, is_switch: bool) -> Result<Vec<OsString>, String> {
+fn arguments(long: &str, value: &Value, is_switch: bool) -> Result<Vec<OsString>, SettingError> {
     if is_switch {
         return match value {
             Value::Bool(true) => Ok(vec![format!("--{long}").into()]),
             Value::Bool(false) => Ok(Vec::new()),
-            other => Err(format!("`{long}`: expected true or false, found {other}")),
+            other => Err(SettingError::shape("true or false", other).at(long)),
         };
     }
     let values = match value {
@@ -115,7 +125,7 @@ fn arguments(long: &str, value: &Value, is_switch: bool) -> Result<Vec<OsString>
         .into_iter()
         .map(|value| scalar(value).map(|value| format!("--{long}={value}").into()))
         .collect::<Result<_, _>>()
-        .map_err(|found| format!("`{long}`: expected a value or a list of values, found {found}"))
+        .map_err(|found| SettingError::shape("a value or a list of values", found).at(long))
 }
 
 /// The text of a scalar; the value itself as the error otherwise.
@@ -129,7 +139,7 @@ pub(super) fn scalar(value: &Value) -> Result<String, &Value> {
 }
 
 /// `plugins`: files, or mappings of `file` and overrides.
-fn plugins(value: &Value, out: &mut Settings) -> Result<(), String> {
+fn plugins(value: &Value, out: &mut Settings) -> Result<(), SettingError> {
     let entries = match value {
         Value::Array(entries) => entries.iter().collect(),
         single => vec![single],
@@ -139,7 +149,8 @@ fn plugins(value: &Value, out: &mut Settings) -> Result<(), String> {
             Value::Object(fields) => plugin(index, fields)?,
             other => (
                 scalar(other).map_err(|found| {
-                    format!("`plugins[{index}]`: expected a file or a mapping with `file`, found {found}")
+                    SettingError::shape("a file or a mapping with `file`", found)
+                        .at(format!("plugins[{index}]"))
                 })?,
                 PluginOverrides::default(),
             ),
@@ -151,31 +162,34 @@ fn plugins(value: &Value, out: &mut Settings) -> Result<(), String> {
 }
 
 /// One `plugins` mapping.
-fn plugin(index: usize, fields: &Map<String, Value>) -> Result<(String, PluginOverrides), String> {
+fn plugin(
+    index: usize,
+    fields: &Map<String, Value>,
+) -> Result<(String, PluginOverrides), SettingError> {
     let field = |key: &str, value: &Value| {
-        scalar(value)
-            .map_err(|found| format!("`plugins[{index}].{key}`: expected a value, found {found}"))
+        scalar(value).map_err(|found| {
+            SettingError::shape("a value", found).at(format!("plugins[{index}].{key}"))
+        })
     };
     let mut file = None;
     let mut overrides = PluginOverrides::default();
     for (key, value) in fields {
         let text = field(key, value)?;
-        let at = |message: String| format!("`plugins[{index}].{key}`: {message}");
+        let at = |error: SettingError| error.at(format!("plugins[{index}].{key}"));
         match key.as_str() {
             "file" => file = Some(text),
             setting if OVERRIDES.iter().any(|(flag, _)| *flag == setting) => {
                 overrides.set(setting, &text).map_err(at)?
             }
             _ => {
-                let known: Vec<&str> = OVERRIDES.iter().map(|(flag, _)| *flag).collect();
-                return Err(at(format!(
-                    "unknown setting; known: file, {}",
-                    known.join(", ")
-                )));
+                return Err(at(SettingError::Unknown {
+                    name: String::new(),
+                    known: format!("file, {}", overrides::overrides()),
+                }));
             }
         }
     }
-    let file = file.ok_or_else(|| format!("`plugins[{index}]`: a mapping needs `file`"))?;
+    let file = file.ok_or_else(|| SettingError::Missing("file").at(format!("plugins[{index}]")))?;
     Ok((file, overrides))
 }
 

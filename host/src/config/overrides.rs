@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use clap::{Args, FromArgMatches};
 use serde_json::{Map, Value};
 
-use super::PluginLimits;
+use super::{PluginLimits, SettingError};
 
 /// Every override: its flag's name (and a config file's key) and its WasmReconciler spec field.
 pub const OVERRIDES: [(&str, &str); 6] = [
@@ -39,14 +39,17 @@ fn limit_flags() -> clap::Command {
 impl PluginOverrides {
     /// Sets the override of the flag `setting` to `text`, parsed as the flag parses it; an error
     /// for a bad value or a setting that is not one of [`OVERRIDES`].
-    pub fn set(&mut self, setting: &str, text: &str) -> Result<(), String> {
+    pub fn set(&mut self, setting: &str, text: &str) -> Result<(), SettingError> {
         if !OVERRIDES.iter().any(|(flag, _)| *flag == setting) {
-            return Err(format!("`{setting}` is not a plugin override"));
+            return Err(SettingError::Unknown {
+                name: format!(" `{setting}`"),
+                known: overrides(),
+            });
         }
         let arg = OsString::from(format!("--{setting}={text}"));
         limit_flags()
             .try_get_matches_from([&arg])
-            .map_err(|error| clap_message(&error))?;
+            .map_err(|error| SettingError::Flag(clap_message(&error)))?;
         self.args
             .retain(|set| !set.to_string_lossy().starts_with(&format!("--{setting}=")));
         self.args.push(arg);
@@ -55,15 +58,15 @@ impl PluginOverrides {
 
     /// The overrides a WasmReconciler's `spec` sets, under the CRD's field names; other fields
     /// are not overrides and are left alone.
-    pub fn from_spec(spec: &Map<String, Value>) -> Result<Self, String> {
+    pub fn from_spec(spec: &Map<String, Value>) -> Result<Self, SettingError> {
         let mut overrides = PluginOverrides::default();
         for (setting, field) in OVERRIDES {
             let Some(value) = spec.get(field).filter(|value| !value.is_null()) else {
                 continue;
             };
-            let at = |message: String| format!("spec.{field}: {message}");
+            let at = |error: SettingError| error.at(format!("spec.{field}"));
             let text = super::file::scalar(value)
-                .map_err(|found| at(format!("expected a value, found {found}")))?;
+                .map_err(|found| at(SettingError::shape("a value", found)))?;
             overrides.set(setting, &text).map_err(at)?;
         }
         Ok(overrides)
@@ -78,6 +81,12 @@ impl PluginOverrides {
             .update_from_arg_matches_mut(&mut matches)
             .expect("the matches come from the limits' own flags");
     }
+}
+
+/// The names of [`OVERRIDES`], as a list to read.
+pub(super) fn overrides() -> String {
+    let names: Vec<&str> = OVERRIDES.iter().map(|(flag, _)| *flag).collect();
+    names.join(", ")
 }
 
 /// The first line of clap's message, without its `error: ` prefix.
@@ -148,18 +157,28 @@ mod tests {
 
     #[test]
     fn a_bad_spec_value_names_its_field() {
-        let spec = json!({"webhookTimeout": "40s"});
-        let error = PluginOverrides::from_spec(spec.as_object().unwrap()).unwrap_err();
-        assert!(error.starts_with("spec.webhookTimeout: "), "{error}");
-        let spec = json!({"maxConcurrentReconciles": 0});
-        let error = PluginOverrides::from_spec(spec.as_object().unwrap()).unwrap_err();
-        assert!(
-            error.starts_with("spec.maxConcurrentReconciles: "),
-            "{error}"
-        );
+        let key =
+            |spec: serde_json::Value| match PluginOverrides::from_spec(spec.as_object().unwrap())
+                .unwrap_err()
+            {
+                SettingError::At { key, problem } => (key, *problem),
+                other => panic!("not under a key: {other}"),
+            };
+        let (at, problem) = key(json!({"webhookTimeout": "40s"}));
+        assert_eq!(at, "spec.webhookTimeout");
+        assert!(matches!(problem, SettingError::Flag(_)), "{problem}");
+        let (at, _) = key(json!({"maxConcurrentReconciles": 0}));
+        assert_eq!(at, "spec.maxConcurrentReconciles");
         let mut overrides = PluginOverrides::default();
         let error = overrides.set("record", "/tmp").unwrap_err();
-        assert_eq!(error, "`record` is not a plugin override");
+        assert!(
+            matches!(&error, SettingError::Unknown { name, .. } if name == " `record`"),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("known: memory-limit, "),
+            "{error}"
+        );
     }
 
     /// The CRD's override fields, read from the manifest: field name, type and description.

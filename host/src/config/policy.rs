@@ -43,7 +43,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::file::scalar;
-use super::{ConfigError, bytes, duration, positive, webhook_timeout};
+use super::{ConfigError, ValueError, bytes, duration, positive, webhook_timeout};
 use wasmop_contract::boundary::{cut, dns_label};
 use wasmop_contract::{
     Allowance, Ceiling, Conversion, FailurePolicy, KindPattern, ModuleSources, Signatures,
@@ -59,8 +59,8 @@ const OPERATOR_ONLY: [&str; 4] = ["conversions", "identities", "modules", "signa
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     /// The text is not YAML, or is too large or deep to read.
-    #[error("{0}")]
-    Yaml(String),
+    #[error(transparent)]
+    Yaml(ValueError),
     /// What is wrong under the setting `key`.
     #[error("`{key}`: {problem}")]
     At {
@@ -104,7 +104,10 @@ pub enum PolicyError {
     /// Settings that do not hold together, or a list that may not be empty.
     #[error("{0}")]
     Incomplete(&'static str),
-    /// A value the shared readers refuse: a count, duration, size, kind, failure policy or key.
+    /// A count, duration, size or timeout its parser refuses.
+    #[error(transparent)]
+    Setting(#[from] ValueError),
+    /// A value the contract's readers refuse: a kind, a failure policy or a key.
     #[error("{0}")]
     Value(String),
     /// A trusted key's file that cannot be read.
@@ -184,7 +187,7 @@ pub fn ceiling(document: &Value) -> Result<Ceiling, PolicyError> {
     };
     for (key, value) in settings {
         let at = |error: PolicyError| error.at(key);
-        let read = |message: String| PolicyError::Value(message).at(key);
+        let read = |error: ValueError| PolicyError::Setting(error).at(key);
         let text = || scalar(value).map_err(|found| PolicyError::shape("a value", found).at(key));
         match key.as_str() {
             "max-concurrent-reconciles" => {
@@ -399,7 +402,7 @@ fn trusted_key(name: &str, key: &str) -> Result<TrustedKey, PolicyError> {
 }
 
 /// What any value is, for an error that does not quote it.
-fn kind_of(value: &Value) -> &'static str {
+pub(super) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Array(_) | Value::Object(_) | Value::Null => shape(value),
         _ => "a scalar",

@@ -5,9 +5,10 @@
 
 use std::path::PathBuf;
 
-use super::{BindAddress, ConfigError};
+use super::{BindAddress, ConfigError, ValueError};
 use crate::http::SecureServing;
 use crate::webhook::{Endpoint, Target, WebhookServing};
+use wasmop_contract::boundary::cut;
 
 /// controller-runtime's webhook port.
 const DEFAULT_ADDRESS: &str = "0.0.0.0:9443";
@@ -112,21 +113,20 @@ impl WebhookArgs {
 }
 
 /// An `https://` base URL without a path.
-fn url(value: &str) -> Result<String, String> {
-    let rest = value.strip_prefix("https://").ok_or_else(|| {
-        format!("`{value}` is not an https:// URL (the apiserver calls webhooks over HTTPS only)")
-    })?;
+fn url(value: &str) -> Result<String, ValueError> {
+    let quoted = || cut(value).to_string();
+    let rest = value
+        .strip_prefix("https://")
+        .ok_or_else(|| ValueError::NotHttps(quoted()))?;
     if rest.is_empty() || rest.contains(['/', '?', '#', ' ']) {
-        return Err(format!(
-            "`{value}` must be a base URL, `https://host:port`, without a path: the host adds one per webhook"
-        ));
+        return Err(ValueError::NotBaseUrl(quoted()));
     }
     Ok(value.to_owned())
 }
 
 /// `NAMESPACE/NAME[:PORT]`.
-fn service(value: &str) -> Result<(String, String, u16), String> {
-    let wrong = || format!("`{value}` is not NAMESPACE/NAME[:PORT]");
+fn service(value: &str) -> Result<(String, String, u16), ValueError> {
+    let wrong = || ValueError::Service(cut(value).to_string());
     let (namespace, rest) = value.split_once('/').ok_or_else(wrong)?;
     let (name, port) = match rest.split_once(':') {
         Some((name, port)) => (name, port.parse().map_err(|_| wrong())?),
@@ -186,12 +186,14 @@ mod tests {
     #[test]
     fn urls_and_services_are_checked_where_they_enter() {
         assert!(url("https://127.0.0.1:9443").is_ok());
-        assert!(url("http://127.0.0.1:9443").unwrap_err().contains("https"));
-        assert!(
-            url("https://127.0.0.1:9443/x")
-                .unwrap_err()
-                .contains("path")
-        );
+        assert!(matches!(
+            url("http://127.0.0.1:9443"),
+            Err(ValueError::NotHttps(_))
+        ));
+        assert!(matches!(
+            url("https://127.0.0.1:9443/x"),
+            Err(ValueError::NotBaseUrl(_))
+        ));
         assert_eq!(
             service("ns/svc:8443").unwrap(),
             ("ns".into(), "svc".into(), 8443)

@@ -53,7 +53,7 @@ use tokio::time::Instant;
 
 use super::installs::{InstallGauges, Installs};
 use crate::cache::dynamic_resource;
-use crate::config::{PluginLimits, PluginOverrides};
+use crate::config::{PluginLimits, PluginOverrides, SettingError};
 use crate::distribution::module::{ModuleError, ModuleRef};
 use crate::distribution::oci::{OciError, Registries, Taken};
 use crate::plugins::{PluginError, PluginHandle, PluginStatus};
@@ -565,7 +565,7 @@ impl Installer {
         }
         let limits = self
             .limits_for(&spec)
-            .map_err(|message| ("InvalidSpec", message))?;
+            .map_err(|error| ("InvalidSpec", error.to_string()))?;
         let fetched = spec
             .module
             .fetch(&self.client, &self.ceiling, &self.registries, home);
@@ -660,7 +660,7 @@ impl Installer {
         adopted
     }
 
-    fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, String> {
+    fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, SettingError> {
         let mut limits = self.limits.clone();
         PluginOverrides::from_spec(&spec.overrides)?.apply(&mut limits);
         Ok(limits)

@@ -14,7 +14,8 @@ use granit_parser::{Event, Parser, StructureStyle};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::fixture::{Expected, Fixture};
+use crate::config::ValueError;
+use crate::fixture::{Expected, Fixture, ParseError};
 
 /// Keys placed first, in this order, when a mapping is written anew; the others follow in
 /// name order.
@@ -43,9 +44,12 @@ pub enum AcceptError {
     /// The text is not YAML.
     #[error("not valid YAML: {0}")]
     Yaml(String),
+    /// The text does not read as YAML.
+    #[error(transparent)]
+    Read(#[from] ValueError),
     /// The text is not a fixture.
     #[error("not a fixture: {0}")]
-    Fixture(String),
+    Fixture(#[from] ParseError),
     /// The edited text does not read back as the fixture with the accepted expectations.
     #[error("the edited fixture does not read back as accepted")]
     Mismatch,
@@ -92,9 +96,9 @@ enum Place {
 
 /// `text`, a fixture whose expectations are `old`, with `new` expectations instead.
 pub fn accept(text: &str, old: &Expected, new: &Expected) -> Result<String, AcceptError> {
-    let before = Fixture::parse(text).map_err(AcceptError::Fixture)?;
+    let before = Fixture::parse(text)?;
     let root = tree(text)?;
-    let value = crate::config::yaml(text).map_err(AcceptError::Yaml)?;
+    let value = crate::config::yaml(text)?;
     let mut accepted = value.clone();
     accepted["expect"] = expectations(value.get("expect"), old, new);
     let mut editor = Editor {

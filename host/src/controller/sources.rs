@@ -194,7 +194,7 @@ pub(super) fn informed_kinds(
         .into_iter()
         .map(|kind| match plugin.check(Power::Inform(kind)) {
             Ok(()) => Ok(kind.clone()),
-            Err(reason) => Err(CacheError::refused(kind, reason)),
+            Err(unchecked) => Err(CacheError::refused(kind, unchecked.to_string())),
         })
 }
 

@@ -43,4 +43,5 @@ pub use host::MemoryLimitExceeded;
 pub use instances::InstanceMode;
 pub use memory::GuestMemoryExhausted;
 pub use plugin::{Live, Outcome, Plugin, PluginOptions, Shares};
+pub use webhooks::Unchecked;
 pub use wrap::{Reconciled, Wrap};

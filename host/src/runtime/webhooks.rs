@@ -106,6 +106,17 @@ impl From<wit::Denial> for Denial {
     }
 }
 
+/// Why a plugin may not use a power now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unchecked {
+    /// The capability check refused it.
+    #[error(transparent)]
+    Denied(#[from] capability::Denied),
+    /// The plugin has not described itself, so it holds no grant yet.
+    #[error("has not described itself")]
+    Undescribed,
+}
+
 impl Plugin {
     /// The webhooks the plugin declared; `None` when it serves none.
     pub fn webhooks(&self) -> Option<&WebhookRegistration> {
@@ -129,10 +140,10 @@ impl Plugin {
     }
 
     /// Whether the plugin may use `power` now; the error says why not.
-    pub fn check(&self, power: Power<'_>) -> Result<(), String> {
+    pub fn check(&self, power: Power<'_>) -> Result<(), Unchecked> {
         match &self.context.grant {
-            Some(grant) => capability::check(grant.subject(), power).map_err(|d| d.to_string()),
-            None => Err("has not described itself".to_owned()),
+            Some(grant) => Ok(capability::check(grant.subject(), power)?),
+            None => Err(Unchecked::Undescribed),
         }
     }
 
@@ -252,12 +263,12 @@ impl Plugin {
         if self.webhooks.is_none() {
             return Err(self.garbage(key, "the plugin serves no webhooks".to_owned()));
         }
-        self.check(power).map_err(|reason| {
+        self.check(power).map_err(|unchecked| {
             self.context.budget.refuse(Refusal::Undeclared);
             DispatchError::Refused {
                 plugin: self.name().to_owned(),
                 key: key.clone(),
-                reason,
+                reason: unchecked.to_string(),
             }
         })
     }

@@ -44,8 +44,19 @@ pub enum ReviewError {
         /// AdmissionReview or ConversionReview.
         kind: &'static str,
         /// Why.
-        reason: String,
+        reason: Malformed,
     },
+}
+
+/// Why a body is not a review of its kind.
+#[derive(Debug, thiserror::Error)]
+pub enum Malformed {
+    /// Not JSON of a review's shape.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A review without its request.
+    #[error("it has no request")]
+    NoRequest,
 }
 
 /// A review's answer: the JSON for the apiserver, and whether the plugin failed to answer (so
@@ -65,7 +76,7 @@ pub async fn admission(
     policy: FailurePolicy,
     body: &[u8],
 ) -> Result<Answer, ReviewError> {
-    let malformed = |reason: String| ReviewError::Malformed {
+    let malformed = |reason: Malformed| ReviewError::Malformed {
         kind: "AdmissionReview",
         reason,
     };
@@ -77,10 +88,10 @@ pub async fn admission(
         return Ok(answer(&response.into_review(), false));
     }
     let review: AdmissionReview<DynamicObject> =
-        serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+        serde_json::from_slice(body).map_err(|e| malformed(e.into()))?;
     let review: Review<DynamicObject> = review
         .try_into()
-        .map_err(|_| malformed("it has no request".to_owned()))?;
+        .map_err(|_| malformed(Malformed::NoRequest))?;
     let request = request(&review).map_err(malformed)?;
     let response = AdmissionResponse::from(&review);
     let answered = match hook {
@@ -106,7 +117,7 @@ pub async fn admission(
 
 /// Answers a ConversionReview `body` with `plugin`'s `convert`.
 pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewError> {
-    let malformed = |reason: String| ReviewError::Malformed {
+    let malformed = |reason: Malformed| ReviewError::Malformed {
         kind: "ConversionReview",
         reason,
     };
@@ -118,13 +129,9 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewEr
         response.uid = uid(body).map_err(malformed)?;
         return Ok(answer(&response.into_review(), false));
     }
-    let review: ConversionReview =
-        serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+    let review: ConversionReview = serde_json::from_slice(body).map_err(|e| malformed(e.into()))?;
     let mut request =
-        ConversionRequest::from_review(review).map_err(|_| ReviewError::Malformed {
-            kind: "ConversionReview",
-            reason: "it has no request".to_owned(),
-        })?;
+        ConversionRequest::from_review(review).map_err(|_| malformed(Malformed::NoRequest))?;
     let desired = request.desired_api_version.clone();
     let objects = std::mem::take(&mut request.objects);
     let response = ConversionResponse::for_request(request);
@@ -148,7 +155,7 @@ fn answer(review: &impl serde::Serialize, plugin_failed: bool) -> Answer {
 
 /// The uid of a review's request, read with everything else skipped (without recursion, however
 /// deep it nests).
-fn uid(body: &[u8]) -> Result<String, String> {
+fn uid(body: &[u8]) -> Result<String, Malformed> {
     #[derive(serde::Deserialize)]
     struct Review {
         request: Option<Request>,
@@ -157,8 +164,8 @@ fn uid(body: &[u8]) -> Result<String, String> {
     struct Request {
         uid: String,
     }
-    let review: Review = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-    let request = review.request.ok_or("it has no request")?;
+    let review: Review = serde_json::from_slice(body)?;
+    let request = review.request.ok_or(Malformed::NoRequest)?;
     Ok(request.uid)
 }
 
@@ -262,20 +269,15 @@ fn bounded(body: &[u8]) -> Result<(), ReviewError> {
 }
 
 /// The plugin's view of a review's request.
-fn request(review: &Review<DynamicObject>) -> Result<AdmissionRequest, String> {
+fn request(review: &Review<DynamicObject>) -> Result<AdmissionRequest, Malformed> {
     let operation = match review.operation {
         kube::core::admission::Operation::Create => Operation::Create,
         kube::core::admission::Operation::Update => Operation::Update,
         kube::core::admission::Operation::Delete => Operation::Delete,
         kube::core::admission::Operation::Connect => Operation::Connect,
     };
-    let json = |object: &Option<DynamicObject>| {
-        object
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| e.to_string())
-    };
+    let json =
+        |object: &Option<DynamicObject>| object.as_ref().map(serde_json::to_string).transpose();
     let user = &review.user_info;
     Ok(AdmissionRequest {
         uid: review.uid.clone(),
@@ -303,12 +305,12 @@ mod tests {
             r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{},"uid":"u-1"}}}}"#,
             depth::nested(100_000)
         );
-        assert_eq!(uid(body.as_bytes()), Ok("u-1".to_owned()));
+        assert_eq!(uid(body.as_bytes()).unwrap(), "u-1");
         let refused = depth::check("the object under review", body.as_bytes(), 2).unwrap_err();
         assert_eq!(refused.depth, 100_000);
-        assert_eq!(
+        assert!(matches!(
             uid(br#"{"kind":"AdmissionReview"}"#),
-            Err("it has no request".to_owned())
-        );
+            Err(Malformed::NoRequest)
+        ));
     }
 }

@@ -6,6 +6,7 @@
 
 pub use wasmop_contract as contract;
 
+pub mod build;
 pub mod cache;
 pub mod client;
 pub mod config;

@@ -44,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         Command::Plugins(args) => runtime.block_on(commands::plugins::list_plugins(args)),
         Command::Rbac(args) => runtime.block_on(commands::rbac::print_rbac(args)),
         Command::New(args) => commands::new::new_plugin(args),
+        Command::Build(args) => commands::build::build_plugins(args),
         Command::Push(args) => runtime.block_on(commands::push::push(args)),
         Command::Pull(args) => runtime.block_on(commands::pull::pull(args)),
         Command::Sign(args) => runtime.block_on(commands::sign::sign(args)),

@@ -1,5 +1,5 @@
 """Write wasmop reconcilers in Python. A plugin registers one reconcile function with
-`@wasmop.reconciler(...)`; `guest-sdk/python/build` turns the plugin into a WebAssembly component
+`@wasmop.reconciler(...)`; `wasmop build` turns the plugin into a WebAssembly component
 the wasmop host loads.
 
 Objects are `Object` subclasses (`wasmop.kinds` has the built-in kinds), dicts whose fields also

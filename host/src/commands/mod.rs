@@ -1,6 +1,7 @@
 //! The subcommands of the `wasmop` binary, one file each, and what they share: the connection
 //! to the cluster.
 
+pub(crate) mod build;
 pub(crate) mod migrate;
 pub(crate) mod new;
 pub(crate) mod plugins;
@@ -19,6 +20,18 @@ use oci_client::secrets::RegistryAuth;
 use wasmop::config::{Compiler, CredentialArgs, RegistryArgs};
 use wasmop::distribution::oci::{Registries, Store};
 use wasmop::runtime::Backend;
+
+/// The guest SDKs: `sdk` when given, else the checkout this binary was built from.
+pub(crate) fn guest_sdk(sdk: Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
+    let sdk = sdk.unwrap_or(built_from);
+    sdk.canonicalize().with_context(|| {
+        format!(
+            "the guest SDKs are not at {} (give --sdk <checkout>/guest-sdk)",
+            sdk.display()
+        )
+    })
+}
 
 /// The runtime's backend for the command line's `--compiler`.
 pub(crate) fn backend(compiler: Compiler) -> Backend {

@@ -1,22 +1,11 @@
 //! `wasmop new`: scaffolds a plugin folder in the language asked for.
 
-use std::path::Path;
-
-use anyhow::Context;
-
 use wasmop::config::NewArgs;
 use wasmop::scaffold::{self, PrimaryKind};
 
 /// Makes the plugin folder `args` asks for and prints what to do next.
 pub(crate) fn new_plugin(args: NewArgs) -> anyhow::Result<()> {
-    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
-    let sdk = args.sdk.unwrap_or(built_from);
-    let sdk = sdk.canonicalize().with_context(|| {
-        format!(
-            "the guest SDKs are not at {} (give --sdk <checkout>/guest-sdk)",
-            sdk.display()
-        )
-    })?;
+    let sdk = super::guest_sdk(args.sdk)?;
     let kind = PrimaryKind::parse(&args.kind)?;
     let exe = std::env::current_exe()?;
     let wasmop = scaffold::wasmop_command(&exe, std::env::var_os("PATH").as_deref());

@@ -131,6 +131,25 @@ pub struct RbacArgs {
     pub wasm_reconciler: bool,
 }
 
+/// Options of `wasmop build`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The plugin directories ('.' is the working directory); none: every plugin of the
+    /// checkout, into its target/components/ (what `make guests` and CI build).
+    pub dirs: Vec<PathBuf>,
+    /// Only plugins of this language (a folder made by `wasmop new` holding several needs it).
+    #[arg(long, value_enum)]
+    pub language: Option<crate::build::Language>,
+    /// Write the component to FILE (one plugin directory that builds one component); by default
+    /// a plugin given by path is written to the working directory.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The guest SDKs (a wasmop checkout's `guest-sdk`), whose toolchains build the plugins; the
+    /// checkout this binary was built from by default.
+    #[arg(long, env = "WASMOP_GUEST_SDK")]
+    pub sdk: Option<PathBuf>,
+}
+
 /// Options of `wasmop new`.
 #[derive(Debug, clap::Args)]
 pub struct NewArgs {

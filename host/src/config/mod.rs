@@ -26,8 +26,8 @@ mod run;
 mod webhook;
 
 pub use commands::{
-    CompileWorkerArgs, Compiler, CredentialArgs, MigrateArgs, NewArgs, PluginsArgs, PullArgs,
-    PushArgs, RbacArgs, RegistryArgs, SignArgs, TestArgs,
+    BuildArgs, CompileWorkerArgs, Compiler, CredentialArgs, MigrateArgs, NewArgs, PluginsArgs,
+    PullArgs, PushArgs, RbacArgs, RegistryArgs, SignArgs, TestArgs,
 };
 pub use limits::{GuestArgs, PluginLimits};
 pub use parse::{BindAddress, MAX_DURATION, SettingError, ValueError};
@@ -109,6 +109,8 @@ pub enum Command {
     Test(TestArgs),
     /// Make a plugin folder: build configuration, a reconciler skeleton and passing fixtures.
     New(NewArgs),
+    /// Build plugin folders into WebAssembly components, in any guest language.
+    Build(BuildArgs),
     /// Push a plugin component to a registry as a Wasm OCI artifact; prints the digest to pin.
     Push(PushArgs),
     /// Pull a plugin component from a registry, checked against the digest its reference pins.

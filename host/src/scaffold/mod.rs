@@ -19,16 +19,16 @@ use wasmop_contract::object::GroupVersionKind;
 /// A guest language `wasmop new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Language {
-    /// Rust, built with `guest-sdk/rust/build`.
+    /// Rust, built for wasm32-wasip2 by `wasmop build`.
     Rust,
-    /// Python, built with componentize-py by `guest-sdk/python/build`.
+    /// Python, built with componentize-py by `wasmop build`.
     Python,
-    /// TypeScript, built with componentize-js by `guest-sdk/js/build`.
+    /// TypeScript, built with componentize-js by `wasmop build`.
     Ts,
-    /// Go, built by `guest-sdk/go/build`.
+    /// Go, built by `wasmop build`.
     Go,
     /// Go against controller-runtime's API (`guest-sdk/go/controller-runtime`), built by
-    /// `guest-sdk/go/build`.
+    /// `wasmop build`.
     GoControllerRuntime,
 }
 
@@ -140,7 +140,7 @@ pub fn create(
         Language::Go | Language::GoControllerRuntime => "go",
     };
     let component = PathBuf::from(format!("{name}{built_as}.wasm"));
-    let build = format!("{}/{directory}/build .", sdk.display());
+    let build = build_command(wasmop, sdk);
     let mut files = Vec::new();
     let readme = include_str!("templates/readme.md")
         .replace("@LANGUAGE@", language_name(language))
@@ -321,6 +321,16 @@ pub fn wasmop_command(exe: &Path, path: Option<&OsStr>) -> String {
     }
 }
 
+/// How the plugin is built: `wasmop build .`, naming the guest SDKs unless they are the ones
+/// `wasmop build` finds by itself (the checkout the binary was built from).
+fn build_command(wasmop: &str, sdk: &Path) -> String {
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
+    match own.canonicalize().ok().as_deref() == Some(sdk) {
+        true => format!("{wasmop} build ."),
+        false => format!("{wasmop} build --sdk {} .", sdk.display()),
+    }
+}
+
 /// Refuses a name that is not a DNS label of at most 40 characters starting with a letter.
 fn check_name(name: &str) -> Result<(), ScaffoldError> {
     let letter = name.starts_with(|c: char| c.is_ascii_lowercase());
@@ -448,7 +458,8 @@ mod tests {
         let fixture = std::fs::read_to_string(fixture).unwrap();
         assert!(fixture.contains("my-widgets.wasmop.dev/observed-generation: \"3\""));
         assert_eq!(created.component, Path::new("my-widgets-python.wasm"));
-        assert_eq!(created.build, "/opt/wasmop/guest-sdk/python/build .");
+        let build = "/opt/wasmop/target/debug/wasmop build --sdk /opt/wasmop/guest-sdk .";
+        assert_eq!(created.build, build);
         let readme = std::fs::read_to_string(created.folder.join("README.md")).unwrap();
         let test = "/opt/wasmop/target/debug/wasmop test my-widgets-python.wasm fixtures/";
         assert!(readme.contains(test), "{readme}");

@@ -323,7 +323,8 @@ async fn build_variants(repo: &Path, n: usize) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 async fn build_variant(repo: &Path, i: usize, path: &Path) -> anyhow::Result<()> {
-    let status = tokio::process::Command::new(repo.join("guest-sdk/rust/build"))
+    let status = tokio::process::Command::new(repo.join("target/release/wasmop"))
+        .arg("build")
         .arg("-o")
         .arg(path)
         .arg(repo.join("plugins/webapp/rust"))

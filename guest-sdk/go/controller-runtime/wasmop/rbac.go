@@ -13,7 +13,7 @@ import (
 	"wasmop.dev/guest"
 )
 
-// markers are the plugin's kubebuilder RBAC markers, which guest-sdk/go/build finds in its
+// markers are the plugin's kubebuilder RBAC markers, which `wasmop build` finds in its
 // packages (wasmop-rbac) and sets here at link time: base64 of a JSON array of markers.
 var markers string
 

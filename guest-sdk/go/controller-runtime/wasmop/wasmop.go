@@ -38,7 +38,7 @@ type Plugin struct {
 	// Setup wires the reconciler to the manager, as a controller-runtime main does.
 	Setup func(mgr manager.Manager) error
 	// Permissions are writes and extra reads the plugin declares besides those of its
-	// kubebuilder RBAC markers, which guest-sdk/go/build reads from its packages.
+	// kubebuilder RBAC markers, which `wasmop build` reads from its packages.
 	Permissions []guest.Permission
 	// PassUndecidablePredicates lets the predicates neither the host nor the guest can
 	// evaluate — predicate.Funcs and other custom predicates, which may compare an update's old

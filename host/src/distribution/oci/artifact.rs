@@ -57,7 +57,7 @@ impl Artifact {
         if !wasmparser::Parser::is_component(&module) {
             return Err(OciError::NotAComponent);
         }
-        let (imports, exports) = names(&module)?;
+        let (imports, exports) = component_names(&module)?;
         let layer_digest = digest(&module);
         let config = json!({
             "architecture": "wasm",
@@ -165,7 +165,7 @@ pub(super) fn precompiled_layer(raw: &[u8], engine: &str) -> Option<OciDescripto
 }
 
 /// The names of the component's own (top-level) imports and exports.
-fn names(module: &[u8]) -> Result<(Vec<String>, Vec<String>), OciError> {
+pub fn component_names(module: &[u8]) -> Result<(Vec<String>, Vec<String>), OciError> {
     use wasmparser::Payload;
     let (mut imports, mut exports) = (Vec::new(), Vec::new());
     let mut depth = 0usize;

@@ -42,7 +42,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 pub use artifact::{
     CONFIG_MEDIA_TYPE, ENGINE_ANNOTATION, LAYER_MEDIA_TYPE, MAX_PRECOMPILED_BYTES,
-    PRECOMPILED_MEDIA_TYPE, Precompiled,
+    PRECOMPILED_MEDIA_TYPE, Precompiled, component_names,
 };
 pub use auth::{PullSecretError, auth_from_dockerconfig};
 pub use error::OciError;

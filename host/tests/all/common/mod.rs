@@ -22,7 +22,7 @@ use wasmop::testing::MemoryHost;
 /// Bounds every async test.
 pub const LIMIT: Duration = Duration::from_secs(120);
 
-/// The component `name` built by `guest-sdk/rust/build`.
+/// The component `name` built by `wasmop build`.
 pub fn component(name: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/components")

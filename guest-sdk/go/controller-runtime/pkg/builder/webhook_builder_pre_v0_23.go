@@ -12,7 +12,7 @@ import (
 )
 
 // WebhookBuilder builds the webhooks of one kind, as controller-runtime before v0.23 writes it
-// (guest-sdk/go/build picks this API for a plugin whose go.mod requires such a version):
+// (`wasmop build` picks this API for a plugin whose go.mod requires such a version):
 // WebhookManagedBy(mgr).For(&T{}).WithValidator(…).WithDefaulter(…).Complete().
 type WebhookBuilder struct {
 	w webhooks[runtime.Object]

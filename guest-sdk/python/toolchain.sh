@@ -8,8 +8,8 @@ pyyaml_version=6.0.3
 toolchain_venv="$repo/target/python/toolchain"
 bindings="$repo/target/python/bindings"
 
-say() { printf '[python] %s\n' "$*"; }
-die() { printf '[python] error: %s\n' "$*" >&2; exit 1; }
+prefix=python
+source "$repo/scripts/lib.sh"
 
 install_hint="install it with:
     guest-sdk/python/install-toolchain

@@ -28,7 +28,8 @@ cache=${WASMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wasmop}/control-plane/$KUB
 bin=$cache/bin
 tools=(kube-apiserver kubectl etcd)
 node_tools=(kubelet kube-scheduler kube-controller-manager)
-say() { printf '[control-plane] %s\n' "$*" >&2; }
+prefix=control-plane
+source "$here/../../scripts/lib.sh"
 # shellcheck source=progress.sh
 . "$here/progress.sh"
 

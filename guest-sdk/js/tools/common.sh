@@ -6,8 +6,8 @@ repo=$(cd "$sdk/../.." && pwd)
 bin="$sdk/node_modules/.bin"
 work="$repo/target/js"
 
-say() { printf '[js] %s\n' "$*"; }
-die() { printf '[js] error: %s\n' "$*" >&2; exit 1; }
+prefix=js
+source "$repo/scripts/lib.sh"
 
 # Fails with what to install unless Node.js and the SDK's npm tools are present.
 require_toolchain() {

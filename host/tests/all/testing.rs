@@ -1,6 +1,6 @@
 //! `wasmop test`, as a plugin author runs it: the real component against fixture files, with no
-//! cluster. webapp passes its own fixtures, in every language (each SDK's unit tests run the same
-//! files in-process); its 0.2.0 build differs from them in the `applied-by`
+//! cluster. webapp passes its fixtures — one set, `plugins/webapp/fixtures`, for the webapp of
+//! every language (each SDK's unit tests run the same files in-process); its 0.2.0 build differs from them in the `applied-by`
 //! stamp and nothing else; a guest writing what it did not declare is refused before anything
 //! is written, as in a cluster; `--accept` makes a failing fixture expect what was done, changing
 //! only the lines that differ; a malformed fixture fails alone, named with what is wrong; and a
@@ -17,9 +17,9 @@ use std::time::Duration;
 use common::logged::Logged;
 use wasmop_envtest::{shared_by, within};
 
-/// The webapp plugin's own fixtures.
+/// The webapp plugin's fixtures, which its build in every language passes.
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/webapp/rust/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/webapp/fixtures")
 }
 
 /// Runs `wasmop test` with `args`.
@@ -50,10 +50,10 @@ fn webapp_passes_its_own_fixtures() {
     assert!(output.status.success(), "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok  ")).count(),
-        4,
+        5,
         "{text}"
     );
-    assert!(text.ends_with("webapp: 4 fixtures, 0 failed\n"), "{text}");
+    assert!(text.ends_with("webapp: 5 fixtures, 0 failed\n"), "{text}");
 }
 
 /// `wasmop run` of webapp over `namespace` of `plane`, recording into `record` when given.
@@ -200,11 +200,10 @@ async fn a_recording_over_objects_older_than_the_host_replays_alike() -> anyhow:
 }
 
 #[test]
-fn every_languages_webapp_passes_its_own_fixtures() {
+fn every_languages_webapp_passes_the_same_fixtures() {
     for language in ["python", "js", "go"] {
         let component = common::component(&format!("webapp-{language}"));
-        let fixtures = fixtures().join(format!("../../{language}/fixtures"));
-        let output = wasmop_test(&[&component, &fixtures]);
+        let output = wasmop_test(&[&component, &fixtures()]);
         let text = stdout(&output);
         assert!(output.status.success(), "{language}: {text}");
         assert!(text.ends_with("webapp: 5 fixtures, 0 failed\n"), "{text}");
@@ -238,7 +237,7 @@ fn the_next_version_differs_in_its_applied_by_stamp_alone() {
         ],
         "{text}"
     );
-    assert!(text.ends_with("webapp: 4 fixtures, 2 failed\n"), "{text}");
+    assert!(text.ends_with("webapp: 5 fixtures, 2 failed\n"), "{text}");
 }
 
 #[test]
@@ -281,7 +280,7 @@ fn accept_rewrites_a_failing_fixture_to_what_was_sent() {
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- verb: "))
         .collect();
-    let expected = ["merge-patch", "create", "apply", "apply", "merge-patch"];
+    let expected = ["update", "create", "apply", "apply", "merge-patch"];
     assert_eq!(verbs, expected, "{rewritten}");
 }
 

@@ -21,7 +21,7 @@
  * import { testFixtures } from '@wasmop/guest/testing';
  * import webapp from './index.ts';
  *
- * testFixtures(webapp, 'fixtures'); // plugins/webapp/js/fixtures/*.yaml
+ * testFixtures(webapp, '../fixtures'); // plugins/webapp/fixtures/*.yaml
  * ```
  */
 export { componentExports, type ComponentExports } from '../component.ts';

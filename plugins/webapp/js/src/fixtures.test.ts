@@ -2,4 +2,4 @@ import { testFixtures } from '@wasmop/guest/testing';
 
 import webapp from './index.ts';
 
-testFixtures(webapp, 'fixtures');
+testFixtures(webapp, '../fixtures');

@@ -5,7 +5,7 @@ from wasmop.testing import FixtureTestCase
 
 import webapp  # noqa: F401  (registers the reconciler the fixtures run against)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
 
 
 class FixturesTest(FixtureTestCase):

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use wasmop_guest::webhooks::{AdmissionRequest, Denial, Verdict};
 
-use super::resource::GROUP;
+use super::resource::{DEFAULT_PORT, GROUP};
 
 /// The most replicas a WebApp may ask for.
 #[cfg(not(feature = "roomier"))]
@@ -14,8 +14,6 @@ pub const MAX_REPLICAS: i64 = 50;
 /// see a verdict change.
 #[cfg(feature = "roomier")]
 pub const MAX_REPLICAS: i64 = 100;
-/// The port a WebApp that names none gets.
-pub const DEFAULT_PORT: i64 = 8080;
 
 /// Admits a WebApp whose replicas are within 0..=50 and whose image is a well-formed reference.
 pub fn validate(request: &AdmissionRequest) -> Verdict {

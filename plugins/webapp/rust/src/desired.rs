@@ -91,7 +91,7 @@ pub fn deployment(app: &WebApp, owner: &OwnerReference) -> Deployment {
                         image: Some(app.spec.image.clone()),
                         ports: Some(vec![ContainerPort {
                             name: Some("http".to_owned()),
-                            container_port: app.spec.port,
+                            container_port: app.spec.port(),
                             protocol: Some("TCP".to_owned()),
                             ..ContainerPort::default()
                         }]),
@@ -115,8 +115,8 @@ pub fn service(app: &WebApp, owner: &OwnerReference) -> Service {
             selector: Some(selector(app)),
             ports: Some(vec![ServicePort {
                 name: Some("http".to_owned()),
-                port: app.spec.port,
-                target_port: Some(IntOrString::Int(app.spec.port)),
+                port: app.spec.port(),
+                target_port: Some(IntOrString::Int(app.spec.port())),
                 protocol: Some("TCP".to_owned()),
                 ..ServicePort::default()
             }]),
@@ -235,7 +235,7 @@ mod tests {
             spec: WebAppSpec {
                 image: "nginx:1.27".into(),
                 replicas: 2,
-                port: 8080,
+                port: Some(8080),
             },
             status: None,
         }

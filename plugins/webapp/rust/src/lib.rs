@@ -13,8 +13,7 @@ use serde_json::json;
 use wasmop_guest::k8s_openapi::api::apps::v1::Deployment;
 use wasmop_guest::k8s_openapi::api::core::v1::{ConfigMap, Service};
 use wasmop_guest::meta::{
-    add_finalizer, controller_owner_ref, finalizers_patch, has_finalizer, is_deleting,
-    remove_finalizer,
+    add_finalizer, controller_owner_ref, has_finalizer, is_deleting, remove_finalizer,
 };
 use wasmop_guest::webhooks::{AdmissionRequest, Denial, Operation, Verdict, Webhooks};
 use wasmop_guest::{
@@ -116,7 +115,7 @@ fn finalize(mut app: WebApp) -> Result<(), Error> {
         .delete::<ConfigMap>(&key.namespace, &desired::marker_name(&key.name))
         .optional()?;
     remove_finalizer(&mut app, FINALIZER);
-    client().patch_merge::<WebApp>(&key.namespace, &key.name, &finalizers_patch(&app))?;
+    client().update(&app)?;
     wasmop_guest::info!("released WebApp {key}");
     Ok(())
 }
@@ -125,8 +124,7 @@ fn ensure_finalizer(mut app: WebApp) -> Result<WebApp, Error> {
     if !add_finalizer(&mut app, FINALIZER) {
         return Ok(app);
     }
-    let key = ObjectKey::of(&app);
-    client().patch_merge(&key.namespace, &key.name, &finalizers_patch(&app))
+    client().update(&app)
 }
 
 fn ensure_marker(app: &WebApp) -> Result<(), Error> {

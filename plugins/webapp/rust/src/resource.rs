@@ -76,9 +76,17 @@ pub struct WebAppSpec {
     /// How many pods to run.
     #[serde(default = "default_replicas")]
     pub replicas: i32,
-    /// The port the container listens on and the Service exposes.
-    #[serde(default = "default_port")]
-    pub port: i32,
+    /// The port the container listens on and the Service exposes; [`WebAppSpec::port`] when
+    /// absent (the defaulting webhook writes it, and a write of the spec never adds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+}
+
+impl WebAppSpec {
+    /// The port served: the one named, or 8080.
+    pub fn port(&self) -> i32 {
+        self.port.unwrap_or(DEFAULT_PORT)
+    }
 }
 
 impl Default for WebAppSpec {
@@ -86,7 +94,7 @@ impl Default for WebAppSpec {
         Self {
             image: String::new(),
             replicas: default_replicas(),
-            port: default_port(),
+            port: None,
         }
     }
 }
@@ -95,9 +103,8 @@ fn default_replicas() -> i32 {
     1
 }
 
-fn default_port() -> i32 {
-    8080
-}
+/// The port a WebApp naming none serves.
+pub const DEFAULT_PORT: i32 = 8080;
 
 /// The observed state of a [`WebApp`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use wasmop::config::TestArgs;
+use serde_json::json;
+use wasmop::config::{ReportFormat, TestArgs};
 use wasmop::fixture::{Fixture, fixture_files};
 use wasmop::record::Recorder;
 use wasmop::runtime::RuntimeConfig;
@@ -31,46 +32,86 @@ pub(crate) async fn test_plugin(args: TestArgs) -> anyhow::Result<bool> {
     }
     let files = fixture_files(&paths)?;
     anyhow::ensure!(!files.is_empty(), "no fixture files in {paths:?}");
+    let report = Report(args.format);
     let mut failed = 0;
     for file in &files {
-        let passed = test_fixture(&tester, file, args.accept).await?;
+        let passed = test_fixture(&tester, file, args.accept, report).await?;
         failed += usize::from(!passed);
     }
-    let plugin = tester.plugin().name();
-    println!("{plugin}: {} fixtures, {failed} failed", files.len());
+    report.summary(tester.plugin().name(), files.len(), failed);
     Ok(failed == 0)
+}
+
+/// Prints results as [`ReportFormat`] says.
+#[derive(Debug, Clone, Copy)]
+struct Report(ReportFormat);
+
+impl Report {
+    /// One fixture's verdict and its differences (and notes, such as an accepted rewrite).
+    fn fixture(self, file: &Path, name: Option<&str>, passed: bool, differences: &[String]) {
+        match self.0 {
+            ReportFormat::Text => {
+                let verdict = if passed { "ok  " } else { "FAIL" };
+                match name {
+                    Some(name) => println!("{verdict}  {name} ({})", file.display()),
+                    None => println!("{verdict}  {}", file.display()),
+                }
+                differences
+                    .iter()
+                    .flat_map(|difference| difference.lines())
+                    .for_each(|line| println!("        {line}"));
+            }
+            ReportFormat::Json => {
+                let line = json!({
+                    "file": file.display().to_string(),
+                    "name": name,
+                    "passed": passed,
+                    "differences": differences,
+                });
+                println!("{line}");
+            }
+        }
+    }
+
+    /// The run's totals.
+    fn summary(self, plugin: &str, fixtures: usize, failed: usize) {
+        match self.0 {
+            ReportFormat::Text => println!("{plugin}: {fixtures} fixtures, {failed} failed"),
+            ReportFormat::Json => {
+                let line = json!({"plugin": plugin, "fixtures": fixtures, "failed": failed});
+                println!("{line}");
+            }
+        }
+    }
 }
 
 /// Runs the fixture in `file`, printing its verdict and differences (a file that is no fixture
 /// fails with what is wrong), and with `accept`, rewriting the expectations that differ in the
 /// file's own text; whether it passed.
-async fn test_fixture(tester: &Tester, file: &Path, accept: bool) -> anyhow::Result<bool> {
+async fn test_fixture(
+    tester: &Tester,
+    file: &Path,
+    accept: bool,
+    report: Report,
+) -> anyhow::Result<bool> {
     let fixture = match Fixture::load(file) {
         Ok(fixture) => fixture,
         Err(error) => {
-            println!("FAIL  {}", file.display());
-            error
-                .to_string()
-                .lines()
-                .for_each(|line| println!("        {line}"));
+            report.fixture(file, None, false, &[error.to_string()]);
             return Ok(false);
         }
     };
     let checked = tester.check(&fixture).await;
-    let name = fixture.name.clone();
-    let name = name.unwrap_or_else(|| file.display().to_string());
-    let verdict = if checked.passed() { "ok  " } else { "FAIL" };
-    println!("{verdict}  {name} ({})", file.display());
-    for difference in &checked.differences {
-        println!("        {difference}");
-    }
+    let shown = fixture.name.clone();
+    let shown = shown.unwrap_or_else(|| file.display().to_string());
+    let mut notes: Vec<String> = checked.differences.iter().map(|d| d.to_string()).collect();
     if accept && !checked.passed() {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let expected = checked.accepted(&fixture.expect);
         let edited = wasmop::testing::accept(&text, &fixture.expect, &expected);
         let edited = edited.unwrap_or_else(|error| {
-            println!("        written anew, its formatting not kept: {error}");
+            notes.push(format!("written anew, its formatting not kept: {error}"));
             let whole = Fixture {
                 expect: expected,
                 ..fixture
@@ -78,10 +119,11 @@ async fn test_fixture(tester: &Tester, file: &Path, accept: bool) -> anyhow::Res
             whole.to_yaml()
         });
         std::fs::write(file, edited).with_context(|| format!("rewriting {}", file.display()))?;
-        println!(
-            "        accepted: {} now expects what was done",
+        notes.push(format!(
+            "accepted: {} now expects what was done",
             file.display()
-        );
+        ));
     }
+    report.fixture(file, Some(&shown), checked.passed(), &notes);
     Ok(checked.passed())
 }

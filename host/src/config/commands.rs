@@ -184,6 +184,20 @@ pub struct TestArgs {
     /// Rewrite each failing fixture's expectations to what the plugin did (review the change).
     #[arg(long)]
     pub accept: bool,
+    /// How results are printed: lines to read, or one JSON object per fixture and a summary last
+    /// (for test runners: each SDK's test helpers read it).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+}
+
+/// How `wasmop test` prints its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// `ok`/`FAIL` lines with each difference indented under its fixture.
+    Text,
+    /// JSON Lines: `{"file", "name", "passed", "differences"}` per fixture, then
+    /// `{"plugin", "fixtures", "failed"}`.
+    Json,
 }
 
 /// Options of `wasmop migrate`.

@@ -27,7 +27,7 @@ mod webhook;
 
 pub use commands::{
     BuildArgs, CompileWorkerArgs, Compiler, CredentialArgs, MigrateArgs, NewArgs, PluginsArgs,
-    PullArgs, PushArgs, RbacArgs, RegistryArgs, SignArgs, TestArgs,
+    PullArgs, PushArgs, RbacArgs, RegistryArgs, ReportFormat, SignArgs, TestArgs,
 };
 pub use limits::{GuestArgs, PluginLimits};
 pub use parse::{BindAddress, MAX_DURATION, SettingError, ValueError};

@@ -241,6 +241,39 @@ fn the_next_version_differs_in_its_applied_by_stamp_alone() {
 }
 
 #[test]
+fn a_json_report_has_a_line_per_fixture_and_the_totals_last() {
+    let mut args: Vec<&Path> = vec![Path::new("--format"), Path::new("json")];
+    let v2 = common::component("webapp-v2");
+    let fixtures = fixtures();
+    args.extend([v2.as_path(), fixtures.as_path()]);
+    let output = wasmop_test(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let lines: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    let (totals, fixtures) = lines.split_last().expect("lines");
+    assert_eq!(
+        *totals,
+        serde_json::json!({"plugin": "webapp", "fixtures": 5, "failed": 2})
+    );
+    assert_eq!(fixtures.len(), 5);
+    let failed: Vec<&serde_json::Value> =
+        fixtures.iter().filter(|f| f["passed"] == false).collect();
+    assert_eq!(failed.len(), 2);
+    for fixture in failed {
+        let differences = fixture["differences"].as_array().unwrap();
+        assert!(
+            differences
+                .iter()
+                .any(|d| d.as_str().unwrap().contains("applied-by")),
+            "{fixture}"
+        );
+        assert!(fixture["file"].as_str().unwrap().ends_with(".yaml"));
+    }
+}
+
+#[test]
 fn an_undeclared_write_is_refused_before_it_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let text = "request: {namespace: shop, name: stolen}\nexpect: {outcome: done}\n";

@@ -50,8 +50,8 @@ mod oci;
 mod plugin_dir;
 mod wasm_reconcilers;
 
-// The sandbox and the tenant model attacked.
-mod hostile;
+// The sandbox and the tenant model attacked (the plugin author's attacks, which measure this
+// process's memory, run alone in their own binary: `host/tests/hostile`).
 mod hostile_access;
 mod hostile_capabilities;
 mod hostile_parsing;

@@ -8,7 +8,8 @@
 //! throughput (0.9 or more on an otherwise idle machine; the bound leaves room for a machine
 //! busy with other work, where the attack's own share of the cores weighs more).
 
-use crate::common;
+#[path = "../all/common/mod.rs"]
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -40,14 +40,10 @@ pub(super) fn build(
     let toolchain = toolchain(&target_dir)?;
     for plugin in plugins {
         let started = Instant::now();
-        let packages = packages(&toolchain, &plugin.dir)?;
+        let (scope, packages) = packages(&toolchain, &plugin.dir)?;
         if single && packages.len() != 1 {
             return Err(BuildError::OutputNeedsOne);
         }
-        let scope = match packages.as_slice() {
-            [one] if own(&plugin.dir, one) => vec!["--package".to_owned(), one.name.clone()],
-            _ => vec!["--workspace".to_owned()],
-        };
         let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
         let dir = plugin.dir.display();
         say(
@@ -201,9 +197,9 @@ struct Package {
     manifest_path: PathBuf,
 }
 
-/// The packages `dir` builds: its own, when its manifest is a package's, else every member of its
-/// workspace.
-fn packages(toolchain: &Toolchain, dir: &Path) -> Result<Vec<Package>, BuildError> {
+/// The packages `dir` builds, with cargo's arguments for them: its own (`--package`), when its
+/// manifest is a package's, else every member of its workspace (`--workspace`).
+fn packages(toolchain: &Toolchain, dir: &Path) -> Result<(Vec<String>, Vec<Package>), BuildError> {
     #[derive(serde::Deserialize)]
     struct Metadata {
         packages: Vec<Package>,
@@ -222,14 +218,15 @@ fn packages(toolchain: &Toolchain, dir: &Path) -> Result<Vec<Package>, BuildErro
     let metadata: Metadata = serde_json::from_str(&text).map_err(|_| failed())?;
     let mut packages = metadata.packages;
     if let Some(at) = packages.iter().position(|package| own(dir, package)) {
-        return Ok(vec![packages.swap_remove(at)]);
+        let own = packages.swap_remove(at);
+        return Ok((vec!["--package".to_owned(), own.name.clone()], vec![own]));
     }
     match packages.is_empty() {
         true => Err(BuildError::NoPlugin {
             dir: dir.to_owned(),
             only: Some(Language::Rust),
         }),
-        false => Ok(packages),
+        false => Ok((vec!["--workspace".to_owned()], packages)),
     }
 }
 

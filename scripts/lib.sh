@@ -13,3 +13,17 @@ die() {
   say "error: $*"
   exit 1
 }
+
+# Exports WASMOP, the `wasmop` the SDKs' fixture helpers build and test plugins with: as given,
+# else this checkout's, built (or brought up to date) first. Needs `root` or `repo` set to the
+# checkout.
+use_wasmop() {
+  local checkout=${root:-${repo:?set root or repo before use_wasmop}}
+  if [[ -z ${WASMOP:-} ]]; then
+    say "building wasmop (cargo build --bin wasmop), which the fixture tests build and run plugins with ..."
+    (cd "$checkout" && cargo build --quiet --bin wasmop) || die "could not build wasmop"
+    WASMOP="$checkout/target/debug/wasmop"
+  fi
+  [[ -x $WASMOP ]] || die "WASMOP=$WASMOP is not an executable"
+  export WASMOP
+}

@@ -4,7 +4,6 @@
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 sdk="$repo/guest-sdk/python"
 componentize_version=0.25.1
-pyyaml_version=6.0.3
 toolchain_venv="$repo/target/python/toolchain"
 bindings="$repo/target/python/bindings"
 
@@ -24,20 +23,6 @@ find_componentize() {
     [[ -n $candidate && -x $candidate ]] || continue
     version=$("$candidate" --version 2>/dev/null | cut -d' ' -f2) || continue
     if [[ ${version%.*} == "${componentize_version%.*}" ]]; then
-      echo "$candidate"
-      return
-    fi
-  done
-}
-
-# Prints the python3 that runs the unit tests: the first that imports PyYAML (which
-# wasmop.testing reads fixtures with) of python3 on PATH and the toolchain virtualenv's; nothing
-# when neither does.
-find_python() {
-  local candidate
-  for candidate in "$(command -v python3 || true)" "$toolchain_venv/bin/python3"; do
-    [[ -n $candidate && -x $candidate ]] || continue
-    if "$candidate" -c 'import yaml' 2>/dev/null; then
       echo "$candidate"
       return
     fi

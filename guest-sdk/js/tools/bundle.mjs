@@ -56,8 +56,8 @@ const fakeHost = {
 };
 
 /**
- * Gives an ES module bundle a `require`, with which the CommonJS packages bundled into it (the
- * `yaml` package's Node build among them) load Node's built-in modules.
+ * Gives an ES module bundle a `require`, with which the CommonJS packages bundled into it load
+ * Node's built-in modules.
  */
 const nodeRequire = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 

@@ -21,9 +21,8 @@ require_toolchain() {
     [[ -x $bin/$tool ]] || missing+=("$tool")
   done
   [[ -d $sdk/node_modules/@bytecodealliance/jco-transpile ]] || missing+=("jco")
-  [[ -f $sdk/node_modules/yaml/package.json ]] || missing+=("yaml")
   ((${#missing[@]} == 0)) ||
-    die "the JS guest toolchain is missing (${missing[*]}); run guest-sdk/js/install-toolchain (npm ci of componentize-js 0.23, jco 1.35, esbuild, TypeScript and yaml into guest-sdk/js/node_modules)"
+    die "the JS guest toolchain is missing (${missing[*]}); run guest-sdk/js/install-toolchain (npm ci of componentize-js 0.23, jco 1.35, esbuild and TypeScript into guest-sdk/js/node_modules)"
 }
 
 # Generates the TypeScript declarations of the WIT world into generated/wit.

@@ -3,17 +3,39 @@
  * {@link host}, so a plugin's `reconcile` runs against an in-memory store. Like the real host it
  * refuses malformed objects and patches, checks writes (and reads of undeclared kinds) against the
  * registration given to {@link FakeHost.reset}, records every write, event and log line, and can
- * be told to fail the next call of a kind of write or to answer writes with a fixture's
- * rejections.
+ * be told to fail the next call of a kind of write. Fixture files are run by `wasmop test` against
+ * the built component instead ({@link testFixtures}).
  */
 import { apiVersionOf, formatGvk, type Gvk, type Kind } from '../kind.ts';
 import { fromJson, type KubeObject } from '../object.ts';
 import type { cache, client, events, logger, plugin, types } from '../raw.ts';
 import type { Reconciler } from '../reconciler.ts';
-import { writeTarget, type FixtureWrite, type Rejection, type Verb } from './fixture.ts';
 import { hostJson } from './json.ts';
 import { matchesFields, matchesLabels } from './selectors.ts';
 import { hostError, Store, targetOf, witError, type Target } from './store.ts';
+
+/** What a write does, as `wasmop test`'s fixtures name it. */
+export type Verb = 'create' | 'update' | 'update-status' | 'merge-patch' | 'json-patch' | 'apply' | 'delete';
+
+/** A write the plugin sent, with its body, as `wasmop test`'s fixtures state one. */
+export interface SentWrite {
+  /** What it does. */
+  verb: Verb;
+  /** A patch (merge, JSON or apply) of the status subresource. */
+  status: boolean;
+  /** A server-side apply that takes conflicting fields. */
+  force: boolean;
+  /** The target's apiVersion. */
+  apiVersion: string;
+  /** The target's kind. */
+  kind: string;
+  /** The target's namespace; empty for a cluster-scoped kind. */
+  namespace: string;
+  /** The target's name. */
+  name: string;
+  /** The object or patch sent; a delete's options (`uid`, `resourceVersion`, `propagationPolicy`); `null` when none. */
+  body: unknown;
+}
 
 /** A write the plugin made. */
 export interface Write {
@@ -63,11 +85,8 @@ const verbOf: Record<WriteCall, plugin.Verb> = {
 export class FakeHost {
   /** Every successful write, in order. */
   readonly writes: Write[] = [];
-  /**
-   * Every write sent past the declared permissions, in order, as fixtures state them (verb, target
-   * and body): those answered with an error too.
-   */
-  readonly sent: FixtureWrite[] = [];
+  /** Every write sent past the declared permissions, in order, with its body: those answered with an error too. */
+  readonly sent: SentWrite[] = [];
   /** Every recorded event, in order. */
   readonly events: RecordedEvent[] = [];
   /** Every log line, in order. */
@@ -75,8 +94,6 @@ export class FakeHost {
   private readonly store = new Store();
   private registration: plugin.Registration | undefined;
   private failures: { call: WriteCall; error: Error }[] = [];
-  /** The answers to come for writes to each target (by {@link writeTarget}): an error, or undefined to apply the write. */
-  private answers = new Map<string, (Error | undefined)[]>();
 
   /** Empties the store and the records; checks permissions against `reconciler`'s registration. */
   reset(reconciler?: Reconciler): void {
@@ -86,7 +103,6 @@ export class FakeHost {
     this.events.length = 0;
     this.logs.length = 0;
     this.failures = [];
-    this.answers.clear();
     this.registration = reconciler?.registration;
   }
 
@@ -94,22 +110,6 @@ export class FakeHost {
   put<T extends KubeObject>(obj: T): T {
     const target = targetOf(obj);
     return this.store.save(target, obj, this.store.find(target)) as T;
-  }
-
-  /**
-   * Holds `objects` as a fixture's: as given, with the uid, resourceVersion and generation they
-   * lack filled in (`uid-N`, `N` and 1, N counting from 1 after {@link FakeHost.reset}; a
-   * generation only for an object with a spec, as the apiserver gives ConfigMaps none).
-   */
-  seed(objects: readonly KubeObject[]): void {
-    for (const obj of objects) {
-      this.store.seed(obj);
-    }
-  }
-
-  /** `obj` as the host holds it (after {@link FakeHost.seed}, with what it lacked filled in), or undefined. */
-  held(obj: KubeObject): KubeObject | undefined {
-    return this.store.find(targetOf(obj));
   }
 
   /** The stored object, or undefined. */
@@ -120,20 +120,6 @@ export class FakeHost {
   /** Makes the next `call` fail with the WIT error `error`, e.g. `{ tag: 'conflict', val: status }`. */
   failNext(call: WriteCall, error: types.Error): void {
     this.failures.push({ call, error: witError(error) });
-  }
-
-  /**
-   * Answers the writes to come as `expected` were answered: the n-th write to a target gets the
-   * n-th expected write's rejection for that target, if it has one; other writes are applied.
-   */
-  answerAs(expected: readonly FixtureWrite[]): void {
-    this.answers.clear();
-    for (const write of expected) {
-      const target = writeTarget(write);
-      const queue = this.answers.get(target) ?? [];
-      queue.push(write.rejected && rejectionError(write.rejected));
-      this.answers.set(target, queue);
-    }
   }
 
   /** The `wasmop:reconciler` imports, backed by this host. */
@@ -172,7 +158,7 @@ export class FakeHost {
       this.sendPatch({ kind, namespace, name }, body, true),
     delete: (kind: Gvk, namespace: string, name: string, options: DeleteOptions): void => {
       const target = { kind, namespace, name };
-      this.send('delete', target, fixtureWrite('delete', target, deleteBody(options)), () => {
+      this.send('delete', target, sentWrite('delete', target, deleteBody(options)), () => {
         this.store.delete(target, options.preconditions);
         return '';
       });
@@ -193,7 +179,7 @@ export class FakeHost {
       throw invalid('object has no apiVersion or kind');
     }
     const target = targetOf(obj);
-    return this.send(call, target, fixtureWrite(call, target, fromJson(json)), () => hostJson(perform(obj)));
+    return this.send(call, target, sentWrite(call, target, fromJson(json)), () => hostJson(perform(obj)));
   }
 
   /** Sends a merge patch, JSON patch or apply of `target` or of its status. */
@@ -203,7 +189,7 @@ export class FakeHost {
     if (body.tag === 'json' ? !Array.isArray(patch) : !isMapping(patch)) {
       throw invalid(PATCH_SHAPES[body.tag]);
     }
-    const write = fixtureWrite(PATCH_VERBS[body.tag], target, fromJson(text));
+    const write = sentWrite(PATCH_VERBS[body.tag], target, fromJson(text));
     write.status = status;
     write.force = body.tag === 'apply' && body.val.force;
     const call: WriteCall = status ? 'patch-status' : body.tag;
@@ -212,15 +198,11 @@ export class FakeHost {
 
   /**
    * Checks `write` against the declared permissions, records it, and answers it: with the
-   * rejection or failure given for it, if any, or by performing it.
+   * failure given for it, if any, or by performing it.
    */
-  private send(call: WriteCall, target: Target, write: FixtureWrite, perform: () => string): string {
+  private send(call: WriteCall, target: Target, write: SentWrite, perform: () => string): string {
     this.checkWrite(target.kind, target.namespace, verbOf[call]);
     this.sent.push(write);
-    const rejection = this.answers.get(writeTarget(write))?.shift();
-    if (rejection) {
-      throw rejection;
-    }
     const failure = this.failures.findIndex((f) => f.call === call);
     if (failure >= 0) {
       throw this.failures.splice(failure, 1)[0]!.error;
@@ -263,25 +245,6 @@ const PATCH_SHAPES: Record<PatchBody['tag'], string> = {
 };
 const PROPAGATION_POLICIES = { background: 'Background', foreground: 'Foreground', orphan: 'Orphan' } as const;
 
-/** The WIT error tag, code and reason of each rejection reason; any other is `other`. */
-const REJECTIONS: Record<string, [Exclude<types.Error['tag'], 'forbidden'>, number, string]> = {
-  NotFound: ['not-found', 404, 'NotFound'],
-  Conflict: ['conflict', 409, 'Conflict'],
-  AlreadyExists: ['already-exists', 409, 'AlreadyExists'],
-  Invalid: ['invalid', 422, 'Invalid'],
-  Timeout: ['timeout', 504, 'Timeout'],
-  ServiceUnavailable: ['unavailable', 503, 'ServiceUnavailable'],
-};
-
-/** The exception the host's import throws for a fixture's rejection, as wasmop's in-memory host answers it. */
-function rejectionError({ reason, message }: Rejection): Error {
-  if (reason === 'Forbidden') {
-    return witError({ tag: 'forbidden', val: ['apiserver', { code: 403, reason, message }] });
-  }
-  const [tag, code, canonical] = REJECTIONS[reason] ?? ['other', 500, 'InternalError'];
-  return hostError(tag, code, canonical, message);
-}
-
 function invalid(message: string): Error {
   return hostError('invalid', 422, 'Invalid', message);
 }
@@ -299,12 +262,12 @@ function parsed(text: string, what: string): unknown {
   }
 }
 
-/** A write of `verb` to `target` sending `body`, as a fixture states it. */
-function fixtureWrite(verb: Verb, { kind, namespace, name }: Target, body: unknown): FixtureWrite {
+/** A write of `verb` to `target` sending `body`. */
+function sentWrite(verb: Verb, { kind, namespace, name }: Target, body: unknown): SentWrite {
   return { verb, status: false, force: false, apiVersion: apiVersionOf(kind), kind: kind.kind, namespace, name, body };
 }
 
-/** A delete's options as the body fixtures state: only those set, or `null`. */
+/** A delete's options as its body: only those set, or `null`. */
 function deleteBody({ preconditions, propagation }: DeleteOptions): unknown {
   const options = {
     uid: preconditions?.uid,

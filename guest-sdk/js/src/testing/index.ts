@@ -13,31 +13,26 @@
  * assert.deepEqual(host.writes.map((w) => w.call), ['update', 'create', 'apply', 'apply', 'patch-status']);
  * ```
  *
- * Fixture files — the format `wasmop test` runs against the built component — run in-process
- * too: {@link testFixtures} declares a test per file, {@link runFixture} and
- * {@link assertFixture} run one.
+ * Fixture files — the format `wasmop test` runs — are judged by `wasmop test` itself, against the
+ * component `wasmop build` makes of the project: {@link testFixtures} declares a test per run,
+ * a subtest per file; {@link runFixtures} returns the verdicts.
  *
  * ```ts
  * import { testFixtures } from '@wasmop/guest/testing';
- * import webapp from './index.ts';
  *
- * testFixtures(webapp, '../fixtures'); // plugins/webapp/fixtures/*.yaml
+ * testFixtures('../fixtures'); // plugins/webapp/fixtures/*.yaml, against the project in the working directory
  * ```
  */
 export { componentExports, type ComponentExports } from '../component.ts';
 export { atTime } from './clock.ts';
+export { buildPlugin, report, runFixtures, testFixtures, type FixtureOptions, type FixtureResult } from './fixtures.ts';
 export {
-  DEFAULT_NOW,
-  FixtureError,
-  loadFixture,
-  parseFixture,
-  type Expected,
-  type Fixture,
-  type FixtureEvent,
-  type FixtureWrite,
-  type Regarding,
-  type Rejection,
+  FakeHost,
+  host,
+  type LogLine,
+  type RecordedEvent,
+  type SentWrite,
   type Verb,
-} from './fixture.ts';
-export { FakeHost, host, type LogLine, type RecordedEvent, type Write, type WriteCall } from './host.ts';
-export { assertFixture, runFixture, testFixtures, type FixtureResult } from './run.ts';
+  type Write,
+  type WriteCall,
+} from './host.ts';

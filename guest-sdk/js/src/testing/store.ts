@@ -92,19 +92,6 @@ export class Store {
     this.version = 0;
   }
 
-  /** Holds `obj` as given, filling in the uid, resourceVersion and (for a kind with a spec) generation it lacks. */
-  seed(obj: Stored): void {
-    const stored = structuredClone(obj);
-    const metadata: WritableMeta = (stored.metadata ??= {});
-    this.version++;
-    metadata.uid ??= `uid-${this.version}`;
-    metadata.resourceVersion ??= String(this.version);
-    if (hasGeneration(stored)) {
-      metadata.generation ??= 1;
-    }
-    this.objects.set(keyOf(targetOf(stored)), stored);
-  }
-
   /** The stored object, or undefined. */
   find(target: Target): Stored | undefined {
     const found = this.objects.get(keyOf(target));

@@ -1,5 +1,3 @@
 import { testFixtures } from '@wasmop/guest/testing';
 
-import webapp from './index.ts';
-
-testFixtures(webapp, '../fixtures');
+testFixtures('../fixtures');

@@ -1,5 +1,3 @@
 module wasmop.dev/guest
 
 go 1.26
-
-require go.yaml.in/yaml/v3 v3.0.6

@@ -1,8 +1,9 @@
 // Package guesttest is an in-memory host for unit tests of reconcilers: a store of objects with
 // resourceVersions, conflicts, finalizers and merge patches, a record of every write, event and
-// log, answers given in advance for writes, and a settable clock. It is a fake of the host, not
+// log, failures given in advance for writes, and a settable clock. It is a fake of the host, not
 // of the apiserver: server-side apply merges like a merge patch and nothing is defaulted or
-// garbage-collected. Its subpackage fixture runs the fixture files of `wasmop test` on it.
+// garbage-collected. Its subpackage fixture has `wasmop test` run fixture files against the built
+// plugin instead.
 package guesttest
 
 import (
@@ -34,7 +35,6 @@ type Host struct {
 	mu      sync.Mutex
 	objects map[string]guest.Object
 	version int
-	answers map[string][]error
 	// Events are the events recorded so far.
 	Events []Event
 	// Logs are the messages logged so far.
@@ -48,7 +48,7 @@ type Host struct {
 
 // New installs and returns an empty fake host, its clock the real one.
 func New() *Host {
-	h := &Host{objects: map[string]guest.Object{}, answers: map[string][]error{}, FailNext: map[string]error{}}
+	h := &Host{objects: map[string]guest.Object{}, FailNext: map[string]error{}}
 	host.Use(h)
 	host.SetClock(nil)
 	return h
@@ -90,18 +90,6 @@ func (h *Host) Seed(objs ...guest.Object) {
 func fill(obj guest.Object, field string, value any) {
 	if obj.Get("metadata", field) == nil {
 		obj.Set(value, "metadata", field)
-	}
-}
-
-// AnswerAs answers the writes to come as expected were answered: the n-th write to a target
-// (Write.Target) gets the Err of the n-th of expected to that target; a nil Err, or a write past
-// them, is applied.
-func (h *Host) AnswerAs(expected []Write) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.answers = map[string][]error{}
-	for _, w := range expected {
-		h.answers[w.Target()] = append(h.answers[w.Target()], w.Err)
 	}
 }
 

@@ -39,33 +39,6 @@ func TestEveryWriteIsRecordedAsFixturesStateIt(t *testing.T) {
 	}
 }
 
-func TestTheNthWriteToATargetGetsTheNthAnswer(t *testing.T) {
-	h := guesttest.New()
-	h.Seed(guest.New(guest.ConfigMap, "ns", "cm"))
-	target := guesttest.Write{Verb: "merge-patch", Kind: guest.ConfigMap, Key: guest.ObjectKey{Namespace: "ns", Name: "cm"}}
-	conflict := target
-	conflict.Err = &guest.Conflict{Status: guest.Status{Code: 409, Reason: "Conflict", Message: "stale"}}
-	h.AnswerAs([]guesttest.Write{conflict, target})
-	patch := func(v string) error {
-		_, err := client.Patch(guest.ConfigMap, "ns", "cm", client.MergePatch(map[string]any{"data": map[string]any{"k": v}}))
-		return err
-	}
-	if err := patch("1"); !errors.Is(err, guest.ErrConflict) {
-		t.Fatalf("first patch: %v", err)
-	}
-	if got := h.Object(guest.ConfigMap, "ns", "cm").String("data", "k"); got != "" {
-		t.Fatalf("a rejected patch was applied: %q", got)
-	}
-	for _, v := range []string{"2", "3"} {
-		if err := patch(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := h.Object(guest.ConfigMap, "ns", "cm").String("data", "k"); got != "3" || len(h.Writes) != 3 {
-		t.Fatalf("data.k = %q after %d writes", got, len(h.Writes))
-	}
-}
-
 func TestSeedKeepsWhatObjectsHaveAndCountsTheRest(t *testing.T) {
 	h := guesttest.New()
 	given := guest.New(guest.ConfigMap, "ns", "given")

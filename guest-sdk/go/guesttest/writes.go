@@ -81,31 +81,19 @@ func (h *Host) ClientDelete(kind wit.Gvk, namespace, name string, options wit.De
 	return wit.Result[wit.Unit, wit.Error]{}
 }
 
-// send records w, then answers it: with the error AnswerAs or FailNext (by the client function
-// call) holds for it, else with what apply makes of it.
+// send records w, then answers it: with the error FailNext holds for the client function call,
+// else with what apply makes of it.
 func (h *Host) send(call string, w Write, apply func() (guest.Object, error)) (guest.Object, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var saved guest.Object
-	w.Err = h.answer(call, w.Target())
+	w.Err = h.FailNext[call]
+	delete(h.FailNext, call)
 	if w.Err == nil {
 		saved, w.Err = apply()
 	}
 	h.Writes = append(h.Writes, w)
 	return saved, w.Err
-}
-
-// answer is the error due for the next write of call to target, nil when it is to be applied.
-func (h *Host) answer(call, target string) error {
-	if due := h.answers[target]; len(due) > 0 {
-		h.answers[target] = due[1:]
-		if due[0] != nil {
-			return due[0]
-		}
-	}
-	err := h.FailNext[call]
-	delete(h.FailNext, call)
-	return err
 }
 
 // objectWrite sends a write of the object in data, which change turns, with the stored object

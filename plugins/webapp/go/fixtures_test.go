@@ -8,5 +8,5 @@ import (
 
 // TestFixtures runs fixtures/, which `wasmop test` runs against the component too.
 func TestFixtures(t *testing.T) {
-	fixture.RunDir(t, plugin, "../fixtures")
+	fixture.Run(t, "../fixtures")
 }

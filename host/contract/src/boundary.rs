@@ -25,6 +25,36 @@ const MAX_LABEL: usize = 63;
 /// The longest short text a guest hands the host: UIDs, resourceVersions, index names and values.
 pub const MAX_SHORT_TEXT: usize = 1024;
 
+/// A kind, namespace or name a guest handed the host that Kubernetes would not take; each
+/// quotes at most [`cut`] of what was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    /// A group that is not a DNS subdomain.
+    #[error("group {0:?} is not a DNS subdomain")]
+    Group(String),
+    /// A version that is not a DNS label.
+    #[error("version {0:?} is not a DNS label")]
+    Version(String),
+    /// A kind that is not a word.
+    #[error("kind {0:?} must be 1-63 letters and digits starting with a letter")]
+    Kind(String),
+    /// A namespace that is not a DNS label.
+    #[error("namespace {0:?} is not a DNS label (1-63 lowercase letters, digits or dashes)")]
+    Namespace(String),
+    /// A name that is not a path segment.
+    #[error(
+        "name {0:?} is not a valid object name (1-253 printable characters, no / % ? # \\ < > `, \
+         not . or ..)"
+    )]
+    Name(String),
+}
+
+impl From<Malformed> for ApiError {
+    fn from(malformed: Malformed) -> Self {
+        invalid(malformed.to_string())
+    }
+}
+
 /// An `invalid` error for a guest's request.
 pub fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ApiErrorKind::Invalid, message)
@@ -32,46 +62,34 @@ pub fn invalid(message: impl Into<String>) -> ApiError {
 
 /// Checks a kind: group a DNS subdomain (or empty for the core group), version a DNS label,
 /// kind an alphanumeric word starting with a letter.
-pub fn kind(kind: &GroupVersionKind) -> Result<(), String> {
+pub fn kind(kind: &GroupVersionKind) -> Result<(), Malformed> {
     if !kind.group.is_empty() && !dns_subdomain(&kind.group) {
-        return Err(format!(
-            "group {:?} is not a DNS subdomain",
-            cut(&kind.group)
-        ));
+        return Err(Malformed::Group(cut(&kind.group).to_owned()));
     }
     if !dns_label(&kind.version) {
-        return Err(format!(
-            "version {:?} is not a DNS label",
-            cut(&kind.version)
-        ));
+        return Err(Malformed::Version(cut(&kind.version).to_owned()));
     }
     let word = kind.kind.len() <= MAX_LABEL
         && kind.kind.starts_with(|c: char| c.is_ascii_alphabetic())
         && kind.kind.bytes().all(|b| b.is_ascii_alphanumeric());
     if !word {
-        return Err(format!(
-            "kind {:?} must be 1-63 letters and digits starting with a letter",
-            cut(&kind.kind)
-        ));
+        return Err(Malformed::Kind(cut(&kind.kind).to_owned()));
     }
     Ok(())
 }
 
 /// Checks a namespace: empty (cluster-scoped, or all namespaces) or a DNS label.
-pub fn namespace(namespace: &str) -> Result<(), String> {
+pub fn namespace(namespace: &str) -> Result<(), Malformed> {
     if namespace.is_empty() || dns_label(namespace) {
         return Ok(());
     }
-    Err(format!(
-        "namespace {:?} is not a DNS label (1-63 lowercase letters, digits or dashes)",
-        cut(namespace)
-    ))
+    Err(Malformed::Namespace(cut(namespace).to_owned()))
 }
 
 /// Checks an object name: 1-253 printable ASCII characters, not `.` or `..`, without `/`, `%`,
 /// `?`, `#` or `\` (Kubernetes' path-segment rule, plus what would end a path) and without `<`,
 /// `>` or `` ` `` (which no request path may carry unescaped).
-pub fn name(name: &str) -> Result<(), String> {
+pub fn name(name: &str) -> Result<(), Malformed> {
     let segment = !name.is_empty()
         && name.len() <= MAX_NAME
         && name != "."
@@ -82,11 +100,7 @@ pub fn name(name: &str) -> Result<(), String> {
     if segment {
         return Ok(());
     }
-    Err(format!(
-        "name {:?} is not a valid object name (1-253 printable characters, no / % ? # \\ < > `, \
-         not . or ..)",
-        cut(name)
-    ))
+    Err(Malformed::Name(cut(name).to_owned()))
 }
 
 /// Checks a kind, namespace and name and makes them a reference.
@@ -95,9 +109,9 @@ pub fn object_ref(
     namespace: String,
     name: String,
 ) -> Result<ObjectRef, ApiError> {
-    self::kind(&kind).map_err(invalid)?;
-    self::namespace(&namespace).map_err(invalid)?;
-    self::name(&name).map_err(invalid)?;
+    self::kind(&kind)?;
+    self::namespace(&namespace)?;
+    self::name(&name)?;
     Ok(ObjectRef {
         kind,
         key: ObjectKey { namespace, name },
@@ -139,7 +153,7 @@ pub fn object(json: &str, max_bytes: usize, create: bool) -> Result<(ObjectRef, 
     }
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = GroupVersionKind::gvk(group, version, kind);
-    self::kind(&kind).map_err(invalid)?;
+    self::kind(&kind)?;
     if kind.api_version() != api_version {
         return Err(invalid(format!(
             "apiVersion {:?} is not group/version, or version for the core group",
@@ -147,10 +161,10 @@ pub fn object(json: &str, max_bytes: usize, create: bool) -> Result<(ObjectRef, 
         )));
     }
     let (namespace, name) = (text("/metadata/namespace")?, text("/metadata/name")?);
-    self::namespace(namespace).map_err(invalid)?;
+    self::namespace(namespace)?;
     let generated = create && name.is_empty() && !text("/metadata/generateName")?.is_empty();
     if !generated {
-        self::name(name).map_err(invalid)?;
+        self::name(name)?;
     }
     let metadata = value.get("metadata").unwrap_or(&Value::Null);
     ObjectMeta::deserialize(metadata).map_err(|e| {

@@ -28,12 +28,17 @@ pub mod webhook;
 pub use imports::{Observer, Services};
 pub use limits::{GuestLimits, MAX_MEMORY, Rate};
 pub use object::{GroupVersionKind, ObjectKey, ObjectRef};
-pub use policy::{Allowance, Asked, Ceiling, Conversion, KindPattern, ModuleSources};
+pub use policy::{
+    Allowance, Asked, BadPattern, Ceiling, Conversion, KindPattern, ModuleSources, OverCeiling,
+};
 pub use refusal::Refusal;
-pub use registration::{FieldIndex, Mapping, Permission, Predicate, Registration, Verb, Watch};
+pub use registration::{
+    FieldIndex, InvalidRegistration, Mapping, Permission, Predicate, Registration, Verb, Watch,
+};
 pub use rights::{REVIEW_TTL, Reviewer, Rights};
-pub use signature::{Signatures, TrustedKey};
+pub use signature::{KeyError, Signatures, TrustedKey};
 pub use webhook::{
-    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, MAX_MESSAGE, MAX_RULES,
-    MAX_WARNINGS, MAX_WEBHOOK_TIMEOUT, Operation, Rule, UserInfo, Verdict, WebhookRegistration,
+    AdmissionRequest, DEFAULT_WEBHOOK_TIMEOUT, Denial, FailurePolicy, InvalidWebhooks, MAX_MESSAGE,
+    MAX_RULES, MAX_WARNINGS, MAX_WEBHOOK_TIMEOUT, Operation, Rule, UnknownFailurePolicy, UserInfo,
+    Verdict, WebhookRegistration,
 };

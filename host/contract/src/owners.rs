@@ -123,8 +123,8 @@ fn owner(reference: &Value) -> Result<Owner, ApiError> {
         .rsplit_once('/')
         .unwrap_or(("", &reference.api_version));
     let kind = GroupVersionKind::gvk(group, version, &reference.kind);
-    boundary::kind(&kind).map_err(invalid)?;
-    boundary::name(&reference.name).map_err(invalid)?;
+    boundary::kind(&kind)?;
+    boundary::name(&reference.name)?;
     boundary::bounded("an owner's uid", &reference.uid, boundary::MAX_SHORT_TEXT)?;
     Ok(Owner {
         kind,

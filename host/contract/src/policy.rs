@@ -159,7 +159,7 @@ pub struct KindPattern {
 impl KindPattern {
     /// Parses `Kind`, `group/Kind`, `group/version/Kind` (`core` is the empty group); `*` in any
     /// part matches everything.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, BadPattern> {
         let part = |p: &str| (p != "*").then(|| p.to_owned());
         let group = |g: &str| part(if g == "core" { "" } else { g });
         let parts: Vec<&str> = text.split('/').collect();
@@ -167,18 +167,10 @@ impl KindPattern {
             [kind] => (None, None, part(kind)),
             [g, kind] => (group(g), None, part(kind)),
             [g, version, kind] => (group(g), part(version), part(kind)),
-            _ => {
-                return Err(format!(
-                    "{:?} is not Kind, group/Kind or group/version/Kind",
-                    cut(text)
-                ));
-            }
+            _ => return Err(BadPattern::Shape(cut(text).to_owned())),
         };
         if parts.iter().any(|p| p.is_empty()) {
-            return Err(format!(
-                "{:?} has an empty part (write `core` for the core group)",
-                cut(text)
-            ));
+            return Err(BadPattern::EmptyPart(cut(text).to_owned()));
         }
         Ok(KindPattern {
             group: pattern.0,
@@ -194,6 +186,39 @@ impl KindPattern {
             && part(&self.version, &kind.version)
             && part(&self.kind, &kind.kind)
     }
+}
+
+/// A kind pattern that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadPattern {
+    /// Neither `Kind`, `group/Kind` nor `group/version/Kind`.
+    #[error("{0:?} is not Kind, group/Kind or group/version/Kind")]
+    Shape(String),
+    /// A part is empty.
+    #[error("{0:?} has an empty part (write `core` for the core group)")]
+    EmptyPart(String),
+}
+
+/// What a plugin asks for over the operator's ceiling.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverCeiling {
+    /// A setting over its limit: which, what was asked, and the limit.
+    #[error("asks for {what} {asked}, over the operator's ceiling of {max}")]
+    Over {
+        /// The setting, as the message names it.
+        what: &'static str,
+        /// What the plugin asked for.
+        asked: String,
+        /// The ceiling.
+        max: String,
+    },
+    /// A webhook failure policy the ceiling does not allow (those it does).
+    #[error(
+        "asks for webhook failure policy {policy}, which the operator's ceiling does not allow \
+         (only {1})",
+        policy = .0.as_str()
+    )]
+    FailurePolicy(FailurePolicy, String),
 }
 
 /// The effective settings a plugin would run with.
@@ -213,11 +238,9 @@ pub struct Asked {
 
 impl Ceiling {
     /// Refuses a plugin that asks for more than the ceiling, saying what and which limit.
-    pub fn admit(&self, asked: Asked) -> Result<(), String> {
-        let over = |what: &str, asked: String, max: String| {
-            Err(format!(
-                "asks for {what} {asked}, over the operator's ceiling of {max}"
-            ))
+    pub fn admit(&self, asked: Asked) -> Result<(), OverCeiling> {
+        let over = |what: &'static str, asked: String, max: String| {
+            Err(OverCeiling::Over { what, asked, max })
         };
         if asked.concurrency > self.max_concurrent_reconciles {
             let max = self.max_concurrent_reconciles.to_string();
@@ -257,12 +280,7 @@ impl Ceiling {
                     .iter()
                     .map(|p| p.as_str())
                     .collect();
-                return Err(format!(
-                    "asks for webhook failure policy {}, which the operator's ceiling does not \
-                     allow (only {})",
-                    policy.as_str(),
-                    allowed.join(", ")
-                ));
+                return Err(OverCeiling::FailurePolicy(policy, allowed.join(", ")));
             }
         }
         Ok(())
@@ -336,16 +354,28 @@ mod tests {
             concurrency: u32::MAX,
             ..asked()
         };
+        let over = |what: &'static str, asked: &str, max: &str| OverCeiling::Over {
+            what,
+            asked: asked.to_owned(),
+            max: max.to_owned(),
+        };
         let reason = ceiling.admit(greedy).unwrap_err();
-        assert!(
-            reason.contains("max-concurrent-reconciles 4294967295"),
-            "{reason}"
+        assert_eq!(
+            reason,
+            over("max-concurrent-reconciles", "4294967295", "64")
         );
         let forever = Asked {
             timeout: Duration::from_millis(u64::MAX),
             ..asked()
         };
-        assert!(ceiling.admit(forever).unwrap_err().contains("timeout"));
+        let reason = ceiling.admit(forever).unwrap_err();
+        assert!(matches!(
+            reason,
+            OverCeiling::Over {
+                what: "a reconcile timeout of",
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -364,19 +394,22 @@ mod tests {
             ..asked()
         };
         let reason = ceiling.admit(fails_closed).unwrap_err();
-        assert!(
-            reason.contains("failure policy Fail") && reason.contains("only Ignore"),
-            "{reason}"
+        assert_eq!(
+            reason,
+            OverCeiling::FailurePolicy(FailurePolicy::Fail, "Ignore".into())
         );
+        assert!(reason.to_string().contains("only Ignore"), "{reason}");
         let slow = Asked {
             webhooks: Some((Duration::from_secs(10), FailurePolicy::Ignore)),
             ..asked()
         };
         let reason = ceiling.admit(slow).unwrap_err();
-        assert!(
-            reason.contains("webhook timeout of 10s") && reason.contains("3s"),
-            "{reason}"
-        );
+        let expected = OverCeiling::Over {
+            what: "a webhook timeout of",
+            asked: "10s".into(),
+            max: "3s".into(),
+        };
+        assert_eq!(reason, expected);
         let fair = Asked {
             webhooks: Some((Duration::from_secs(3), FailurePolicy::Ignore)),
             ..asked()

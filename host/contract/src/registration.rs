@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::boundary::{self, MAX_SHORT_TEXT};
+use crate::boundary::{self, MAX_SHORT_TEXT, Malformed};
 use crate::object::GroupVersionKind;
 
 /// The longest plugin version string.
@@ -132,17 +132,41 @@ pub struct FieldIndex {
     pub field: String,
 }
 
+/// What is wrong with a registration a plugin's `describe` returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidRegistration {
+    /// Its name is not a DNS label (quoted cut).
+    #[error("name {0:?} must be 1-63 lowercase letters, digits or dashes")]
+    Name(String),
+    /// Its version is empty or too long.
+    #[error("version must be 1-{MAX_VERSION} characters")]
+    Version,
+    /// A kind or a permission's namespace is malformed.
+    #[error(transparent)]
+    Malformed(#[from] Malformed),
+    /// A permission names the empty namespace.
+    #[error("a permission names an empty namespace")]
+    EmptyNamespace,
+    /// An index's name or field, or a watch's label, is too long.
+    #[error("an index or label name is over {MAX_SHORT_TEXT} bytes")]
+    LongText,
+    /// It asks for no reconcile at a time.
+    #[error("max-concurrent-reconciles must be at least 1")]
+    NoConcurrency,
+    /// A watch maps objects by a label with no name.
+    #[error("watch of {0} maps by an empty label name")]
+    EmptyLabel(String),
+}
+
 impl Registration {
-    /// Checks what `describe` returned; the message says which field is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks what `describe` returned; the error says which field is wrong.
+    pub fn validate(&self) -> Result<(), InvalidRegistration> {
         if !boundary::dns_label(&self.name) {
-            return Err(format!(
-                "name {:?} must be 1-63 lowercase letters, digits or dashes",
-                boundary::cut(&self.name)
-            ));
+            let name = boundary::cut(&self.name).to_owned();
+            return Err(InvalidRegistration::Name(name));
         }
         if self.version.is_empty() || self.version.len() > MAX_VERSION {
-            return Err(format!("version must be 1-{MAX_VERSION} characters"));
+            return Err(InvalidRegistration::Version);
         }
         let kinds = std::iter::once(&self.primary)
             .chain(&self.owns)
@@ -155,7 +179,7 @@ impl Registration {
         let namespaces = self.permissions.iter().flat_map(|p| &p.namespaces);
         for namespace in namespaces {
             if namespace.is_empty() {
-                return Err("a permission names an empty namespace".to_owned());
+                return Err(InvalidRegistration::EmptyNamespace);
             }
             boundary::namespace(namespace)?;
         }
@@ -167,23 +191,18 @@ impl Registration {
         );
         for text in texts {
             if text.len() > MAX_SHORT_TEXT {
-                return Err(format!(
-                    "an index or label name is over {MAX_SHORT_TEXT} bytes"
-                ));
+                return Err(InvalidRegistration::LongText);
             }
         }
         if self.max_concurrent_reconciles == 0 {
-            return Err("max-concurrent-reconciles must be at least 1".to_owned());
+            return Err(InvalidRegistration::NoConcurrency);
         }
         if let Some(watch) = self
             .watches
             .iter()
             .find(|w| w.mapping == Mapping::Label(String::new()))
         {
-            return Err(format!(
-                "watch of {} maps by an empty label name",
-                watch.kind.kind
-            ));
+            return Err(InvalidRegistration::EmptyLabel(watch.kind.kind.clone()));
         }
         Ok(())
     }
@@ -316,10 +335,11 @@ mod tests {
     fn validation_names_the_bad_field() {
         assert!(Registration::minimal("webapp").validate().is_ok());
         let bad_name = Registration::minimal("Web App").validate().unwrap_err();
-        assert!(bad_name.contains("name \"Web App\""), "{bad_name}");
+        assert_eq!(bad_name, InvalidRegistration::Name("Web App".into()));
         let long = Registration::minimal(&"N".repeat(1 << 20))
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             long.len() < 200,
             "a refused name is quoted cut: {} bytes",
@@ -327,18 +347,10 @@ mod tests {
         );
         let mut zero = Registration::minimal("webapp");
         zero.max_concurrent_reconciles = 0;
-        assert!(
-            zero.validate()
-                .unwrap_err()
-                .contains("max-concurrent-reconciles")
-        );
+        assert_eq!(zero.validate(), Err(InvalidRegistration::NoConcurrency));
         let mut kindless = Registration::minimal("webapp");
         kindless.owns.push(GroupVersionKind::gvk("apps", "v1", ""));
-        assert!(
-            kindless
-                .validate()
-                .unwrap_err()
-                .contains("kind \"\" must be")
-        );
+        let malformed = Malformed::Kind(String::new());
+        assert_eq!(kindless.validate(), Err(malformed.into()));
     }
 }

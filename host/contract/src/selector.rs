@@ -27,6 +27,38 @@ enum Requirement {
     DoesNotExist(String),
 }
 
+/// The part of a label or field selector that is malformed (quoted cut), and how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadSelector {
+    /// A part that is no label requirement.
+    #[error("{0:?} is not a label requirement")]
+    Requirement(String),
+    /// An `in` or `notin` whose values are not in parentheses.
+    #[error("{0:?}: values must be in parentheses")]
+    Parentheses(String),
+    /// A part that is no field requirement.
+    #[error("field selector {0:?} is not path=value")]
+    Field(String),
+    /// A malformed label key.
+    #[error(
+        "{0:?} is not a label key ([prefix/]name: a name of 1-63 letters, digits, '-', '_' or '.', \
+         alphanumeric at both ends)"
+    )]
+    Key(String),
+    /// A malformed label value.
+    #[error(
+        "{0:?} is not a label value (at most 63 letters, digits, '-', '_' or '.', alphanumeric at \
+         both ends)"
+    )]
+    Value(String),
+}
+
+impl From<BadSelector> for crate::imports::ApiError {
+    fn from(bad: BadSelector) -> Self {
+        crate::boundary::invalid(bad.to_string())
+    }
+}
+
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LabelSelector {
@@ -35,7 +67,7 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     /// Parses the Kubernetes text form; the error says which part is malformed.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, BadSelector> {
         let mut requirements = Vec::new();
         for part in split_top_level(text) {
             let part = part.trim();
@@ -118,12 +150,12 @@ pub struct FieldSelector {
 
 impl FieldSelector {
     /// Parses the Kubernetes text form; the error names the malformed part.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, BadSelector> {
         let requirements = text
             .split(',')
             .filter(|part| !part.trim().is_empty())
             .map(parse_field_requirement)
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, BadSelector>>()?;
         Ok(FieldSelector { requirements })
     }
 
@@ -185,8 +217,8 @@ fn split_top_level(text: &str) -> Vec<&str> {
     parts
 }
 
-fn parse_requirement(part: &str) -> Result<Requirement, String> {
-    let malformed = || format!("{:?} is not a label requirement", cut(part));
+fn parse_requirement(part: &str) -> Result<Requirement, BadSelector> {
+    let malformed = || BadSelector::Requirement(cut(part).to_owned());
     if let Some(key) = part.strip_prefix('!') {
         return Ok(Requirement::DoesNotExist(label_key(key.trim())?));
     }
@@ -206,8 +238,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
         if let Some((key, values)) = part.split_once(op) {
             let values = values.trim();
             let inner = values.strip_prefix('(').and_then(|v| v.strip_suffix(')'));
-            let inner =
-                inner.ok_or_else(|| format!("{:?}: values must be in parentheses", cut(part)))?;
+            let inner = inner.ok_or_else(|| BadSelector::Parentheses(cut(part).to_owned()))?;
             let values = inner
                 .split(',')
                 .map(|v| label_value(v.trim()))
@@ -221,8 +252,8 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
     Ok(Requirement::Exists(label_key(part)?))
 }
 
-fn parse_field_requirement(part: &str) -> Result<FieldRequirement, String> {
-    let malformed = || format!("field selector {:?} is not path=value", cut(part));
+fn parse_field_requirement(part: &str) -> Result<FieldRequirement, BadSelector> {
+    let malformed = || BadSelector::Field(cut(part).to_owned());
     let (path, value, equal) = match part.split_once("!=") {
         Some((path, value)) => (path, value, false),
         None => {
@@ -247,7 +278,7 @@ fn parse_field_requirement(part: &str) -> Result<FieldRequirement, String> {
 }
 
 /// A label key: an optional DNS-subdomain prefix and `/`, then a label name.
-fn label_key(key: &str) -> Result<String, String> {
+fn label_key(key: &str) -> Result<String, BadSelector> {
     let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
     let prefix_ok = !key.contains('/')
         || (!prefix.is_empty()
@@ -256,23 +287,15 @@ fn label_key(key: &str) -> Result<String, String> {
     if prefix_ok && !name.is_empty() && label_name(name) {
         return Ok(key.to_owned());
     }
-    Err(format!(
-        "{:?} is not a label key ([prefix/]name: a name of 1-63 letters, digits, '-', '_' or '.', \
-         alphanumeric at both ends)",
-        cut(key)
-    ))
+    Err(BadSelector::Key(cut(key).to_owned()))
 }
 
 /// A label value: empty, or a label name.
-fn label_value(value: &str) -> Result<String, String> {
+fn label_value(value: &str) -> Result<String, BadSelector> {
     if value.is_empty() || label_name(value) {
         return Ok(value.to_owned());
     }
-    Err(format!(
-        "{:?} is not a label value (at most 63 letters, digits, '-', '_' or '.', alphanumeric at \
-         both ends)",
-        cut(value)
-    ))
+    Err(BadSelector::Value(cut(value).to_owned()))
 }
 
 /// Whether `text` is 1-63 letters, digits, `-`, `_` or `.`, alphanumeric at both ends.
@@ -350,10 +373,8 @@ mod tests {
             assert!(LabelSelector::parse(bad).is_err(), "{bad:?} parsed");
         }
         let long = LabelSelector::parse(&format!("a={}", "v".repeat(64))).unwrap_err();
-        assert!(
-            long.contains("not a label value") && long.len() < 200,
-            "{long}"
-        );
+        assert!(matches!(long, BadSelector::Value(_)), "{long}");
+        assert!(long.to_string().len() < 200, "{long}");
         let text = "app.kubernetes.io/name=web,tier!=db,env in (prod,),team,!legacy";
         let selector = LabelSelector::parse(text).unwrap();
         assert_eq!(selector.to_string(), text);
@@ -375,7 +396,8 @@ mod tests {
     #[test]
     fn malformed_selectors_are_refused_with_the_bad_part() {
         let error = LabelSelector::parse("env in prod").unwrap_err();
-        assert!(error.contains("parentheses"), "{error}");
-        assert!(LabelSelector::parse("a b").unwrap_err().contains("\"a b\""));
+        assert_eq!(error, BadSelector::Parentheses("env in prod".into()));
+        let error = LabelSelector::parse("a b").unwrap_err();
+        assert_eq!(error, BadSelector::Requirement("a b".into()));
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::boundary;
+use crate::boundary::{self, Malformed};
 use crate::object::GroupVersionKind;
 use crate::object::ObjectKey;
 
@@ -80,43 +80,61 @@ impl WebhookRegistration {
     }
 
     /// Checks every kind and rule, naming the first that is not valid.
-    pub fn validate(&self) -> Result<(), String> {
-        for (what, rules) in [("validate", &self.validate), ("default", &self.default)] {
+    pub fn validate(&self) -> Result<(), InvalidWebhooks> {
+        let rule_lists = [
+            ("validate", "validate rules", &self.validate),
+            ("default", "default rules", &self.default),
+        ];
+        for (what, many, rules) in rule_lists {
             if rules.len() > MAX_RULES {
-                return Err(format!(
-                    "{} {what} rules, over the limit of {MAX_RULES}",
-                    rules.len()
-                ));
+                return Err(InvalidWebhooks::TooMany(rules.len(), many));
             }
             for rule in rules {
-                boundary::kind(&rule.kind).map_err(|e| format!("{what} rule: {e}"))?;
+                boundary::kind(&rule.kind).map_err(|e| InvalidWebhooks::Kind(what, e))?;
                 if rule.operations.is_empty() {
-                    return Err(format!(
-                        "{what} rule for {} {} names no operation",
-                        rule.kind.api_version(),
-                        rule.kind.kind
-                    ));
+                    let kind = format!("{} {}", rule.kind.api_version(), rule.kind.kind);
+                    return Err(InvalidWebhooks::NoOperation(what, kind));
                 }
             }
         }
         if self.convert.len() > MAX_RULES {
-            return Err(format!(
-                "{} convert kinds, over the limit of {MAX_RULES}",
-                self.convert.len()
+            return Err(InvalidWebhooks::TooMany(
+                self.convert.len(),
+                "convert kinds",
             ));
         }
         for kind in &self.convert {
-            boundary::kind(kind).map_err(|e| format!("convert kind: {e}"))?;
+            boundary::kind(kind).map_err(|e| InvalidWebhooks::Kind("convert", e))?;
             if kind.group.is_empty() {
-                return Err(format!(
-                    "convert kind {} is in the core group; only custom resources convert",
-                    kind.kind
-                ));
+                return Err(InvalidWebhooks::CoreConversion(kind.kind.clone()));
             }
         }
         Ok(())
     }
 }
+
+/// What is wrong with the webhooks a plugin declares; each names the webhook (`validate`,
+/// `default` or `convert`) whose rule or kind it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidWebhooks {
+    /// More rules or kinds than [`MAX_RULES`] (`validate rules`, `default rules`, `convert kinds`).
+    #[error("{0} {1}, over the limit of {MAX_RULES}")]
+    TooMany(usize, &'static str),
+    /// A rule's or conversion's kind is malformed.
+    #[error("{0} rule: {1}")]
+    Kind(&'static str, Malformed),
+    /// A rule names no operation.
+    #[error("{0} rule for {1} names no operation")]
+    NoOperation(&'static str, String),
+    /// A conversion of a core kind.
+    #[error("convert kind {0} is in the core group; only custom resources convert")]
+    CoreConversion(String),
+}
+
+/// A failure policy that is neither `Fail` nor `Ignore`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a failure policy: Fail or Ignore")]
+pub struct UnknownFailurePolicy(pub String);
 
 /// Who sent an admission request, as the apiserver authenticated them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -197,11 +215,11 @@ impl FailurePolicy {
     }
 
     /// The policy named `name` (`Fail` or `Ignore`, as Kubernetes spells them).
-    pub fn parse(name: &str) -> Result<FailurePolicy, String> {
+    pub fn parse(name: &str) -> Result<FailurePolicy, UnknownFailurePolicy> {
         match name {
             "Fail" => Ok(FailurePolicy::Fail),
             "Ignore" => Ok(FailurePolicy::Ignore),
-            other => Err(format!("`{other}` is not a failure policy: Fail or Ignore")),
+            other => Err(UnknownFailurePolicy(other.to_owned())),
         }
     }
 }

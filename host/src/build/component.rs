@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::step::{BuildError, say};
+use super::step::{BuildError, NotLoadable, say};
 use super::{Built, Language};
 
 /// Checks `built` and copies it to `destination` (creating its folder), replacing what was there
@@ -45,18 +45,18 @@ pub(super) fn install(
 }
 
 /// Why `bytes` is not a component the host could load, if it is not.
-fn check(bytes: &[u8]) -> Result<(), String> {
+fn check(bytes: &[u8]) -> Result<(), NotLoadable> {
     if !wasmparser::Parser::is_component(bytes) {
-        return Err("not a WebAssembly component".to_owned());
+        return Err(NotLoadable::NotAComponent);
     }
     let mut validator = wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
     validator
         .validate_all(bytes)
-        .map_err(|error| format!("does not validate: {error}"))?;
-    let (imports, _) = crate::distribution::oci::component_names(bytes)
-        .map_err(|error| format!("its imports cannot be read: {error}"))?;
+        .map_err(NotLoadable::Invalid)?;
+    let (imports, _) =
+        crate::distribution::oci::component_names(bytes).map_err(NotLoadable::Unreadable)?;
     match imports.iter().find(|name| name.starts_with("wasi:http/")) {
-        Some(http) => Err(format!("imports {http}, which the host does not grant")),
+        Some(http) => Err(NotLoadable::Ungranted(http.clone())),
         None => Ok(()),
     }
 }

@@ -27,7 +27,7 @@ mod step;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use step::BuildError;
+pub use step::{BuildError, NotLoadable};
 
 /// A guest language, named as its folder in a plugin made by `wasmop new`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]

@@ -6,6 +6,23 @@ use std::process::{Command, Stdio};
 
 use super::Language;
 
+/// Why what a toolchain wrote is not a component the host could load.
+#[derive(Debug, thiserror::Error)]
+pub enum NotLoadable {
+    /// It is a core module, or not WebAssembly at all.
+    #[error("not a WebAssembly component")]
+    NotAComponent,
+    /// It does not validate.
+    #[error("does not validate: {0}")]
+    Invalid(#[source] wasmparser::BinaryReaderError),
+    /// Its imports cannot be read.
+    #[error("its imports cannot be read: {0}")]
+    Unreadable(#[source] crate::distribution::oci::OciError),
+    /// It imports an interface the host never grants.
+    #[error("imports {0}, which the host does not grant")]
+    Ungranted(String),
+}
+
 /// A build could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -65,7 +82,7 @@ pub enum BuildError {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
-        reason: String,
+        reason: NotLoadable,
     },
     /// A file or folder could not be read or written.
     #[error("{}: {source}", path.display())]

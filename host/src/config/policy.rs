@@ -46,8 +46,8 @@ use super::file::scalar;
 use super::{ConfigError, ValueError, bytes, duration, positive, webhook_timeout};
 use wasmop_contract::boundary::{cut, dns_label};
 use wasmop_contract::{
-    Allowance, Ceiling, Conversion, FailurePolicy, KindPattern, ModuleSources, Signatures,
-    TrustedKey, Verb,
+    Allowance, BadPattern, Ceiling, Conversion, FailurePolicy, KeyError, KindPattern,
+    ModuleSources, Signatures, TrustedKey, UnknownFailurePolicy, Verb,
 };
 
 /// The settings only the operator's policy may hold: a `WasmReconciler`'s own narrows grants
@@ -107,9 +107,15 @@ pub enum PolicyError {
     /// A count, duration, size or timeout its parser refuses.
     #[error(transparent)]
     Setting(#[from] ValueError),
-    /// A value the contract's readers refuse: a kind, a failure policy or a key.
-    #[error("{0}")]
-    Value(String),
+    /// A kind pattern the contract's reader refuses.
+    #[error(transparent)]
+    Pattern(#[from] BadPattern),
+    /// A failure policy that is neither Fail nor Ignore.
+    #[error(transparent)]
+    FailurePolicy(#[from] UnknownFailurePolicy),
+    /// A trusted key that is no P-256 public key.
+    #[error(transparent)]
+    Key(#[from] KeyError),
     /// A trusted key's file that cannot be read.
     #[error("key `{name}`: reading {file}: {reason}")]
     KeyFile {
@@ -231,7 +237,7 @@ fn failure_policies(value: &Value) -> Result<Vec<FailurePolicy>, PolicyError> {
     let policies = items
         .iter()
         .map(|item| item.as_str().ok_or(PolicyError::Expected("Fail or Ignore")))
-        .map(|name| FailurePolicy::parse(name?).map_err(PolicyError::Value))
+        .map(|name| Ok::<_, PolicyError>(FailurePolicy::parse(name?)?))
         .collect::<Result<Vec<_>, _>>()?;
     match policies.is_empty() {
         true => Err(PolicyError::Incomplete(
@@ -303,7 +309,7 @@ fn conversions(value: &Value) -> Result<Vec<Conversion>, PolicyError> {
 
 /// A kind pattern (`group/Kind`, `group/version/Kind`, with `*`).
 fn kind_pattern(text: &str) -> Result<KindPattern, PolicyError> {
-    KindPattern::parse(text).map_err(PolicyError::Value)
+    Ok(KindPattern::parse(text)?)
 }
 
 /// `identities`: a source's own name to the plugin name it runs as.
@@ -398,7 +404,7 @@ fn trusted_key(name: &str, key: &str) -> Result<TrustedKey, PolicyError> {
             reason: error.to_string(),
         })?,
     };
-    TrustedKey::from_pem(name, &pem).map_err(PolicyError::Value)
+    Ok(TrustedKey::from_pem(name, &pem)?)
 }
 
 /// What any value is, for an error that does not quote it.

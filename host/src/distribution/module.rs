@@ -35,7 +35,7 @@ use super::oci::{
     auth_from_dockerconfig,
 };
 use wasmop_contract::capability::{self, Power, Subject};
-use wasmop_contract::{Ceiling, boundary};
+use wasmop_contract::{Ceiling, KeyError, boundary};
 
 /// The longest module URL (it is quoted in errors, and so in the `WasmReconciler`'s status).
 const MAX_URL: usize = 2048;
@@ -200,7 +200,7 @@ pub enum ModuleError {
     PullSecret(#[from] PullSecretError),
     /// `spec.module.oci.verify` names a key the operator does not trust.
     #[error("spec.module.oci.verify: {0}")]
-    Verify(String),
+    Verify(#[from] KeyError),
     /// The module would run unsigned, which the operator's policy does not allow.
     #[error("spec.module: the module {0}")]
     Unsigned(String),
@@ -252,10 +252,7 @@ impl ModuleRef {
         let keys = match &source {
             Source::Oci(oci, _) => {
                 let named = oci.verify.clone().unwrap_or_default().keys;
-                policy
-                    .signatures
-                    .keys_for(&named)
-                    .map_err(ModuleError::Verify)?
+                policy.signatures.keys_for(&named)?
             }
             _ => None,
         };

@@ -23,7 +23,7 @@ fn fuzz_registrations() {
             let len = size(&registration);
             let checked = parse(len, || registration.validate())?;
             if let Err(error) = checked {
-                return short_error(&error);
+                return short_error(&error.to_string());
             }
             prop_assert!(boundary::dns_label(&registration.name));
             prop_assert!((1..=64).contains(&registration.version.len()));

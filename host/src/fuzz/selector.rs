@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::{fuzz, hostile_text, mangled, parse, short_error};
-use wasmop_contract::selector::{FieldSelector, LabelSelector};
+use wasmop_contract::selector::{BadSelector, FieldSelector, LabelSelector};
 
 #[test]
 fn fuzz_label_selectors() {
@@ -54,12 +54,12 @@ fn fuzz_field_selectors() {
 /// a text form that parses back to it, which is returned beside it.
 fn round_trip<S: PartialEq + std::fmt::Debug + std::fmt::Display>(
     text: &str,
-    parse_text: fn(&str) -> Result<S, String>,
+    parse_text: fn(&str) -> Result<S, BadSelector>,
     len: fn(&S) -> usize,
 ) -> Result<Option<(S, String)>, TestCaseError> {
     let selector = match parse(text.len(), || parse_text(text))? {
         Ok(selector) => selector,
-        Err(error) => return short_error(&error).map(|()| None),
+        Err(error) => return short_error(&error.to_string()).map(|()| None),
     };
     prop_assert!(len(&selector) <= text.matches(',').count() + 1);
     let canonical = selector.to_string();

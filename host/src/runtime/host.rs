@@ -267,10 +267,8 @@ impl StoreState {
             boundary::bounded(what, &selector, max * MAX_REQUIREMENT_BYTES)?;
             Ok(selector)
         };
-        let labels = LabelSelector::parse(&text("label selector", &options.label_selector)?)
-            .map_err(invalid)?;
-        let fields = FieldSelector::parse(&text("field selector", &options.field_selector)?)
-            .map_err(invalid)?;
+        let labels = LabelSelector::parse(&text("label selector", &options.label_selector)?)?;
+        let fields = FieldSelector::parse(&text("field selector", &options.field_selector)?)?;
         if labels.len() + fields.len() > max {
             return Err(invalid(format!(
                 "the selectors have {} requirements, over the limit of {max}",
@@ -278,7 +276,7 @@ impl StoreState {
             )));
         }
         if let Some(namespace) = &options.namespace {
-            boundary::namespace(namespace).map_err(invalid)?;
+            boundary::namespace(namespace)?;
         }
         Ok(ListOptions {
             namespace: options.namespace,
@@ -364,7 +362,7 @@ impl cache::Host for StoreState {
         options: cache::ListOptions,
     ) -> Result<Vec<String>, types::Error> {
         let kind = kind.into();
-        self.refused(boundary::kind(&kind).map_err(invalid))?;
+        self.refused(boundary::kind(&kind).map_err(ApiError::from))?;
         let options = self.refused(self.list_options(options))?;
         let namespace = options.namespace.as_deref().unwrap_or_default();
         let services = self.refused(self.check(Verb::List, &kind, namespace))?;
@@ -379,7 +377,7 @@ impl cache::Host for StoreState {
         value: String,
     ) -> Result<Vec<String>, types::Error> {
         let kind = kind.into();
-        self.refused(boundary::kind(&kind).map_err(invalid))?;
+        self.refused(boundary::kind(&kind).map_err(ApiError::from))?;
         self.refused(boundary::bounded("the index name", &index, MAX_SHORT_TEXT))?;
         self.refused(boundary::bounded("the index value", &value, MAX_SHORT_TEXT))?;
         let services = self.refused(self.check(Verb::List, &kind, ""))?;

@@ -354,9 +354,9 @@ impl Runtime {
             .into();
         registration
             .validate()
-            .map_err(|reason| RuntimeError::Describe {
+            .map_err(|e| RuntimeError::Describe {
                 file: file.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         let webhooks = match linked.has_webhooks() {
             true => describe_webhooks(&file, &describing, options.describe_timeout).await?,
@@ -436,7 +436,8 @@ impl Runtime {
             plugin: registration.name.clone(),
             reason,
         };
-        self.config.ceiling.admit(asked).map_err(refused)?;
+        let over = self.config.ceiling.admit(asked);
+        over.map_err(|reason| refused(reason.to_string()))?;
         if let Some(own) = &options.ceiling {
             let own = own.admit(asked);
             own.map_err(|reason| refused(format!("{reason} (its WasmReconciler's policy)")))?;
@@ -535,7 +536,7 @@ async fn describe_webhooks(
     describing: &Instances,
     timeout: Duration,
 ) -> Result<Option<WebhookRegistration>, RuntimeError> {
-    let refused = |reason: String| RuntimeError::Describe {
+    let refused = |reason: &dyn std::fmt::Display| RuntimeError::Describe {
         file: file.to_owned(),
         reason: format!("describe-webhooks: {reason}"),
     };
@@ -549,9 +550,9 @@ async fn describe_webhooks(
             })
         })
         .await
-        .map_err(|e| refused(e.to_string()))?
+        .map_err(|e| refused(&e))?
         .into();
-    declared.validate().map_err(refused)?;
+    declared.validate().map_err(|e| refused(&e))?;
     Ok((!declared.is_empty()).then_some(declared))
 }
 

@@ -350,7 +350,8 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasmop_contract::MAX_RULES;
+    use wasmop_contract::boundary::Malformed;
+    use wasmop_contract::{InvalidWebhooks, MAX_RULES};
 
     fn rule(group: &str, kind: &str, operations: Vec<Operation>) -> Rule {
         Rule {
@@ -383,28 +384,31 @@ mod tests {
             ..good.clone()
         };
         let error = no_operation.validate().unwrap_err();
-        assert!(
-            error.contains("default rule") && error.contains("no operation"),
-            "{error}"
-        );
+        let kind = "apps.example.com/v1 WebApp".to_owned();
+        assert_eq!(error, InvalidWebhooks::NoOperation("default", kind));
 
         let bad_kind = WebhookRegistration {
             validate: vec![rule("apps.example.com", "Web/App", vec![Operation::Update])],
             ..good.clone()
         };
-        assert!(bad_kind.validate().unwrap_err().contains("validate rule"));
+        let error = bad_kind.validate().unwrap_err();
+        let malformed = Malformed::Kind("Web/App".into());
+        assert_eq!(error, InvalidWebhooks::Kind("validate", malformed));
 
         let core = WebhookRegistration {
             convert: vec![GroupVersionKind::gvk("", "v1", "ConfigMap")],
             ..good.clone()
         };
-        assert!(core.validate().unwrap_err().contains("core group"));
+        let error = core.validate().unwrap_err();
+        assert_eq!(error, InvalidWebhooks::CoreConversion("ConfigMap".into()));
 
         let flood = WebhookRegistration {
             validate: vec![rule("a.b", "C", vec![Operation::Create]); MAX_RULES + 1],
             ..good
         };
-        assert!(flood.validate().unwrap_err().contains("over the limit"));
+        let error = flood.validate().unwrap_err();
+        let many = InvalidWebhooks::TooMany(MAX_RULES + 1, "validate rules");
+        assert_eq!(error, many);
     }
 
     #[test]

@@ -43,6 +43,16 @@ class FixtureHelperTest(unittest.TestCase):
         with self.assertRaisesRegex(testing.WasmopError, "no fixture files"):
             testing.run_fixtures(self.scratch, plugin=WEBAPP / "python")
 
+    def test_a_component_is_rebuilt_when_its_sources_change_not_its_tests(self):
+        plugin = self.scratch / "webapp"
+        shutil.copytree(WEBAPP / "python", plugin, ignore=shutil.ignore_patterns("__pycache__"))
+        binary = testing.wasmop()
+        before = testing._digest(plugin, binary)
+        (plugin / "tests" / "test_fixtures.py").write_text("# edited\n")
+        self.assertEqual(testing._digest(plugin, binary), before)
+        (plugin / "webapp" / "__init__.py").write_text((plugin / "webapp" / "__init__.py").read_text() + "# edited\n")
+        self.assertNotEqual(testing._digest(plugin, binary), before)
+
     def test_without_wasmop_it_says_where_to_get_one(self):
         with mock.patch.dict(os.environ, {"WASMOP": "", "PATH": str(self.scratch)}):
             with self.assertRaisesRegex(testing.WasmopError, "set WASMOP"):

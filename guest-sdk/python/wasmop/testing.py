@@ -12,16 +12,17 @@ clock. Each fixture is a subtest that fails with the differences `wasmop test` w
             self.assertFixturesPass("../fixtures")
 
 `run_fixtures(*paths, plugin=...)` returns a `FixtureResult` per fixture to inspect instead. The
-`wasmop` run is `$WASMOP` when set, else the one on PATH; the component is built with this SDK,
-once per plugin folder and process.
+`wasmop` run is `$WASMOP` when set, else the one on PATH. The component is built with this SDK
+and kept in `$XDG_CACHE_HOME/wasmop/fixture-components` (the newest `KEPT` of them) under a
+digest of what it is built from — the plugin's files but its tests, the SDK, the WIT package and
+the wasmop binary — so a test run after an edit of the tests alone builds nothing.
 """
 
-import atexit
+import hashlib
 import json
 import os
 import shutil
 import subprocess
-import tempfile
 import unittest
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,21 +67,46 @@ def wasmop() -> str:
     return found
 
 
-_BUILT: dict = {}
+KEPT = 8
+"""How many built components the cache keeps; older ones are removed."""
+
+SKIPPED = {"tests", "__pycache__", ".pytest_cache"}
+"""Folders whose files a component is not built from."""
 
 
 def build(plugin: PathLike = ".") -> Path:
-    """The component of the plugin in the folder `plugin`, built with `wasmop build` the first time
-    it is asked for in this process."""
+    """The component of the plugin in the folder `plugin`: the cached one built from the same
+    files, else one built now with `wasmop build`."""
     folder = Path(plugin).resolve()
-    if folder not in _BUILT:
-        scratch = tempfile.mkdtemp(prefix="wasmop-fixtures-")
-        atexit.register(shutil.rmtree, scratch, True)
-        component = Path(scratch) / f"{folder.name}.wasm"
-        _run([wasmop(), "build", "--language", "python", "--sdk", str(GUEST_SDK), "-o", str(component),
-              str(folder)], f"building {folder}")
-        _BUILT[folder] = component
-    return _BUILT[folder]
+    command = wasmop()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wasmop" / "fixture-components"
+    component = cache / f"{folder.parent.name}-{folder.name}-{_digest(folder, command)}.wasm"
+    if not component.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = component.with_suffix(f".{os.getpid()}.tmp")
+        _run([command, "build", "--language", "python", "--sdk", str(GUEST_SDK), "-o", str(partial), str(folder)],
+             f"building {folder}")
+        partial.replace(component)
+        for old in sorted(cache.glob("*.wasm"), key=lambda path: path.stat().st_mtime)[:-KEPT]:
+            old.unlink(missing_ok=True)
+    return component
+
+
+def _digest(folder: Path, command: str) -> str:
+    """A digest of what the plugin in `folder` is built from: its files (but its tests and built
+    components), this SDK's package, the WIT package, and the wasmop binary's path, size and time."""
+    digest = hashlib.sha256()
+    roots = [folder, GUEST_SDK / "python" / "wasmop", GUEST_SDK.parent / "wit"]
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            relative = path.relative_to(root)
+            if path.is_file() and path.suffix != ".wasm" and not SKIPPED.intersection(relative.parts):
+                digest.update(f"{root}/{relative}\0".encode())
+                digest.update(path.read_bytes())
+    binary = Path(shutil.which(command) or command).resolve()
+    stat = binary.stat()
+    digest.update(f"{binary}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
 
 
 def run_fixtures(*paths: PathLike, plugin: PathLike = ".") -> list:

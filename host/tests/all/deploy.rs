@@ -399,15 +399,17 @@ async fn the_webhooks_component_renders_and_lets_the_leader_configure_webhooks()
 -> anyhow::Result<()> {
     within(LIMIT, "deploy/webhooks on the real apiserver", async {
         let plane = &shared_by(module_path!()).await?;
-        let overlay =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-overlays/webhooks");
-        std::fs::create_dir_all(&overlay)?;
+        // Beside deploy/, in the checkout itself: target/ may be a link to elsewhere.
+        let checkout = deploy().join("..");
+        let folder = tempfile::Builder::new()
+            .prefix(".test-overlay-")
+            .tempdir_in(&checkout)?;
         std::fs::write(
-            overlay.join("kustomization.yaml"),
+            folder.path().join("kustomization.yaml"),
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
-             resources: [../../../deploy]\ncomponents: [../../../deploy/webhooks]\n",
+             resources: [../deploy]\ncomponents: [../deploy/webhooks]\n",
         )?;
-        let overlay = overlay.to_str().expect("a UTF-8 path");
+        let overlay = folder.path().to_str().expect("a UTF-8 path");
         let (ok, rendered) = kubectl(plane, &["kustomize", overlay]).await?;
         assert!(ok, "{rendered}");
         for expected in [

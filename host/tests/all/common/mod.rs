@@ -186,6 +186,25 @@ pub fn requests_by(log: &mut wasmop_envtest::AuditLog, user: &str) -> anyhow::Re
         .collect())
 }
 
+/// Like [`requests_by`], waiting up to a minute for a request `wanted` accepts: the apiserver
+/// writes a request's audit event after it has answered it, so a client can see a write's effect
+/// before its event is in the file.
+pub async fn requests_by_until(
+    log: &mut wasmop_envtest::AuditLog,
+    user: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<String>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut requests = Vec::new();
+    loop {
+        requests.extend(requests_by(log, user)?);
+        if requests.iter().any(|r| wanted(r)) || tokio::time::Instant::now() > deadline {
+            return Ok(requests);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Sends SIGTERM to `host` and checks that it exits cleanly.
 pub async fn terminate(mut host: tokio::process::Child) -> anyhow::Result<()> {
     let pid = host

@@ -89,11 +89,10 @@ async fn a_tenant_never_takes_an_operator_plugins_name_or_identity() -> anyhow::
         let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &work);
         common::seen_by_good(&configmaps, "by-the-tenant").await?;
         let tenants = format!("system:serviceaccount:{identities}:wasmop-reconciler-guest-good");
-        let tenant_writes = common::requests_by(&mut audit, &tenants)?;
+        let written = |r: &str| r.starts_with("patch configmaps/by-the-tenant");
+        let tenant_writes = common::requests_by_until(&mut audit, &tenants, written).await?;
         assert!(
-            tenant_writes
-                .iter()
-                .any(|r| r.starts_with("patch configmaps/by-the-tenant")),
+            tenant_writes.iter().any(|r| written(r)),
             "the tenant's write as its own account: {tenant_writes:?}"
         );
         let spoken = common::requests_by(&mut audit, &operators)?;

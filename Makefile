@@ -40,7 +40,7 @@ test: control-plane guests
 	tests/bench/kopf/install
 	@mkdir -p target
 	@# Integration tests mostly wait on apiservers: four at a time keep two cores busy (the one
-	@# integration binary: 283 s at 4, 427 s at the default 2, on this machine kind).
+	@# integration binary in CI on this machine kind: 284 s at 4, 427 s at the default 2).
 	set -o pipefail; { RUST_TEST_THREADS=$${RUST_TEST_THREADS:-4} cargo test --workspace && cargo test --manifest-path plugins/Cargo.toml; } 2>&1 | tee target/test-output.log
 	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "wasmop: %d passed, %d failed\n", p, f}' target/test-output.log
 	deploy/helm/render --check

@@ -117,6 +117,8 @@ fn toolchain(target_dir: &Path) -> Result<Toolchain, BuildError> {
                     ("PATH".into(), step::path_with(&bin)),
                     ("RUSTC".into(), "/usr/bin/rustc".into()),
                     ("RUSTC_BOOTSTRAP".into(), "1".into()),
+                    // A wrapper set for rustup's rustc (clippy-driver, say) cannot drive Debian's.
+                    ("RUSTC_WORKSPACE_WRAPPER".into(), "".into()),
                     (
                         "RUSTFLAGS".into(),
                         rustflags(" -L /usr/lib/wasm32-wasi").into(),

@@ -208,6 +208,7 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
         webhook: args.webhooks.serving(),
         sharding: args.leader.sharding,
         warm_standby: args.leader.warm_standby,
+        ready_requires: args.ready_requires,
     }
 }
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cache::Namespaces;
-use crate::http::SecureServing;
+use crate::http::{ReadyRequires, SecureServing};
 use wasmop_contract::Ceiling;
 
 use super::{
@@ -117,6 +117,11 @@ pub struct RunArgs {
         default_value = "0.0.0.0:8081"
     )]
     pub health_probe_bind_address: BindAddress,
+    /// Which plugins `/readyz` waits for: `operator` (plugin files, the plugin directory,
+    /// `oci://` references and ClusterWasmReconcilers: each must run, or be loaded on a replica
+    /// that does not lead), `all` (tenants' WasmReconcilers too) or `none`.
+    #[arg(long, env = "WASMOP_READY_REQUIRES", value_enum, default_value_t = ReadyRequires::Operator)]
+    pub ready_requires: ReadyRequires,
     /// Serve `/metrics` and `/plugins` over HTTPS, only to callers the apiserver authenticates
     /// (TokenReview) and authorizes (SubjectAccessReview); the probe listener keeps the probes.
     #[arg(long, env = "WASMOP_METRICS_SECURE")]

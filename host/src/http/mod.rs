@@ -1,5 +1,6 @@
 //! The host's HTTP endpoints, on hyper: `/metrics` in Prometheus text format, `/healthz` (the
-//! process answers), `/readyz` (every plugin loaded, which implies its informers synced) and
+//! process answers), `/readyz` (the host runs and every plugin it waits for runs, its informers
+//! synced, or is loaded on a replica that does not lead; the body says what it waits for) and
 //! `/plugins` (every plugin source's status as JSON, for `wasmop plugins`).
 //!
 //! Without `--metrics-secure` every listener serves every route, so the metrics and probe
@@ -38,10 +39,27 @@ pub use tls::{SecureServing, Tls, TlsError};
 /// The Prometheus text exposition format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// What `/plugins` reports: every plugin source's status now, as a JSON document.
+/// Which plugin sources `/readyz` waits for: the host is ready once each of them runs (or, on a
+/// replica that does not lead, is loaded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ReadyRequires {
+    /// What the operator configured: plugin files, the plugin directory's files, `oci://`
+    /// references and ClusterWasmReconcilers. A tenant's plugin never decides whether the host
+    /// is ready.
+    #[default]
+    Operator,
+    /// Every source, tenants' WasmReconcilers too.
+    All,
+    /// None: ready once the host runs, whatever its plugins do.
+    None,
+}
+
+/// What `/plugins` and `/readyz` report of the plugins.
 pub trait PluginReport: Send + Sync + 'static {
-    /// The statuses, serialized.
+    /// Every plugin source's status now, serialized.
     fn json(&self) -> String;
+    /// Why a plugin the host waits for does not run now, if one does not.
+    fn not_ready(&self) -> Option<String>;
 }
 
 /// What the endpoints report: read-only views of the metrics and the plugins' statuses.
@@ -61,14 +79,22 @@ impl Endpoints {
         })
     }
 
-    /// Marks the host ready (or not) for `/readyz`.
+    /// Marks the host running (or not): `/readyz` then waits for its plugins.
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
     /// Whether `/readyz` answers ok now.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.waiting_for().is_none()
+    }
+
+    /// What `/readyz` waits for now, if anything.
+    fn waiting_for(&self) -> Option<String> {
+        match self.ready.load(Ordering::Relaxed) {
+            true => self.plugins.not_ready(),
+            false => Some("the host is not running".to_owned()),
+        }
     }
 
     async fn respond(&self, path: &str) -> Response<Full<Bytes>> {
@@ -76,12 +102,10 @@ impl Endpoints {
             "/plugins" => (StatusCode::OK, "application/json", self.plugins.json()),
             "/metrics" => (StatusCode::OK, TEXT_FORMAT, self.metrics.gather()),
             "/healthz" => (StatusCode::OK, "text/plain", "ok".to_owned()),
-            "/readyz" if self.is_ready() => (StatusCode::OK, "text/plain", "ok".to_owned()),
-            "/readyz" => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "text/plain",
-                "plugins are still loading".to_owned(),
-            ),
+            "/readyz" => match self.waiting_for() {
+                None => (StatusCode::OK, "text/plain", "ok".to_owned()),
+                Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, "text/plain", reason),
+            },
             _ => (StatusCode::NOT_FOUND, "text/plain", "not found".to_owned()),
         };
         let mut response = Response::new(Full::new(Bytes::from(body)));
@@ -149,11 +173,14 @@ pub async fn fetch(address: &str, path: &str) -> Result<(StatusCode, String), Fe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::Registry;
+    use crate::plugins::{Registry, Report};
 
     /// Endpoints over an empty plugin table.
     fn endpoints() -> Arc<Endpoints> {
-        Endpoints::new(Arc::new(Metrics::new()), Registry::default().statuses())
+        Endpoints::new(
+            Arc::new(Metrics::new()),
+            Report::new(Registry::default().statuses(), ReadyRequires::Operator),
+        )
     }
 
     #[tokio::test]

@@ -287,8 +287,9 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::ReadyRequires;
     use crate::metrics::Metrics;
-    use crate::plugins::Registry;
+    use crate::plugins::{Registry, Report};
     use http_body_util::BodyExt;
     use hyper::header::AUTHORIZATION;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -307,7 +308,10 @@ mod tests {
 
     /// Serves ready endpoints (their manager gone) as `access` allows on a loopback port.
     async fn listen(access: Access, limits: ConnectionLimits) -> (SocketAddr, JoinSet<()>) {
-        let endpoints = Endpoints::new(Arc::new(Metrics::new()), Registry::default().statuses());
+        let endpoints = Endpoints::new(
+            Arc::new(Metrics::new()),
+            Report::new(Registry::default().statuses(), ReadyRequires::Operator),
+        );
         endpoints.set_ready(true);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

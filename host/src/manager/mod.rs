@@ -47,7 +47,7 @@ use crate::controller::{self, Controller, Handover};
 use crate::http::{self, Endpoints};
 use crate::leader::{Campaign, LeaderConfig};
 use crate::metrics::{Collecting, Metrics};
-use crate::plugins::{Loader, PluginHandle, Supervisor, Timeouts};
+use crate::plugins::{Loader, PluginHandle, Report, Supervisor, Timeouts};
 use crate::runtime::{Plugin, PluginOptions, Runtime};
 use crate::shard::{self, Ring, ShardLabels};
 use election::changed;
@@ -140,7 +140,10 @@ impl Manager {
         };
         let plugins = Supervisor::new(loader, cache.clone(), handover, timeouts);
         Ok(Manager {
-            endpoints: Endpoints::new(metrics.clone(), plugins.statuses()),
+            endpoints: Endpoints::new(
+                metrics.clone(),
+                Report::new(plugins.statuses(), options.ready_requires),
+            ),
             plugins,
             cache,
             client,

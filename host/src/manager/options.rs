@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::cache::Namespaces;
-use crate::http;
+use crate::http::{self, ReadyRequires};
 use crate::identity::Identities;
 use crate::leader::{LeaderConfig, LeaderError};
 use crate::plugins::PluginError;
@@ -88,6 +88,8 @@ pub struct ManagerOptions {
     pub sharding: bool,
     /// Inform the loaded plugins' kinds while the controllers wait for a Lease.
     pub warm_standby: bool,
+    /// Which plugin sources `/readyz` waits for.
+    pub ready_requires: ReadyRequires,
 }
 
 impl Default for ManagerOptions {
@@ -106,6 +108,7 @@ impl Default for ManagerOptions {
             webhook: None,
             sharding: false,
             warm_standby: false,
+            ready_requires: ReadyRequires::Operator,
         }
     }
 }

@@ -32,6 +32,6 @@ pub use error::PluginError;
 pub use handle::{Installed, PluginHandle};
 pub use loader::Loader;
 pub use options::options;
-pub use registry::{Registry, Statuses};
-pub use status::{PluginState, PluginStatus, table};
+pub use registry::{Registry, Report, Statuses};
+pub use status::{PluginState, PluginStatus, TENANT_SOURCE_PREFIX, table};
 pub use supervisor::{Supervisor, Timeouts};

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::error::PluginError;
-use super::status::{PluginState, PluginStatus};
+use super::status::{PluginState, PluginStatus, waiting_for};
 use crate::controller::{Controller, Prepared, Progress};
-use crate::http::PluginReport;
+use crate::http::{PluginReport, ReadyRequires};
 use crate::metrics::Metrics;
 use crate::runtime::{Live, Plugin, Shares};
 
@@ -102,9 +102,27 @@ impl Statuses {
     }
 }
 
-impl PluginReport for Statuses {
+/// What the endpoints report of the plugins: their statuses, and whether the sources `/readyz`
+/// waits for run.
+pub struct Report {
+    statuses: Statuses,
+    requires: ReadyRequires,
+}
+
+impl Report {
+    /// The report of `statuses`, ready when the sources `requires` names run.
+    pub fn new(statuses: Statuses, requires: ReadyRequires) -> Self {
+        Report { statuses, requires }
+    }
+}
+
+impl PluginReport for Report {
     fn json(&self) -> String {
-        serde_json::to_string(&self.current()).expect("statuses serialize")
+        serde_json::to_string(&self.statuses.current()).expect("statuses serialize")
+    }
+
+    fn not_ready(&self) -> Option<String> {
+        waiting_for(self.requires, &self.statuses.current())
     }
 }
 

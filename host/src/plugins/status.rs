@@ -1,4 +1,11 @@
-//! What `wasmop plugins`, `/plugins` and a WasmReconciler's status show of one source.
+//! What `wasmop plugins`, `/plugins` and a WasmReconciler's status show of one source, and
+//! which of them `/readyz` waits for.
+
+use crate::http::ReadyRequires;
+
+/// How a tenant's source (a namespaced `WasmReconciler`) is named: the prefix, then
+/// `namespace/name`.
+pub const TENANT_SOURCE_PREFIX: &str = "wasmreconciler/";
 
 /// What `wasmop plugins` shows for one source.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -37,6 +44,26 @@ pub enum PluginState {
     Loaded,
     /// No version has loaded, or its controller could not start.
     Failed,
+}
+
+/// Why the host is not ready with these `statuses`: the first source `requires` names that
+/// neither runs nor is loaded.
+pub(super) fn waiting_for(requires: ReadyRequires, statuses: &[PluginStatus]) -> Option<String> {
+    let mut waited = statuses.iter().filter(|status| match requires {
+        ReadyRequires::Operator => !status.source.starts_with(TENANT_SOURCE_PREFIX),
+        ReadyRequires::All => true,
+        ReadyRequires::None => false,
+    });
+    let status = waited.find(|s| !matches!(s.state, PluginState::Running | PluginState::Loaded))?;
+    let plugin = match &status.name {
+        Some(name) => format!("plugin {name} ({})", status.source),
+        None => format!("plugin {}", status.source),
+    };
+    Some(match (status.state, &status.last_error) {
+        (PluginState::Starting, _) => format!("{plugin} is starting: its informers are syncing"),
+        (_, Some(error)) => format!("{plugin} failed: {error}"),
+        _ => format!("{plugin} has not loaded"),
+    })
 }
 
 /// `statuses` as the table `wasmop plugins` prints.
@@ -94,6 +121,71 @@ pub fn table(statuses: &[PluginStatus]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn status(
+        source: &str,
+        name: Option<&str>,
+        state: PluginState,
+        error: Option<&str>,
+    ) -> PluginStatus {
+        PluginStatus {
+            source: source.into(),
+            name: name.map(str::to_owned),
+            version: None,
+            digest: None,
+            state,
+            queue_depth: 0,
+            reconciles: 0,
+            last_error: error.map(str::to_owned),
+            degraded: None,
+        }
+    }
+
+    #[test]
+    fn readiness_waits_for_the_operators_plugins_and_a_tenants_only_when_told() {
+        let running = status(
+            "/plugins/webapp.wasm",
+            Some("webapp"),
+            PluginState::Running,
+            None,
+        );
+        let standby = status("oci://registry/x:1", Some("x"), PluginState::Loaded, None);
+        let tenant = status(
+            "wasmreconciler/team-a/bad",
+            None,
+            PluginState::Failed,
+            Some("not a component"),
+        );
+        let healthy = [running.clone(), standby, tenant];
+        assert_eq!(waiting_for(ReadyRequires::Operator, &healthy), None);
+        assert_eq!(
+            waiting_for(ReadyRequires::All, &healthy).as_deref(),
+            Some("plugin wasmreconciler/team-a/bad failed: not a component")
+        );
+
+        let unserved = "caches not synced: coordination.k8s.io/v1beta1 Lease is not served";
+        let failed = status(
+            "/plugins/lease.wasm",
+            Some("lease"),
+            PluginState::Failed,
+            Some(unserved),
+        );
+        let syncing = status(
+            "clusterwasmreconciler/db",
+            Some("db"),
+            PluginState::Starting,
+            None,
+        );
+        assert_eq!(
+            waiting_for(ReadyRequires::Operator, &[running.clone(), failed.clone()]).as_deref(),
+            Some(format!("plugin lease (/plugins/lease.wasm) failed: {unserved}").as_str())
+        );
+        assert_eq!(
+            waiting_for(ReadyRequires::Operator, &[syncing.clone()]).as_deref(),
+            Some("plugin db (clusterwasmreconciler/db) is starting: its informers are syncing")
+        );
+        assert_eq!(waiting_for(ReadyRequires::None, &[failed, syncing]), None);
+    }
 
     #[test]
     fn the_table_aligns_columns_and_shortens_digests() {

@@ -56,7 +56,7 @@ use crate::cache::dynamic_resource;
 use crate::config::{PluginLimits, PluginOverrides, SettingError};
 use crate::distribution::module::{ModuleError, ModuleRef};
 use crate::distribution::oci::{OciError, Registries, Taken};
-use crate::plugins::{PluginError, PluginHandle, PluginStatus};
+use crate::plugins::{PluginError, PluginHandle, PluginStatus, TENANT_SOURCE_PREFIX};
 use crate::runtime::{Adopted, PluginOptions, RuntimeError};
 use wasmop_contract::Ceiling;
 use wasmop_contract::depth::{Bounded, MAX_DEPTH};
@@ -93,7 +93,7 @@ impl Scope {
     fn prefix(self) -> &'static str {
         match self {
             Scope::Cluster => "clusterwasmreconciler/",
-            Scope::Namespaced => "wasmreconciler/",
+            Scope::Namespaced => TENANT_SOURCE_PREFIX,
         }
     }
 

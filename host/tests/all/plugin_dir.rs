@@ -107,6 +107,16 @@ async fn a_plugin_directory_loads_upgrades_and_unloads_as_files_change() -> anyh
         let error = broken.last_error.as_deref().unwrap_or_default();
         assert!(error.contains("broken.wasm"), "{error}");
         assert!(running(&statuses, "guest-good") && running(&statuses, "guest-slow"));
+        // A file the operator put in the directory that does not load: the host is not ready.
+        let (status, reason) = get(&address, "/readyz").await?;
+        assert_eq!(status, 503, "{reason}");
+        assert!(reason.contains("broken.wasm failed: "), "{reason}");
+        std::fs::remove_file(dir.path().join("broken.wasm"))?;
+        until(&address, "a corrupt file removed", |s| {
+            !s.iter().any(|s| s.source.ends_with("broken.wasm"))
+        })
+        .await?;
+        assert_eq!(get(&address, "/readyz").await?, (200, "ok".to_owned()));
 
         std::fs::remove_file(dir.path().join("good.wasm"))?;
         until(&address, "a file removed", |s| {

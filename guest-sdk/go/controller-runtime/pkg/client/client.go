@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -257,6 +259,36 @@ func (c *hostClient) Delete(_ context.Context, obj Object, opts ...DeleteOption)
 	}
 	err = guestclient.Delete(guestKind(gvk), obj.GetNamespace(), obj.GetName(), deleteOpts...)
 	return apiError(err, gvk, obj.GetName())
+}
+
+// DeleteAllOf deletes every object of obj's kind the options select, as the apiserver's
+// deletecollection does: it lists them (from the host's cache) and deletes each through the
+// host, each delete checked against the plugin's permissions. One already gone is skipped.
+func (c *hostClient) DeleteAllOf(ctx context.Context, obj Object, opts ...DeleteAllOfOption) error {
+	gvk, err := c.GroupVersionKindFor(obj)
+	if err != nil {
+		return err
+	}
+	var o DeleteAllOfOptions
+	for _, opt := range opts {
+		opt.ApplyToDeleteAllOf(&o)
+	}
+	deleteOpts, err := deleteOptions([]DeleteOption{&o.DeleteOptions})
+	if err != nil {
+		return err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.List(ctx, list, &o.ListOptions); err != nil {
+		return err
+	}
+	for _, item := range list.Items {
+		err := guestclient.Delete(guestKind(gvk), item.GetNamespace(), item.GetName(), deleteOpts...)
+		if err := apiError(err, gvk, item.GetName()); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 func deleteOptions(opts []DeleteOption) ([]guestclient.DeleteOption, error) {

@@ -319,3 +319,34 @@ func TestOptionStructsAreOptionsToo(t *testing.T) {
 		t.Fatalf("sent %v", last.Body)
 	}
 }
+
+func TestDeleteAllOfDeletesWhatTheOptionsSelectOneByOne(t *testing.T) {
+	c, h := newClient(t)
+	h.Seed(deployment(nil))
+	other := guest.New(guest.Deployment, "shop", "api")
+	other.Set(map[string]any{"app": "api"}, "metadata", "labels")
+	h.Seed(other)
+	elsewhere := guest.New(guest.Deployment, "lab", "web")
+	elsewhere.Set(map[string]any{"app": "web"}, "metadata", "labels")
+	h.Seed(elsewhere)
+	err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace("shop"),
+		client.MatchingLabels{"app": "web"}, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Writes) != 1 {
+		t.Fatalf("sent %v", h.Writes)
+	}
+	sent := h.Writes[0]
+	if sent.Verb != "delete" || sent.Key != (guest.ObjectKey{Namespace: "shop", Name: "web"}) ||
+		!guest.Equal(sent.Body, map[string]any{"propagationPolicy": "Foreground"}) {
+		t.Fatalf("sent %+v", sent)
+	}
+	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.GracePeriodSeconds(3)); err == nil || len(h.Writes) != 1 {
+		t.Fatalf("a grace period the host cannot send: %v, sent %v", err, h.Writes)
+	}
+	opts := (&client.ListOptions{Namespace: "shop", LabelSelector: labels.SelectorFromSet(labels.Set{"app": "web"})}).AsListOptions()
+	if opts.LabelSelector != "app=web" {
+		t.Fatalf("as list options %+v", opts)
+	}
+}

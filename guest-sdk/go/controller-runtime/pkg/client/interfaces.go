@@ -51,6 +51,7 @@ type Reader interface {
 type Writer interface {
 	Create(ctx context.Context, obj Object, opts ...CreateOption) error
 	Delete(ctx context.Context, obj Object, opts ...DeleteOption) error
+	DeleteAllOf(ctx context.Context, obj Object, opts ...DeleteAllOfOption) error
 	Update(ctx context.Context, obj Object, opts ...UpdateOption) error
 	Patch(ctx context.Context, obj Object, patch Patch, opts ...PatchOption) error
 	Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...ApplyOption) error

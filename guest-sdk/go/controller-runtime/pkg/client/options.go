@@ -305,6 +305,72 @@ func (g GracePeriodSeconds) ApplyToDelete(o *DeleteOptions) {
 	o.GracePeriodSeconds = &seconds
 }
 
+// DeleteAllOfOptions are DeleteAllOf's options: which objects, as List selects them, and how
+// each is deleted.
+type DeleteAllOfOptions struct {
+	ListOptions
+	DeleteOptions
+}
+
+// DeleteAllOfOption is an option of DeleteAllOf.
+type DeleteAllOfOption interface{ ApplyToDeleteAllOf(*DeleteAllOfOptions) }
+
+// ApplyToDeleteAllOf sets the options o sets, so a *DeleteAllOfOptions is itself an option.
+func (o *DeleteAllOfOptions) ApplyToDeleteAllOf(to *DeleteAllOfOptions) {
+	o.ListOptions.ApplyToList(&to.ListOptions)
+	o.DeleteOptions.ApplyToDelete(&to.DeleteOptions)
+}
+
+// ApplyToDeleteAllOf selects the namespace's objects.
+func (n InNamespace) ApplyToDeleteAllOf(o *DeleteAllOfOptions) { n.ApplyToList(&o.ListOptions) }
+
+// ApplyToDeleteAllOf selects the objects with these labels.
+func (m MatchingLabels) ApplyToDeleteAllOf(o *DeleteAllOfOptions) { m.ApplyToList(&o.ListOptions) }
+
+// ApplyToDeleteAllOf selects the objects with these label keys.
+func (h HasLabels) ApplyToDeleteAllOf(o *DeleteAllOfOptions) { h.ApplyToList(&o.ListOptions) }
+
+// ApplyToDeleteAllOf selects the objects the selector matches.
+func (m MatchingLabelsSelector) ApplyToDeleteAllOf(o *DeleteAllOfOptions) {
+	m.ApplyToList(&o.ListOptions)
+}
+
+// ApplyToDeleteAllOf selects the objects with these fields.
+func (m MatchingFields) ApplyToDeleteAllOf(o *DeleteAllOfOptions) { m.ApplyToList(&o.ListOptions) }
+
+// ApplyToDeleteAllOf selects the objects the field selector matches.
+func (m MatchingFieldsSelector) ApplyToDeleteAllOf(o *DeleteAllOfOptions) {
+	m.ApplyToList(&o.ListOptions)
+}
+
+// ApplyToDeleteAllOf sets each delete's propagation policy.
+func (p PropagationPolicy) ApplyToDeleteAllOf(o *DeleteAllOfOptions) {
+	p.ApplyToDelete(&o.DeleteOptions)
+}
+
+// ApplyToDeleteAllOf sets each delete's preconditions.
+func (p Preconditions) ApplyToDeleteAllOf(o *DeleteAllOfOptions) { p.ApplyToDelete(&o.DeleteOptions) }
+
+// ApplyToDeleteAllOf sets each delete's grace period.
+func (g GracePeriodSeconds) ApplyToDeleteAllOf(o *DeleteAllOfOptions) {
+	g.ApplyToDelete(&o.DeleteOptions)
+}
+
+// ApplyToDeleteAllOf makes each delete a dry run.
+func (d dryRunAll) ApplyToDeleteAllOf(o *DeleteAllOfOptions) { d.ApplyToDelete(&o.DeleteOptions) }
+
+// AsListOptions is o as the apiserver's list options.
+func (o *ListOptions) AsListOptions() *metav1.ListOptions {
+	out := &metav1.ListOptions{Limit: o.Limit, Continue: o.Continue}
+	if o.LabelSelector != nil {
+		out.LabelSelector = o.LabelSelector.String()
+	}
+	if o.FieldSelector != nil {
+		out.FieldSelector = o.FieldSelector.String()
+	}
+	return out
+}
+
 // ApplyToList sets the options o sets, so a *ListOptions is itself an option.
 func (o *ListOptions) ApplyToList(to *ListOptions) {
 	if o.LabelSelector != nil {

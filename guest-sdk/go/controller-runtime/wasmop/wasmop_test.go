@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -164,5 +165,65 @@ func TestUndecidablePredicatesPassEveryEventWhenThePluginSaysSo(t *testing.T) {
 	mapped := p.Map(namespace, guest.New(namespace, "", "shop"))
 	if len(mapped) != 1 || mapped[0].Namespace != "shop" {
 		t.Fatalf("mapped %v", mapped)
+	}
+}
+
+func TestOrAndNotOfOneObjectRunInTheGuestAndOfChangesFailNamingTheirParts(t *testing.T) {
+	guesttest.New()
+	frontOrShop := predicate.Or(predicate.NewPredicateFuncs(labelled),
+		predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == "front" }))
+	notSystem := predicate.Not(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == "kube-system" }))
+	p, err := build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+			Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(frontOrShop, notSystem)).
+			Complete(&reconciler{})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mapped []string
+	for _, s := range []struct{ namespace, name, team string }{
+		{"shop", "front", ""}, {"shop", "back", "shop"}, {"shop", "back", ""}, {"kube-system", "front", ""},
+	} {
+		secret := guest.New(guest.Secret, s.namespace, s.name)
+		if s.team != "" {
+			secret.Set(map[string]any{"team": s.team}, "metadata", "labels")
+		}
+		for _, r := range p.Map(guest.Secret, secret) {
+			mapped = append(mapped, r.Namespace+"/"+r.Name+":"+s.team)
+		}
+	}
+	if strings.Join(mapped, " ") != "shop/front: shop/back:shop" {
+		t.Fatalf("mapped %v", mapped)
+	}
+
+	changes := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	_, err = build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).WithEventFilter(changes).Complete(&reconciler{})
+	}})
+	if err == nil || !strings.Contains(err.Error(), "predicate.GenerationChangedPredicate, predicate.LabelChangedPredicate") {
+		t.Fatalf("an Or of changes: %v", err)
+	}
+}
+
+func TestALogConstructorMakesEachReconcilesLogger(t *testing.T) {
+	guesttest.New()
+	var made []string
+	seen := &reconciler{}
+	p, err := build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+			WithOptions(controller.Options{LogConstructor: func(req *reconcile.Request) logr.Logger {
+				made = append(made, req.String())
+				return mgr.GetLogger().WithValues("configmap", req.NamespacedName)
+			}}).Complete(seen)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Reconcile(context.Background(), guest.Request{Namespace: "shop", Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 1 || made[0] != "shop/web" || len(seen.seen) != 1 {
+		t.Fatalf("loggers made for %v, reconciled %v", made, seen.seen)
 	}
 }

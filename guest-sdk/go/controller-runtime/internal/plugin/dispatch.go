@@ -32,8 +32,11 @@ func (p *Plugin) Reconcile(ctx context.Context, req guest.Request) (guest.Result
 			return guest.Result{}, nil
 		}
 	}
-	ctx = log.IntoContext(ctx, log.Log)
-	res, err := p.manager.controller.Reconciler.Reconcile(ctx, request)
+	logger := log.Log
+	if construct := p.manager.controller.Options.LogConstructor; construct != nil {
+		logger = construct(&request)
+	}
+	res, err := p.manager.controller.Reconciler.Reconcile(log.IntoContext(ctx, logger), request)
 	return result(res, err)
 }
 

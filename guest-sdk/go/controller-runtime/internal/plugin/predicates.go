@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -25,8 +26,16 @@ func split(predicates []predicate.Predicate, passUndecidable bool, passed *[]str
 			host = append(host, guest.LabelsChanged)
 		case predicate.AnnotationChangedPredicate, *predicate.AnnotationChangedPredicate:
 			host = append(host, guest.AnnotationsChanged)
-		case predicate.ObjectFilter:
-			filters = append(filters, p.Filter)
+		case predicate.ObjectFilter, predicate.AnyOf, predicate.Negation:
+			f, ok := onOneObject(p)
+			if !ok {
+				if passUndecidable {
+					*passed = append(*passed, fmt.Sprintf("%T", p))
+					continue
+				}
+				return nil, nil, fmt.Errorf("predicate %T over %s: Or and Not run in the guest, on one object, so each part must be NewPredicateFuncs (or And, Or, Not of them); set wasmop.Plugin.PassUndecidablePredicates to let it pass every event", p, parts(p))
+			}
+			filters = append(filters, f)
 		case predicate.AllOf:
 			h, f, err := split(p, passUndecidable, passed)
 			if err != nil {
@@ -42,6 +51,62 @@ func split(predicates []predicate.Predicate, passUndecidable bool, passed *[]str
 		}
 	}
 	return host, filters, nil
+}
+
+// onOneObject is p as a filter of one object, when p decides on the object alone: a
+// NewPredicateFuncs, or And, Or and Not of such.
+func onOneObject(p predicate.Predicate) (filter, bool) {
+	switch p := p.(type) {
+	case predicate.ObjectFilter:
+		return p.Filter, true
+	case predicate.Negation:
+		f, ok := onOneObject(p.Of)
+		return func(obj client.Object) bool { return !f(obj) }, ok
+	case predicate.AllOf:
+		return combined(p, true)
+	case predicate.AnyOf:
+		return combined(p, false)
+	}
+	return nil, false
+}
+
+// combined is the filter passing what every one of parts passes (all) or any one passes, when
+// each decides on one object.
+func combined(parts []predicate.Predicate, all bool) (filter, bool) {
+	fs := make([]filter, 0, len(parts))
+	for _, part := range parts {
+		f, ok := onOneObject(part)
+		if !ok {
+			return nil, false
+		}
+		fs = append(fs, f)
+	}
+	return func(obj client.Object) bool {
+		for _, f := range fs {
+			if f(obj) != all {
+				return !all
+			}
+		}
+		return all
+	}, true
+}
+
+// parts names the predicates p combines.
+func parts(p predicate.Predicate) string {
+	var of []predicate.Predicate
+	switch p := p.(type) {
+	case predicate.AnyOf:
+		of = p
+	case predicate.Negation:
+		of = []predicate.Predicate{p.Of}
+	default:
+		return fmt.Sprintf("%T", p)
+	}
+	names := make([]string, len(of))
+	for i, part := range of {
+		names[i] = fmt.Sprintf("%T", part)
+	}
+	return strings.Join(names, ", ")
 }
 
 func passes(filters []filter, obj client.Object) bool {

@@ -2,7 +2,12 @@
 // runs the controller itself.
 package controller
 
-import "time"
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
 
 // Options configure the plugin's controller. Fields the host cannot honour fail the
 // registration when set.
@@ -19,4 +24,7 @@ type Options struct {
 	NeedLeaderElection *bool
 	// SkipNameValidation is accepted and has no effect.
 	SkipNameValidation *bool
+	// LogConstructor makes the logger of a reconcile, handed its request; the root logger when
+	// nil. The host's own log lines of the reconcile carry its plugin, object and reconcile id.
+	LogConstructor func(request *reconcile.Request) logr.Logger
 }

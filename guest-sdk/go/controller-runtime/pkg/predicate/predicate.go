@@ -2,8 +2,9 @@
 // events before they are queued, so a plugin's predicates must be ones it can say to the host
 // (GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate), ones that
 // look at one object (NewPredicateFuncs: run in the guest, on the watched object when it is
-// mapped and on the primary object before its reconcile), or And of those. Any other predicate
-// fails the plugin's registration with a message naming it.
+// mapped and on the primary object before its reconcile), And of those, and Or and Not of
+// predicates on one object. Any other predicate fails the plugin's registration with a message
+// naming it.
 package predicate
 
 import (
@@ -135,3 +136,50 @@ func every(ps []Predicate, pass func(Predicate) bool) bool {
 	}
 	return true
 }
+
+// Or passes what any one of predicates passes.
+func Or(predicates ...Predicate) Predicate { return AnyOf(predicates) }
+
+// AnyOf is the predicate Or returns; the guest runs it when each part looks at one object.
+type AnyOf []Predicate
+
+// Create passes when any part does.
+func (a AnyOf) Create(e event.CreateEvent) bool {
+	return !every(a, func(p Predicate) bool { return !p.Create(e) })
+}
+
+// Delete passes when any part does.
+func (a AnyOf) Delete(e event.DeleteEvent) bool {
+	return !every(a, func(p Predicate) bool { return !p.Delete(e) })
+}
+
+// Update passes when any part does.
+func (a AnyOf) Update(e event.UpdateEvent) bool {
+	return !every(a, func(p Predicate) bool { return !p.Update(e) })
+}
+
+// Generic passes when any part does.
+func (a AnyOf) Generic(e event.GenericEvent) bool {
+	return !every(a, func(p Predicate) bool { return !p.Generic(e) })
+}
+
+// Not passes what predicate does not.
+func Not(predicate Predicate) Predicate { return Negation{Of: predicate} }
+
+// Negation is the predicate Not returns; the guest runs it when Of looks at one object.
+type Negation struct {
+	// Of is the predicate negated.
+	Of Predicate
+}
+
+// Create passes when Of does not.
+func (n Negation) Create(e event.CreateEvent) bool { return !n.Of.Create(e) }
+
+// Delete passes when Of does not.
+func (n Negation) Delete(e event.DeleteEvent) bool { return !n.Of.Delete(e) }
+
+// Update passes when Of does not.
+func (n Negation) Update(e event.UpdateEvent) bool { return !n.Of.Update(e) }
+
+// Generic passes when Of does not.
+func (n Negation) Generic(e event.GenericEvent) bool { return !n.Of.Generic(e) }

@@ -181,7 +181,7 @@ mod tests {
             Some(format!("plugin lease (/plugins/lease.wasm) failed: {unserved}").as_str())
         );
         assert_eq!(
-            waiting_for(ReadyRequires::Operator, &[syncing.clone()]).as_deref(),
+            waiting_for(ReadyRequires::Operator, std::slice::from_ref(&syncing)).as_deref(),
             Some("plugin db (clusterwasmreconciler/db) is starting: its informers are syncing")
         );
         assert_eq!(waiting_for(ReadyRequires::None, &[failed, syncing]), None);

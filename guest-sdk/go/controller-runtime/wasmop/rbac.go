@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"wasmop.dev/guest"
 )
 
@@ -125,15 +124,10 @@ func permission(scheme *runtime.Scheme, group, resource string, verbNames []stri
 	return perm, false, nil
 }
 
-// kindOfResource is the kind of group whose resource is resource, at the group's most stable,
-// newest version that has it — the version an apiserver prefers (v1 before v1beta1, v2 before
-// v1), which client-go's scheme, registering versions unordered, does not say.
+// kindOfResource is the kind of group whose resource is resource, at the scheme's preferred
+// version of the group that has it.
 func kindOfResource(scheme *runtime.Scheme, group, resource string) (guest.Kind, error) {
-	versions := scheme.PrioritizedVersionsForGroup(group)
-	slices.SortStableFunc(versions, func(a, b schema.GroupVersion) int {
-		return version.CompareKubeAwareVersionStrings(b.Version, a.Version)
-	})
-	for _, gv := range versions {
+	for _, gv := range scheme.PrioritizedVersionsForGroup(group) {
 		for kind := range scheme.KnownTypes(gv) {
 			gvk := gv.WithKind(kind)
 			if strings.HasSuffix(kind, "List") || gvk.Version == runtime.APIVersionInternal {

@@ -72,21 +72,3 @@ func TestNoMarkersNoPermissions(t *testing.T) {
 		t.Fatalf("%v %v", perms, err)
 	}
 }
-
-func TestAMarkerNamesTheGroupsStableVersionWhereTheSchemeHasSeveral(t *testing.T) {
-	perms, err := markerPermissions(encode(t,
-		"groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;update",
-		"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get",
-	), scheme(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range perms {
-		got = append(got, p.Kind.Group+"/"+p.Kind.Version+" "+p.Kind.Kind)
-	}
-	want := []string{"coordination.k8s.io/v1 Lease", "autoscaling/v2 HorizontalPodAutoscaler"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("kinds %v, want %v", got, want)
-	}
-}

@@ -120,7 +120,7 @@ pub struct RunArgs {
     /// Which plugins `/readyz` waits for: `operator` (plugin files, the plugin directory,
     /// `oci://` references and ClusterWasmReconcilers: each must run, or be loaded on a replica
     /// that does not lead), `all` (tenants' WasmReconcilers too) or `none`.
-    #[arg(long, env = "WASMOP_READY_REQUIRES", value_enum, default_value_t = ReadyRequires::Operator)]
+    #[arg(long, env = "WASMOP_READY_REQUIRES", value_enum, default_value_t)]
     pub ready_requires: ReadyRequires,
     /// Serve `/metrics` and `/plugins` over HTTPS, only to callers the apiserver authenticates
     /// (TokenReview) and authorizes (SubjectAccessReview); the probe listener keeps the probes.

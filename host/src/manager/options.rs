@@ -108,7 +108,7 @@ impl Default for ManagerOptions {
             webhook: None,
             sharding: false,
             warm_standby: false,
-            ready_requires: ReadyRequires::Operator,
+            ready_requires: ReadyRequires::default(),
         }
     }
 }

@@ -26,16 +26,6 @@ func split(predicates []predicate.Predicate, passUndecidable bool, passed *[]str
 			host = append(host, guest.LabelsChanged)
 		case predicate.AnnotationChangedPredicate, *predicate.AnnotationChangedPredicate:
 			host = append(host, guest.AnnotationsChanged)
-		case predicate.ObjectFilter, predicate.AnyOf, predicate.Negation:
-			f, ok := onOneObject(p)
-			if !ok {
-				if passUndecidable {
-					*passed = append(*passed, fmt.Sprintf("%T", p))
-					continue
-				}
-				return nil, nil, fmt.Errorf("predicate %T over %s: Or and Not run in the guest, on one object, so each part must be NewPredicateFuncs (or And, Or, Not of them); set wasmop.Plugin.PassUndecidablePredicates to let it pass every event", p, parts(p))
-			}
-			filters = append(filters, f)
 		case predicate.AllOf:
 			h, f, err := split(p, passUndecidable, passed)
 			if err != nil {
@@ -43,11 +33,15 @@ func split(predicates []predicate.Predicate, passUndecidable bool, passed *[]str
 			}
 			host, filters = append(host, h...), append(filters, f...)
 		default:
+			if f, ok := onOneObject(p); ok {
+				filters = append(filters, f)
+				continue
+			}
 			if passUndecidable {
 				*passed = append(*passed, fmt.Sprintf("%T", p))
 				continue
 			}
-			return nil, nil, fmt.Errorf("predicate %T is not supported: the host filters events before they are queued; use GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate, NewPredicateFuncs (one object) or And of them, or set wasmop.Plugin.PassUndecidablePredicates to let it pass every event", p)
+			return nil, nil, fmt.Errorf("predicate %s is not supported: the host filters events before they are queued; use GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate, NewPredicateFuncs (one object) or And of them, Or and Not only of predicates on one object, or set wasmop.Plugin.PassUndecidablePredicates to let it pass every event", named(p))
 		}
 	}
 	return host, filters, nil
@@ -91,8 +85,8 @@ func combined(parts []predicate.Predicate, all bool) (filter, bool) {
 	}, true
 }
 
-// parts names the predicates p combines.
-func parts(p predicate.Predicate) string {
+// named is p's type, with the parts an Or or a Not combines.
+func named(p predicate.Predicate) string {
 	var of []predicate.Predicate
 	switch p := p.(type) {
 	case predicate.AnyOf:
@@ -106,7 +100,7 @@ func parts(p predicate.Predicate) string {
 	for i, part := range of {
 		names[i] = fmt.Sprintf("%T", part)
 	}
-	return strings.Join(names, ", ")
+	return fmt.Sprintf("%T over %s", p, strings.Join(names, ", "))
 }
 
 func passes(filters []filter, obj client.Object) bool {

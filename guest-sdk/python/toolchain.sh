@@ -15,11 +15,20 @@ install_hint="install it with:
 (a virtualenv under target/python/toolchain with componentize-py==$componentize_version from PyPI),
 or into your user site: pip install --user componentize-py==$componentize_version"
 
+# Whether the toolchain virtualenv was made at this path: a virtualenv is not relocatable, and
+# target/ may be a link into a build cache another checkout made it from, whose scripts would run
+# that checkout's Python and install into its virtualenv.
+toolchain_is_here() {
+  [[ $(head -n 1 "$toolchain_venv/bin/pip" 2>/dev/null) == "#!$toolchain_venv/bin/python"* ]]
+}
+
 # Prints the componentize-py to use: the toolchain virtualenv's, else one on PATH of the pinned
 # minor version; nothing when neither is installed.
 find_componentize() {
   local candidate version
-  for candidate in "$toolchain_venv/bin/componentize-py" "$(command -v componentize-py || true)"; do
+  local own=""
+  toolchain_is_here && own="$toolchain_venv/bin/componentize-py"
+  for candidate in "$own" "$(command -v componentize-py || true)"; do
     [[ -n $candidate && -x $candidate ]] || continue
     version=$("$candidate" --version 2>/dev/null | cut -d' ' -f2) || continue
     if [[ ${version%.*} == "${componentize_version%.*}" ]]; then

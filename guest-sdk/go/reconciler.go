@@ -33,6 +33,8 @@ type Reconciler struct {
 	Reconcile func(ctx context.Context, req Request) (Result, error)
 	// Map turns a changed object of a kind watched with MapByGuest into requests.
 	Map func(kind Kind, obj Object) []Request
+	// Handle turns a change of a kind in Registration.Handled into requests; none drops it.
+	Handle func(kind Kind, change Change) []Request
 	// Webhooks are the admission and conversion webhooks it serves; none when zero.
 	Webhooks Webhooks
 	// LoadWarnings are logged once, at warning level, when the host loads the plugin (describe),
@@ -119,9 +121,5 @@ func (e exports) Map(kind wit.Gvk, obj wit.Object) []wit.ObjectKey {
 		slog.Error("map: " + err.Error())
 		return nil
 	}
-	var keys []wit.ObjectKey
-	for _, req := range e.r.Map(Kind{kind.Group, kind.Version, kind.Kind}, o) {
-		keys = append(keys, wit.ObjectKey{Namespace: req.Namespace, Name: req.Name})
-	}
-	return keys
+	return witKeys(e.r.Map(Kind{kind.Group, kind.Version, kind.Kind}, o))
 }

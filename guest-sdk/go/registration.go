@@ -29,6 +29,9 @@ type Registration struct {
 	MaxConcurrentReconciles int
 	// ReconcileTimeout bounds one reconcile; 0 means the host's default.
 	ReconcileTimeout time.Duration
+	// Handled are the kinds (the primary, owned or watched ones) whose changes the reconciler's
+	// Handle function maps itself instead of the host's mapping and predicates.
+	Handled []Kind
 }
 
 // Watch is a kind the plugin watches besides its primary and owned kinds.

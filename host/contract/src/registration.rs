@@ -32,6 +32,9 @@ pub struct Registration {
     pub max_concurrent_reconciles: u32,
     /// The plugin's reconcile timeout, if it set one.
     pub reconcile_timeout: Option<Duration>,
+    /// Kinds whose changes the guest's own `handle` maps to requests instead of the host's
+    /// mapping (its `handlers` export); empty when it exports none.
+    pub handled: Vec<GroupVersionKind>,
 }
 
 /// How a watched object's events become requests.
@@ -156,6 +159,15 @@ pub enum InvalidRegistration {
     /// A watch maps objects by a label with no name.
     #[error("watch of {0} maps by an empty label name")]
     EmptyLabel(String),
+    /// Its handlers name a kind (`Kind.apiVersion`) it neither reconciles, owns nor watches.
+    #[error("handles {0}, which it neither reconciles, owns nor watches")]
+    Unhandleable(String),
+    /// Its handlers name a kind (`Kind.apiVersion`) twice.
+    #[error("handles {0} twice")]
+    HandledTwice(String),
+    /// Its handlers name more kinds than it reconciles, owns and watches.
+    #[error("handles {0} kinds, more than it reconciles, owns and watches")]
+    TooManyHandled(usize),
 }
 
 impl Registration {
@@ -204,7 +216,28 @@ impl Registration {
         {
             return Err(InvalidRegistration::EmptyLabel(watch.kind.kind.clone()));
         }
+        self.validate_handled()
+    }
+
+    /// Checks that each handled kind is one of the cached kinds, named once.
+    fn validate_handled(&self) -> Result<(), InvalidRegistration> {
+        if self.handled.len() > self.cached_kinds().count() {
+            return Err(InvalidRegistration::TooManyHandled(self.handled.len()));
+        }
+        for (at, kind) in self.handled.iter().enumerate() {
+            if !self.cached_kinds().any(|cached| cached == kind) {
+                return Err(InvalidRegistration::Unhandleable(shown(kind)));
+            }
+            if self.handled[..at].contains(kind) {
+                return Err(InvalidRegistration::HandledTwice(shown(kind)));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether the guest's own `handle` maps the changes of `kind`.
+    pub fn handles(&self, kind: &GroupVersionKind) -> bool {
+        self.handled.contains(kind)
     }
 
     /// Whether the plugin may do `verb` on `kind` in `namespace` (empty: all namespaces or a
@@ -276,6 +309,11 @@ impl Registration {
     }
 }
 
+/// A kind as an error names it: `Kind.apiVersion`, cut to a bounded length.
+fn shown(kind: &GroupVersionKind) -> String {
+    boundary::cut(&format!("{}.{}", kind.kind, kind.api_version())).to_owned()
+}
+
 impl Registration {
     /// The least a plugin can declare: `name` 0.1.0 reconciling ConfigMaps, with no other kinds
     /// and no permissions (for examples and tests).
@@ -291,6 +329,7 @@ impl Registration {
             indexes: vec![],
             max_concurrent_reconciles: 1,
             reconcile_timeout: None,
+            handled: vec![],
         }
     }
 }
@@ -352,5 +391,33 @@ mod tests {
         kindless.owns.push(GroupVersionKind::gvk("apps", "v1", ""));
         let malformed = Malformed::Kind(String::new());
         assert_eq!(kindless.validate(), Err(malformed.into()));
+    }
+
+    #[test]
+    fn handled_kinds_are_registered_kinds_named_once() {
+        let mut handling = Registration::minimal("webapp");
+        handling.handled.push(configmap());
+        assert!(handling.validate().is_ok() && handling.handles(&configmap()));
+        let mut stranger = Registration::minimal("webapp");
+        stranger
+            .handled
+            .push(GroupVersionKind::gvk("", "v1", "Secret"));
+        assert_eq!(
+            stranger.validate(),
+            Err(InvalidRegistration::Unhandleable("Secret.v1".into()))
+        );
+        handling
+            .owns
+            .push(GroupVersionKind::gvk("", "v1", "Secret"));
+        handling.handled.push(configmap());
+        assert_eq!(
+            handling.validate(),
+            Err(InvalidRegistration::HandledTwice("ConfigMap.v1".into()))
+        );
+        handling.handled.push(configmap());
+        assert_eq!(
+            handling.validate(),
+            Err(InvalidRegistration::TooManyHandled(3))
+        );
     }
 }

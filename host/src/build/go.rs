@@ -2,7 +2,7 @@
 //! -buildmode=c-shared` into a reactor core module; `wasmop-adapter-arena` adds
 //! `cabi_realloc_adapter` (so the WASI adapter never calls into Go before Go's runtime has
 //! started); `wasm-tools component embed` and `component new` with the WASI preview1 reactor
-//! adapter make it a component of the world `webhook-reconciler`. A controller-runtime plugin
+//! adapter make it a component of the world [`WORLD`]. A controller-runtime plugin
 //! declares the permissions of its kubebuilder RBAC markers (`wasmop-rbac`) and gets the webhook
 //! builder API of the controller-runtime version its go.mod requires. The SDK's tools and the
 //! adapter are installed into `target/go-toolchain` by `guest-sdk/go/install-toolchain`.
@@ -15,6 +15,10 @@ use super::step::{self, BuildError, say};
 use super::{Built, Checkout, Language, Plugin};
 
 const HINT: &str = "run guest-sdk/go/install-toolchain";
+
+/// The WIT world Go plugins are built for: the SDK implements every export of it (a plugin that
+/// handles none of its kinds itself declares no handlers).
+const WORLD: &str = "handler-reconciler";
 
 /// Builds `plugins` with go, the SDK's tools and wasm-tools.
 pub(super) fn build(
@@ -39,7 +43,7 @@ pub(super) fn build(
     bindgen
         .arg("-wit")
         .arg(checkout.root.join("wit"))
-        .args(["-world", "webhook-reconciler", "-out"])
+        .args(["-world", WORLD, "-out"])
         .arg(sdk.join("internal/wit"))
         .arg("-check");
     step::run(Language::Go, "checking the bindings", &sdk, &mut bindgen)?;
@@ -72,7 +76,7 @@ pub(super) fn build(
         embed
             .args(["component", "embed"])
             .arg(checkout.root.join("wit"))
-            .args(["-w", "webhook-reconciler"])
+            .args(["-w", WORLD])
             .arg(file("arena"))
             .arg("-o")
             .arg(file("embedded"))

@@ -22,6 +22,7 @@
 //! plugins); never `plugins`, `manager` or `testing`: the plugin supervisor drives controllers, not
 //! the other way round.
 
+mod guest;
 mod handover;
 mod metrics;
 mod sources;

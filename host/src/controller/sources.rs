@@ -9,13 +9,12 @@
 //! Every key is queued with its reason: which source saw what change ("object updated", "owned
 //! Deployment added", "watched ConfigMap listed" for a (re)list).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::guest::{self, Export};
 use crate::cache::{
     Cache, CacheError, CachedObject, Change, Handler, IndexSpec, Informer, Subscription, View,
 };
@@ -26,7 +25,8 @@ use wasmop_contract::object::{GroupVersionKind, ObjectKey};
 use wasmop_contract::selector::LabelSelector;
 use wasmop_contract::{Mapping, Predicate, Registration};
 
-type Map = Arc<dyn Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync>;
+/// The keys a change queues (none when the guest maps it later).
+type Map = Arc<dyn Fn(&Change) -> Vec<ObjectKey> + Send + Sync>;
 
 /// The subscribed sources of one plugin version.
 pub(super) struct Sources {
@@ -107,43 +107,53 @@ impl Informed {
         let registration = plugin.registration();
         let mut subscriptions = Vec::new();
         let mut map_tasks = Vec::new();
-        let primary = registration.primary.clone();
-        let own_key: Map = Arc::new(|object: &CachedObject| vec![object.key.clone()]);
+        let primary = &registration.primary;
         let home = plugin.home();
-        let subscribe =
-            |kind: &GroupVersionKind, predicates: &[Predicate], map: Map, subject: &str| {
-                let filter = Filter::new(predicates, None, home);
-                source(self.of(kind), queue, filter, (map, Reasons::new(subject)))
-            };
+        let mut through_guest = |kind: &GroupVersionKind, export: Export, subject: &str| {
+            let reasons = Reasons::new(subject);
+            let (task, backlog) = guest::spawn(
+                plugin.clone(),
+                (kind.clone(), export),
+                reasons,
+                queue.clone(),
+            );
+            map_tasks.push(task);
+            let map: Map = Arc::new(move |change: &Change| {
+                backlog.push(change);
+                Vec::new()
+            });
+            map
+        };
+        let primary_map = match registration.handles(primary) {
+            true => drained_or(drain, through_guest(primary, Export::Handle, "object")),
+            false => by_object(own_key),
+        };
         let primary_filter = Filter::new(&registration.predicates, drain, home);
-        let primary_map = (own_key, Reasons::new("object"));
-        subscriptions.push(source(
-            self.of(&primary),
-            queue,
-            primary_filter,
-            primary_map,
-        ));
+        let primary_map = (primary_map, Reasons::new("object"));
+        subscriptions.push(source(self.of(primary), queue, primary_filter, primary_map));
+        let mut sources = Vec::new();
         for owned in &registration.owns {
             let subject = format!("owned {}", owned.kind);
-            subscriptions.push(subscribe(owned, &[], owner_key(&primary), &subject));
+            let map = match registration.handles(owned) {
+                true => through_guest(owned, Export::Handle, &subject),
+                false => by_object(owner_key(primary)),
+            };
+            sources.push((owned, &[][..], map, subject));
         }
         for watch in &registration.watches {
-            let map = match &watch.mapping {
-                Mapping::ControllerOwner => owner_key(&primary),
-                Mapping::Label(label) => label_key(label.clone()),
-                Mapping::Guest => {
-                    let backlog = Arc::new(Backlog::default());
-                    map_tasks.push(tokio::spawn(map_through_guest(
-                        plugin.clone(),
-                        watch.kind.clone(),
-                        backlog.clone(),
-                        queue.clone(),
-                    )));
-                    guest_key(backlog)
-                }
-            };
             let subject = format!("watched {}", watch.kind.kind);
-            subscriptions.push(subscribe(&watch.kind, &watch.predicates, map, &subject));
+            let map = match (&watch.mapping, registration.handles(&watch.kind)) {
+                (_, true) => through_guest(&watch.kind, Export::Handle, &subject),
+                (Mapping::Guest, false) => through_guest(&watch.kind, Export::Map, &subject),
+                (Mapping::ControllerOwner, false) => by_object(owner_key(primary)),
+                (Mapping::Label(label), false) => by_object(label_key(label.clone())),
+            };
+            sources.push((&watch.kind, &watch.predicates[..], map, subject));
+        }
+        for (kind, predicates, map, subject) in sources {
+            let filter = Filter::new(predicates, None, home);
+            let reasons = Reasons::new(&subject);
+            subscriptions.push(source(self.of(kind), queue, filter, (map, reasons)));
         }
         Sources {
             subscriptions,
@@ -246,7 +256,7 @@ fn source(
             return;
         }
         let priority = if change.initial { LOW_PRIORITY } else { 0 };
-        for key in map(object) {
+        for key in map(change) {
             queue.add_with_priority(key, priority, reasons.of(change).clone());
         }
     });
@@ -262,7 +272,7 @@ fn source(
 }
 
 /// Why one source queues a key, by the change it saw; built once, so queueing allocates nothing.
-struct Reasons {
+pub(super) struct Reasons {
     listed: Reason,
     added: Reason,
     updated: Reason,
@@ -282,11 +292,18 @@ impl Reasons {
     }
 
     fn of(&self, change: &Change) -> &Reason {
-        match (change.initial, &change.old, &change.new) {
+        let (existed, gone) = (change.old.is_some(), change.new.is_none());
+        self.of_folded(change.initial, existed, gone)
+    }
+
+    /// The reason of changes folded into one: all from a (re)list, the object there before the
+    /// first, gone after the last.
+    pub(super) fn of_folded(&self, initial: bool, existed: bool, gone: bool) -> &Reason {
+        match (initial, existed, gone) {
             (true, _, _) => &self.listed,
-            (false, None, _) => &self.added,
-            (false, Some(_), None) => &self.deleted,
-            (false, Some(_), Some(_)) => &self.updated,
+            (false, _, true) => &self.deleted,
+            (false, false, false) => &self.added,
+            (false, true, false) => &self.updated,
         }
     }
 }
@@ -311,9 +328,37 @@ fn label_changed(label: Option<&str>, change: &Change) -> bool {
     old.labels.get(label) != new.labels.get(label)
 }
 
-fn owner_key(primary: &GroupVersionKind) -> Map {
+/// A map of the changed object's latest state (or last, when it was deleted).
+fn by_object(map: impl Fn(&CachedObject) -> Vec<ObjectKey> + Send + Sync + 'static) -> Map {
+    Arc::new(
+        move |change: &Change| match change.new.as_ref().or(change.old.as_ref()) {
+            Some(object) => map(object),
+            None => Vec::new(),
+        },
+    )
+}
+
+/// The changed object's own key.
+fn own_key(object: &CachedObject) -> Vec<ObjectKey> {
+    vec![object.key.clone()]
+}
+
+/// `map`, except that a change of the `drain` label queues the object's own key: a handover
+/// reaches the reconcile whatever the guest's handler says of the change.
+fn drained_or(drain: Option<&str>, map: Map) -> Map {
+    let drain = drain.map(str::to_owned);
+    let own = by_object(own_key);
+    Arc::new(
+        move |change: &Change| match label_changed(drain.as_deref(), change) {
+            true => own(change),
+            false => map(change),
+        },
+    )
+}
+
+fn owner_key(primary: &GroupVersionKind) -> impl Fn(&CachedObject) -> Vec<ObjectKey> + use<> {
     let primary = primary.clone();
-    Arc::new(move |object: &CachedObject| {
+    move |object: &CachedObject| {
         let Some(owner) = &object.controller else {
             return Vec::new();
         };
@@ -329,108 +374,31 @@ fn owner_key(primary: &GroupVersionKind) -> Map {
         } else {
             Vec::new()
         }
-    })
+    }
 }
 
-fn label_key(label: String) -> Map {
-    Arc::new(move |object: &CachedObject| {
+fn label_key(label: String) -> impl Fn(&CachedObject) -> Vec<ObjectKey> {
+    move |object: &CachedObject| {
         object
             .labels
             .get(&label)
             .map(|name| ObjectKey::new(object.key.namespace.clone(), name))
             .into_iter()
             .collect()
-    })
-}
-
-/// Objects waiting for the guest's `map`, one entry per object (a newer change replaces the one
-/// waiting), so the backlog never outgrows the cache and no change is lost.
-#[derive(Default)]
-struct Backlog {
-    waiting: Mutex<Waiting>,
-    ready: Notify,
-}
-
-/// The latest object per key, and the keys in the order they first arrived.
-type Waiting = (HashMap<ObjectKey, Arc<CachedObject>>, VecDeque<ObjectKey>);
-
-impl Backlog {
-    fn push(&self, object: Arc<CachedObject>) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        let key = object.key.clone();
-        if waiting.0.insert(key.clone(), object).is_none() {
-            waiting.1.push_back(key);
-        }
-        drop(waiting);
-        self.ready.notify_one();
-    }
-
-    async fn pop(&self) -> Arc<CachedObject> {
-        loop {
-            let next = {
-                let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-                let key = waiting.1.pop_front();
-                key.and_then(|key| waiting.0.remove(&key))
-            };
-            match next {
-                Some(object) => return object,
-                None => self.ready.notified().await,
-            }
-        }
-    }
-}
-
-fn guest_key(backlog: Arc<Backlog>) -> Map {
-    Arc::new(move |object: &CachedObject| {
-        backlog.push(Arc::new(object.clone()));
-        Vec::new()
-    })
-}
-
-async fn map_through_guest(
-    plugin: Arc<Plugin>,
-    kind: GroupVersionKind,
-    backlog: Arc<Backlog>,
-    queue: Arc<Queue<ObjectKey>>,
-) {
-    let reason = Reason::from(format!("watched {} changed", kind.kind));
-    loop {
-        let object = backlog.pop().await;
-        match plugin.map(&kind, &object.json, &object.key).await {
-            Ok(keys) => keys
-                .into_iter()
-                .for_each(|key| queue.add(key, reason.clone())),
-            Err(error) => tracing::warn!(plugin = plugin.name(), "map failed: {error}"),
-        }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn object(name: &str, version: &str) -> Arc<CachedObject> {
+    /// ConfigMap `name` in namespace `a` at resourceVersion `version`, as the cache holds it.
+    pub(in crate::controller) fn object(name: &str, version: &str) -> Arc<CachedObject> {
         let json = format!(
             r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"namespace":"a","name":"{name}","resourceVersion":"{version}"}}}}"#
         );
         let watched: crate::cache::WatchedObject = serde_json::from_str(&json).expect("an object");
         Arc::new(watched.object.expect("a readable object"))
-    }
-
-    #[tokio::test]
-    async fn the_map_backlog_keeps_one_entry_per_object_with_its_latest_state() {
-        let backlog = Backlog::default();
-        for version in 1..=1000 {
-            backlog.push(object("busy", &version.to_string()));
-        }
-        backlog.push(object("quiet", "7"));
-        let first = backlog.pop().await;
-        assert_eq!(
-            (first.key.name.as_str(), first.resource_version.as_str()),
-            ("busy", "1000")
-        );
-        assert_eq!(backlog.pop().await.key.name, "quiet");
-        assert!(backlog.waiting.lock().unwrap().1.is_empty());
     }
 
     #[test]

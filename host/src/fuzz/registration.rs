@@ -48,6 +48,10 @@ fn fuzz_registrations() {
                 }
             }
             prop_assert!(registration.max_concurrent_reconciles >= 1);
+            for (at, kind) in registration.handled.iter().enumerate() {
+                prop_assert!(registration.cached_kinds().any(|cached| cached == kind));
+                prop_assert!(!registration.handled[..at].contains(kind), "{kind:?} twice");
+            }
             if let Some(timeout) = registration.reconcile_timeout {
                 prop_assert!(tokio::time::Instant::now().checked_add(timeout).is_some());
             }
@@ -132,11 +136,17 @@ fn registration() -> impl Strategy<Value = Registration> {
         prop::collection::vec(watch(), 0..3),
         prop::collection::vec(permission(), 0..4),
         prop::collection::vec(index(), 0..3),
-        (concurrency, timeout),
+        (concurrency, timeout, prop::collection::vec(kind(), 0..3)),
     );
     parts.prop_map(|(head, owns, watches, permissions, indexes, tail)| {
         let (name, version, primary, predicates) = head;
-        let (max_concurrent_reconciles, reconcile_timeout) = tail;
+        let (max_concurrent_reconciles, reconcile_timeout, strangers) = tail;
+        // Handlers of its own kinds (the primary, twice at times) and of kinds it may not have.
+        let handled = strangers
+            .into_iter()
+            .enumerate()
+            .map(|(at, kind)| if at % 2 == 0 { primary.clone() } else { kind })
+            .collect();
         Registration {
             name,
             version,
@@ -148,6 +158,7 @@ fn registration() -> impl Strategy<Value = Registration> {
             indexes,
             max_concurrent_reconciles,
             reconcile_timeout,
+            handled,
         }
     })
 }

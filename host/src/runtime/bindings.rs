@@ -20,10 +20,11 @@ mod generated {
     });
 }
 
-/// The `webhook-reconciler` world, for its `webhooks` export only: its imports are the ones above.
-mod generated_webhooks {
+/// The `handler-reconciler` world, for its `webhooks` and `handlers` exports only: its imports
+/// are the ones above.
+mod generated_exports {
     wasmtime::component::bindgen!({
-        world: "webhook-reconciler",
+        world: "handler-reconciler",
         path: "../wit",
         exports: { default: async },
         with: {
@@ -39,12 +40,12 @@ mod generated_webhooks {
 
 pub(crate) use generated::wasmop::reconciler::{cache, client, events, log, plugin, types};
 pub(crate) use generated::{Reconciler, ReconcilerIndices};
-pub(crate) use generated_webhooks::exports::wasmop::reconciler::webhooks;
+pub(crate) use generated_exports::exports::wasmop::reconciler::{handlers, webhooks};
 
 /// The WIT package this host speaks; components must import the same major version.
 pub(crate) const WIT_PACKAGE: &str = "wasmop:reconciler";
 /// The WIT package's version.
-pub(crate) const WIT_VERSION: &str = "0.1.1";
+pub(crate) const WIT_VERSION: &str = "0.1.2";
 
 impl From<types::Gvk> for GroupVersionKind {
     fn from(gvk: types::Gvk) -> Self {
@@ -122,6 +123,7 @@ impl From<plugin::Registration> for reg::Registration {
             indexes: r.indexes.into_iter().map(Into::into).collect(),
             max_concurrent_reconciles: r.max_concurrent_reconciles,
             reconcile_timeout: r.reconcile_timeout.map(Duration::from_millis),
+            handled: vec![],
         }
     }
 }

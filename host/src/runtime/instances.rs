@@ -19,7 +19,7 @@ use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use crate::runtime::Runtime;
-use crate::runtime::bindings::{Reconciler, ReconcilerIndices, webhooks};
+use crate::runtime::bindings::{Reconciler, ReconcilerIndices, handlers, webhooks};
 use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
@@ -49,15 +49,17 @@ pub(crate) struct Linked {
     pre: InstancePre<StoreState>,
     reconciler: ReconcilerIndices,
     webhooks: Option<webhooks::GuestIndices>,
+    handlers: Option<handlers::GuestIndices>,
 }
 
 impl Linked {
     /// Finds the reconciler world's exports of `pre` (an error if one is missing) and its
-    /// `webhooks` interface if it exports one.
+    /// `webhooks` and `handlers` interfaces if it exports them.
     pub(crate) fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
         Ok(Linked {
             reconciler: ReconcilerIndices::new(&pre)?,
             webhooks: webhooks::GuestIndices::new(&pre).ok(),
+            handlers: handlers::GuestIndices::new(&pre).ok(),
             pre,
         })
     }
@@ -67,6 +69,11 @@ impl Linked {
         self.webhooks.is_some()
     }
 
+    /// Whether the component exports the `handlers` interface.
+    pub(crate) fn has_handlers(&self) -> bool {
+        self.handlers.is_some()
+    }
+
     async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Exports> {
         let instance = self.pre.instantiate_async(&mut *store).await?;
         let reconciler = self.reconciler.load(&mut *store, &instance)?;
@@ -74,9 +81,14 @@ impl Linked {
             Some(indices) => Some(indices.load(&mut *store, &instance)?),
             None => None,
         };
+        let handlers = match &self.handlers {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
         Ok(Exports {
             reconciler,
             webhooks,
+            handlers,
         })
     }
 }
@@ -88,6 +100,8 @@ pub(crate) struct Exports {
     pub(crate) reconciler: Reconciler,
     /// `describe-webhooks`, `validate`, `default` and `convert`.
     pub(crate) webhooks: Option<webhooks::Guest>,
+    /// `describe-handlers` and `handle`.
+    pub(crate) handlers: Option<handlers::Guest>,
 }
 
 struct Instance {

@@ -14,6 +14,7 @@ use crate::runtime::compiler::WorkerError;
 use crate::runtime::compiles::Asker;
 use crate::runtime::engine::Reservation;
 use crate::runtime::error::{DispatchError, RuntimeError, TrapKind};
+use crate::runtime::handlers::describe_handlers;
 use crate::runtime::host::{Grant, PluginContext};
 use crate::runtime::instances::{InstanceMode, Instances, Linked};
 use crate::runtime::memory::MemoryShare;
@@ -340,7 +341,7 @@ impl Runtime {
             memory,
             (InstanceMode::Fresh, 1),
         );
-        let registration: Registration = describing
+        let mut registration: Registration = describing
             .dispatch(
                 &ObjectKey::default(),
                 options.describe_timeout,
@@ -352,6 +353,10 @@ impl Runtime {
                 reason: e.to_string(),
             })?
             .into();
+        if linked.has_handlers() {
+            registration.handled =
+                describe_handlers(&file, &describing, options.describe_timeout).await?;
+        }
         registration
             .validate()
             .map_err(|e| RuntimeError::Describe {
@@ -704,6 +709,17 @@ impl Plugin {
                 Box::pin(async move { exports.reconciler.call_map(store, &kind, &object).await })
             })
             .await?;
+        self.checked_keys("map", keys, key)
+    }
+
+    /// The keys `export` returned for the object at `key`, if they are within the plugin's
+    /// limit, valid object keys, and inside the namespace it is confined to.
+    pub(crate) fn checked_keys(
+        &self,
+        export: &str,
+        keys: Vec<types::ObjectKey>,
+        key: &ObjectKey,
+    ) -> Result<Vec<ObjectKey>, DispatchError> {
         let max = self.context.limits.map_keys;
         let refused = |message: String| {
             self.context.budget.refuse(Refusal::Invalid);
@@ -716,7 +732,7 @@ impl Plugin {
         };
         if keys.len() > max {
             return Err(refused(format!(
-                "map returned {} keys, over the limit of {max}",
+                "{export} returned {} keys, over the limit of {max}",
                 keys.len()
             )));
         }
@@ -724,10 +740,10 @@ impl Plugin {
         for mapped in &keys {
             boundary::namespace(&mapped.namespace)
                 .and_then(|()| boundary::name(&mapped.name))
-                .map_err(|reason| refused(format!("map returned an invalid key: {reason}")))?;
+                .map_err(|reason| refused(format!("{export} returned an invalid key: {reason}")))?;
             if let Some(home) = self.home().filter(|home| *home != mapped.namespace) {
                 return Err(refused(format!(
-                    "map returned a key in namespace {:?}: its WasmReconciler confines it to {home}",
+                    "{export} returned a key in namespace {:?}: its WasmReconciler confines it to {home}",
                     mapped.namespace
                 )));
             }

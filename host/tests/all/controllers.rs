@@ -192,6 +192,74 @@ async fn undeclared_writes_never_reach_the_apiserver_and_plugins_share_watches()
     .await
 }
 
+/// How many times guest-handler reconciled ConfigMap `name` (its annotation), if it did.
+async fn handled_reconciles(api: &Api<ConfigMap>, name: &str) -> Option<String> {
+    let annotations = api.get(name).await.ok()?.metadata.annotations?;
+    annotations
+        .get("guest-handler.wasmop.dev/reconciles")
+        .cloned()
+}
+
+/// Waits until guest-handler reconciled ConfigMap `name` `count` times.
+async fn reconciled_times(api: &Api<ConfigMap>, name: &str, count: &str) {
+    eventually(&format!("{name} reconciled {count} times"), || async {
+        (handled_reconciles(api, name).await? == count).then_some(())
+    })
+    .await
+}
+
+/// guest-handler's own handler filters creates by name and updates by comparing the old and the
+/// new object, and maps deletions to another object. One worker and one handler task take changes
+/// in the order the watch delivered them, so once a later object is reconciled, an earlier one's
+/// change was handled: what it left unreconciled, it refused.
+#[tokio::test]
+async fn changes_a_plugin_handles_itself_reach_the_queue_as_it_says() -> anyhow::Result<()> {
+    within(LIMIT, "guest-handler on the real control plane", async {
+        let plane = &shared_by(module_path!()).await?;
+        let client = plane.client().await?;
+        let namespace = plane.create_namespace("handled").await?;
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default())?;
+        let component = common::component("guest-handler");
+        manager
+            .add_plugin(&component, PluginOptions::default())
+            .await?;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        for name in ["ledger", "plain", "handled-a", "handled-b"] {
+            let object = json!({"metadata": {"name": name}, "data": {"mode": "1"}});
+            let object: ConfigMap = serde_json::from_value(object)?;
+            api.create(&Default::default(), &object).await?;
+        }
+        for name in ["ledger", "handled-a", "handled-b"] {
+            reconciled_times(&api, name, "1").await;
+        }
+        assert_eq!(
+            handled_reconciles(&api, "plain").await,
+            None,
+            "a create it filtered out"
+        );
+
+        let patch = |data: serde_json::Value| Patch::Merge(json!({"data": data}));
+        let params = PatchParams::default();
+        api.patch("handled-b", &params, &patch(json!({"other": "x"})))
+            .await?;
+        api.patch("handled-a", &params, &patch(json!({"mode": "2"})))
+            .await?;
+        reconciled_times(&api, "handled-a", "2").await;
+        let kept = handled_reconciles(&api, "handled-b").await;
+        assert_eq!(kept.as_deref(), Some("1"), "an update that kept data.mode");
+
+        api.delete("handled-b", &Default::default()).await?;
+        reconciled_times(&api, "ledger", "2").await;
+        assert_eq!(
+            handled_reconciles(&api, "handled-a").await.as_deref(),
+            Some("2")
+        );
+        manager.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
 #[tokio::test]
 async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<()> {
     within(LIMIT, "an event storm", async {

@@ -10,6 +10,7 @@ mod common;
 mod bad_guests;
 mod chart;
 mod dashboard;
+mod handlers;
 mod loading;
 mod module_graph;
 mod plugins;

@@ -43,7 +43,7 @@ fn known_reason(reason: &str) -> bool {
     match words[..] {
         ["object", change] => ["listed", "added", "updated", "deleted"].contains(&change),
         ["owned" | "watched", _, change] => {
-            ["listed", "added", "updated", "deleted", "changed"].contains(&change)
+            ["listed", "added", "updated", "deleted"].contains(&change)
         }
         _ => false,
     }

@@ -1,7 +1,8 @@
 //! A plugin's webhooks in the runtime: what it declares, the answers of `webapp`'s validate,
 //! default and convert, a guest that loops in `validate` stopped at the webhook timeout, and
 //! plugins without webhooks — built with the SDK, or against the WIT before webhooks — loading
-//! and reconciling as before; then the reviews the apiserver sends, answered as it expects.
+//! and reconciling as before, and one built against the WIT before handlers serving its own;
+//! then the reviews the apiserver sends, answered as it expects.
 
 use crate::common;
 
@@ -285,6 +286,30 @@ async fn plugins_without_webhooks_load_and_reconcile_as_before() {
             .await
             .expect("a 0.1.0 plugin reconciles");
         assert_eq!(outcome, Outcome::Done);
+    })
+    .await
+}
+
+/// A component of the WIT before handlers (0.1.1) exports `webhooks@0.1.1`: the host of 0.1.2
+/// finds and calls it, and maps its changes itself.
+#[tokio::test]
+async fn a_plugin_built_against_wit_0_1_1_serves_its_webhooks_as_before() {
+    within(LIMIT, "a 0.1.1 plugin's webhooks", async {
+        let (old, _host) = load(&runtime(), "guest-wit011", PluginOptions::default()).await;
+        assert!(old.registration().handled.is_empty());
+        let configmaps = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let declared = old.webhooks().expect("its webhooks@0.1.1 export is found");
+        assert_eq!(declared.validate[0].kind, configmaps);
+        let create = |name: &str| {
+            let key = ObjectKey::new("default", name);
+            common::admission_create(configmaps.clone(), key, configmap("default", name))
+        };
+        let kept = old.validate(&create("kept")).await.unwrap();
+        assert_eq!(kept, Verdict::Allowed(vec![]));
+        let Verdict::Denied(denial) = old.validate(&create("refused")).await.unwrap() else {
+            panic!("a create named refused is refused");
+        };
+        assert_eq!(denial.message, "refused by guest-wit011");
     })
     .await
 }

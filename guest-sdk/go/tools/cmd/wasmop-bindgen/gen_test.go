@@ -12,8 +12,8 @@ import (
 const repo = "../../../../.."
 
 func TestGeneratedBindingsAreCurrent(t *testing.T) {
-	if err := run(filepath.Join(repo, "wit"), "webhook-reconciler", filepath.Join(repo, "guest-sdk/go/internal/wit"), "wit", true); err != nil {
-		t.Fatalf("%v (regenerate: cd guest-sdk/go/tools && go run ./cmd/wasmop-bindgen -wit ../../../wit -world webhook-reconciler -out ../internal/wit)", err)
+	if err := run(filepath.Join(repo, "wit"), "handler-reconciler", filepath.Join(repo, "guest-sdk/go/internal/wit"), "wit", true); err != nil {
+		t.Fatalf("%v (regenerate: cd guest-sdk/go/tools && go run ./cmd/wasmop-bindgen -wit ../../../wit -world handler-reconciler -out ../internal/wit)", err)
 	}
 }
 
@@ -111,7 +111,7 @@ func TestSampleBindingsCompileForWasip1(t *testing.T) {
 }
 
 func TestAnExportedInterfaceIsBoundWithItsQualifiedNamesAndPrefixedClashes(t *testing.T) {
-	world, err := loadWorld(filepath.Join(repo, "wit"), "webhook-reconciler")
+	world, err := loadWorld(filepath.Join(repo, "wit"), "handler-reconciler")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +125,16 @@ func TestAnExportedInterfaceIsBoundWithItsQualifiedNamesAndPrefixedClashes(t *te
 		"type WebhooksRegistration struct", // webhooks' registration is prefixed
 		"WebhooksValidate(req AdmissionRequest) Verdict",
 		"WebhooksDescribeWebhooks() WebhooksRegistration",
+		"HandlersHandle(kind Gvk, change Change) []ObjectKey",
 	} {
 		if !strings.Contains(types, want) {
 			t.Errorf("types.go lacks %q", want)
 		}
 	}
 	for _, want := range []string{
-		"//go:wasmexport wasmop:reconciler/webhooks@0.1.1#validate",
-		"//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.1#validate",
+		"//go:wasmexport wasmop:reconciler/webhooks@0.1.2#validate",
+		"//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.2#validate",
+		"//go:wasmexport wasmop:reconciler/handlers@0.1.2#handle",
 	} {
 		if !strings.Contains(glue, want) {
 			t.Errorf("abi_wasip1.go lacks %q", want)

@@ -11,7 +11,8 @@
 //		})
 //	}
 //
-// The builder's For, Owns, Watches, predicates and options become the plugin's registration,
+// The builder's For, Owns, Watches, predicates and options become the plugin's registration
+// (the kinds whose handlers or predicates only Go can run are handled in the guest),
 // the webhooks ctrl.NewWebhookManagedBy completes the webhooks it serves, and the
 // `// +kubebuilder:rbac:` markers of its packages its permissions.
 // What the host cannot honour stops the registration with a panic naming it, which the host
@@ -40,12 +41,6 @@ type Plugin struct {
 	// Permissions are writes and extra reads the plugin declares besides those of its
 	// kubebuilder RBAC markers, which `wasmop build` reads from its packages.
 	Permissions []guest.Permission
-	// PassUndecidablePredicates lets the predicates neither the host nor the guest can
-	// evaluate — predicate.Funcs and other custom predicates, which may compare an update's old
-	// and new objects — pass every event instead of failing the load: the controller then
-	// reconciles on a superset of the events it filtered, which a level-triggered reconciler
-	// takes in its stride. Each such predicate is named in the log at load.
-	PassUndecidablePredicates bool
 }
 
 // Register runs p's setup and makes the controller it completed the component's reconciler.
@@ -54,7 +49,7 @@ func Register(p Plugin) {
 	if err != nil {
 		panic(fmt.Sprintf("plugin %s: %v", p.Name, err))
 	}
-	guest.Register(guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Map: built.Map, Webhooks: built.Webhooks, LoadWarnings: built.LoadWarnings})
+	guest.Register(guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Handle: built.Handle, Webhooks: built.Webhooks, LoadWarnings: built.LoadWarnings})
 }
 
 func build(p Plugin) (*plugin.Plugin, error) {
@@ -66,7 +61,6 @@ func build(p Plugin) (*plugin.Plugin, error) {
 		return nil, err
 	}
 	m := plugin.NewManager(p.Scheme)
-	m.PassUndecidablePredicates = p.PassUndecidablePredicates
 	if err := p.Setup(m); err != nil {
 		return nil, fmt.Errorf("setting up: %w", err)
 	}

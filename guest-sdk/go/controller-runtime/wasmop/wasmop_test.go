@@ -69,17 +69,20 @@ func TestTheBuilderBecomesTheRegistrationAndTheExportsRunTheReconciler(t *testin
 		cms.Mapping != guest.MapToControllerOwner() || secrets.Mapping != guest.MapByGuest() {
 		t.Fatalf("watches %+v", reg.Watches)
 	}
+	if len(reg.Handled) != 1 || reg.Handled[0] != guest.Secret {
+		t.Fatalf("handled %v: the Secrets' map function and filter are the guest's", reg.Handled)
+	}
 	if reg.MaxConcurrentReconciles != 3 || reg.ReconcileTimeout != 5*time.Second {
 		t.Fatalf("options %d %v", reg.MaxConcurrentReconciles, reg.ReconcileTimeout)
 	}
 
 	secret := guest.New(guest.Secret, "shop", "creds")
 	secret.Set(map[string]any{"app": "web"}, "metadata", "annotations")
-	if reqs := p.Map(guest.Secret, secret); len(reqs) != 0 {
+	if reqs := p.Handle(guest.Secret, guest.Change{New: secret}); len(reqs) != 0 {
 		t.Fatalf("an unlabelled secret mapped to %v", reqs)
 	}
 	secret.Set(map[string]any{"team": "shop"}, "metadata", "labels")
-	if reqs := p.Map(guest.Secret, secret); len(reqs) != 1 || reqs[0] != (guest.Request{Namespace: "shop", Name: "web"}) {
+	if reqs := p.Handle(guest.Secret, guest.Change{New: secret}); len(reqs) != 1 || reqs[0] != (guest.Request{Namespace: "shop", Name: "web"}) {
 		t.Fatalf("mapped to %v", reqs)
 	}
 
@@ -89,35 +92,34 @@ func TestTheBuilderBecomesTheRegistrationAndTheExportsRunTheReconciler(t *testin
 	}
 }
 
-func TestAFilterOfThePrimaryKindSkipsTheReconcileOfAnObjectItRefuses(t *testing.T) {
-	h := guesttest.New()
+func TestAFilterOfThePrimaryKindDecidesOnItsEventsInTheGuest(t *testing.T) {
+	guesttest.New()
 	mine := guest.New(guest.ConfigMap, "shop", "mine")
 	mine.Set(map[string]any{"team": "shop"}, "metadata", "labels")
-	h.Seed(mine, guest.New(guest.ConfigMap, "shop", "theirs"))
-	r := &reconciler{}
+	theirs := guest.New(guest.ConfigMap, "shop", "theirs")
 	p, err := build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
 		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
-			WithEventFilter(predicate.NewPredicateFuncs(labelled)).Complete(r)
+			WithEventFilter(predicate.NewPredicateFuncs(labelled)).Complete(&reconciler{})
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"mine", "theirs", "gone"} {
-		if _, err := p.Reconcile(context.Background(), guest.Request{Namespace: "shop", Name: name}); err != nil {
-			t.Fatal(err)
+	if reg := p.Registration; len(reg.Handled) != 1 || reg.Handled[0] != guest.ConfigMap || len(reg.Watches) != 0 {
+		t.Fatalf("the primary kind is handled in the guest: %+v", reg)
+	}
+	var handled []string
+	for _, change := range []guest.Change{{New: mine}, {New: theirs}, {Old: mine}, {Old: theirs, New: mine}} {
+		for _, r := range p.Handle(guest.ConfigMap, change) {
+			handled = append(handled, r.Name)
 		}
 	}
-	if len(r.seen) != 2 || r.seen[0].Name != "mine" || r.seen[1].Name != "gone" {
-		t.Fatalf("reconciled %v", r.seen)
+	if strings.Join(handled, " ") != "mine mine mine" {
+		t.Fatalf("requests %v: created, deleted and changed to labelled", handled)
 	}
 }
 
 func TestWhatTheHostCannotHonourFailsTheSetupNamingIt(t *testing.T) {
-	oldAndNew := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return true }}
 	for name, setup := range map[string]func(ctrl.Manager) error{
-		"predicate.Funcs": func(mgr ctrl.Manager) error {
-			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).WithEventFilter(oldAndNew).Complete(&reconciler{})
-		},
 		"a second controller": func(mgr ctrl.Manager) error {
 			if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&reconciler{}); err != nil {
 				return err
@@ -141,34 +143,45 @@ func TestWhatTheHostCannotHonourFailsTheSetupNamingIt(t *testing.T) {
 	}
 }
 
-func TestUndecidablePredicatesPassEveryEventWhenThePluginSaysSo(t *testing.T) {
-	labels := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return false }}
+func TestAnUpdatePredicateComparesTheOldAndTheNewObject(t *testing.T) {
+	guesttest.New()
+	labelsDiffer := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetLabels()["tier"] != e.ObjectNew.GetLabels()["tier"]
+	}}
 	setup := func(mgr ctrl.Manager) error {
 		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
 			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, ns client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns.GetName(), Name: "settings"}}}
-			}), builder.WithPredicates(labels, predicate.LabelChangedPredicate{})).
+			}), builder.WithPredicates(labelsDiffer)).
 			Complete(&reconciler{})
 	}
-	p, err := build(Plugin{Name: "ns", Version: "1.0.0", Scheme: scheme(t), Setup: setup, PassUndecidablePredicates: true})
+	p, err := build(Plugin{Name: "ns", Version: "1.0.0", Scheme: scheme(t), Setup: setup})
 	if err != nil {
 		t.Fatal(err)
 	}
 	namespace := guest.Kind{Version: "v1", Kind: "Namespace"}
-	watch := p.Registration.Watches[0]
-	if watch.Kind != namespace || len(watch.Predicates) != 1 || watch.Predicates[0] != guest.LabelsChanged {
-		t.Fatalf("the decidable predicate is the host's, the other passes: %+v", watch)
+	if reg := p.Registration; len(reg.Handled) != 1 || reg.Handled[0] != namespace || len(reg.Predicates) != 0 {
+		t.Fatalf("the Namespace watch is handled in the guest, the primary kind by the host: %+v", reg)
 	}
-	if len(p.LoadWarnings) != 1 || !strings.Contains(p.LoadWarnings[0], "predicate.Funcs on the Namespace watch passes every event") {
-		t.Errorf("load warnings %q", p.LoadWarnings)
-	}
-	mapped := p.Map(namespace, guest.New(namespace, "", "shop"))
-	if len(mapped) != 1 || mapped[0].Namespace != "shop" {
-		t.Fatalf("mapped %v", mapped)
+	plain, tiered, noted := guest.New(namespace, "", "shop"), guest.New(namespace, "", "shop"), guest.New(namespace, "", "shop")
+	tiered.Set(map[string]any{"tier": "gold"}, "metadata", "labels")
+	noted.Set(map[string]any{"note": "x"}, "metadata", "annotations")
+	for _, c := range []struct {
+		name   string
+		change guest.Change
+		want   int
+	}{
+		{"a created Namespace", guest.Change{New: plain}, 1},
+		{"a change of its tier", guest.Change{Old: plain, New: tiered}, 1},
+		{"a change of something else", guest.Change{Old: plain, New: noted}, 0},
+	} {
+		if got := p.Handle(namespace, c.change); len(got) != c.want || (c.want == 1 && got[0] != guest.Request{Namespace: "shop", Name: "settings"}) {
+			t.Errorf("%s: requests %v", c.name, got)
+		}
 	}
 }
 
-func TestOrAndNotOfOneObjectRunInTheGuestAndOfChangesFailNamingTheirParts(t *testing.T) {
+func TestOrAndNotRunInTheGuestOnEachEvent(t *testing.T) {
 	guesttest.New()
 	frontOrShop := predicate.Or(predicate.NewPredicateFuncs(labelled),
 		predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == "front" }))
@@ -189,7 +202,7 @@ func TestOrAndNotOfOneObjectRunInTheGuestAndOfChangesFailNamingTheirParts(t *tes
 		if s.team != "" {
 			secret.Set(map[string]any{"team": s.team}, "metadata", "labels")
 		}
-		for _, r := range p.Map(guest.Secret, secret) {
+		for _, r := range p.Handle(guest.Secret, guest.Change{New: secret}) {
 			mapped = append(mapped, r.Namespace+"/"+r.Name+":"+s.team)
 		}
 	}
@@ -197,12 +210,21 @@ func TestOrAndNotOfOneObjectRunInTheGuestAndOfChangesFailNamingTheirParts(t *tes
 		t.Fatalf("mapped %v", mapped)
 	}
 
-	changes := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
-	_, err = build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+	changes := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	p, err = build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
 		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).WithEventFilter(changes).Complete(&reconciler{})
 	}})
-	if err == nil || !strings.Contains(err.Error(), "predicate.GenerationChangedPredicate, predicate.LabelChangedPredicate") {
-		t.Fatalf("an Or of changes: %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, relabelled, annotated := guest.New(guest.ConfigMap, "shop", "a"), guest.New(guest.ConfigMap, "shop", "a"), guest.New(guest.ConfigMap, "shop", "a")
+	relabelled.Set(map[string]any{"team": "shop"}, "metadata", "labels")
+	annotated.Set(map[string]any{"note": "x"}, "metadata", "annotations")
+	if got := p.Handle(guest.ConfigMap, guest.Change{Old: before, New: relabelled}); len(got) != 1 {
+		t.Errorf("a label change passes the Or: %v", got)
+	}
+	if got := p.Handle(guest.ConfigMap, guest.Change{Old: before, New: annotated}); len(got) != 0 {
+		t.Errorf("an annotation change passes neither part: %v", got)
 	}
 }
 

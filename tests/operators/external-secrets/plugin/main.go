@@ -6,8 +6,8 @@
 // SetupWithManager (the suite's rate limiter aside: the host's queue has its own). The package
 // has no kubebuilder RBAC markers (the operator's chart grants its roles), so the writes it makes
 // are declared here. Its Namespace watch filters with a predicate.Funcs comparing old and new
-// labels, which passes every event here (PassUndecidablePredicates): the controller reconciles
-// on every Namespace change instead of only label changes.
+// labels: the host hands each Namespace change to the plugin, which runs that predicate on the old
+// and the new object, as the operator's own controller does.
 package main
 
 import (
@@ -39,7 +39,6 @@ func init() {
 			{Kind: kind("ExternalSecret"), Verbs: guest.Writes},
 			{Kind: kind("ClusterExternalSecret"), Verbs: []guest.Verb{guest.VerbStatus}},
 		},
-		PassUndecidablePredicates: true,
 		Setup: func(mgr ctrl.Manager) error {
 			r := &clusterexternalsecret.Reconciler{
 				Client:          mgr.GetClient(),

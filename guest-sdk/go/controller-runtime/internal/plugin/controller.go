@@ -1,6 +1,6 @@
 // Package plugin turns what a controller-runtime program sets up — the controller its builder
 // completes, its field indexes, its event recorders — into a wasmop plugin: the registration
-// `describe` returns and the reconcile and map exports. A use the host cannot honour is an
+// `describe` returns and the reconcile and handle exports. A use the host cannot honour is an
 // error naming it, returned by the setup.
 package plugin
 

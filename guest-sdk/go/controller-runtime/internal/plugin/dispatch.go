@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"wasmop.dev/guest"
 )
@@ -19,19 +21,9 @@ import (
 // minimum requeue delay, not with the key's backoff.
 const requeueSoon = time.Millisecond
 
-// Reconcile runs the reconciler on req, unless the primary object is cached and a filter of
-// the For kind refuses it (its event would not have been queued).
+// Reconcile runs the reconciler on req, with the logger its LogConstructor makes.
 func (p *Plugin) Reconcile(ctx context.Context, req guest.Request) (guest.Result, error) {
 	request := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: req.Namespace, Name: req.Name}}
-	if len(p.forFilters) > 0 {
-		obj, err := p.object(p.primary)
-		if err != nil {
-			return guest.Result{}, err
-		}
-		if p.manager.client.Get(ctx, request.NamespacedName, obj) == nil && !passes(p.forFilters, obj) {
-			return guest.Result{}, nil
-		}
-	}
 	logger := log.Log
 	if construct := p.manager.controller.Options.LogConstructor; construct != nil {
 		logger = construct(&request)
@@ -58,24 +50,64 @@ func result(res reconcile.Result, err error) (guest.Result, error) {
 	return out, nil
 }
 
-// Map is the requests the watches of kind map obj to, those whose filters pass it.
-func (p *Plugin) Map(kind guest.Kind, obj guest.Object) []guest.Request {
+// Handle is the requests the sources of kind make of change: each source's predicates decide on
+// its event, and its handler adds what the event maps to.
+func (p *Plugin) Handle(kind guest.Kind, change guest.Change) []guest.Request {
 	gvk := schema.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind}
-	typed, err := p.decode(gvk, obj)
+	old, updated, err := p.decodeChange(gvk, change)
 	if err != nil {
-		slog.Error("mapping a " + kind.Kind + ": " + err.Error())
+		slog.Error("handling a change of a " + kind.Kind + ": " + err.Error())
 		return nil
 	}
-	var out []guest.Request
-	for _, w := range p.mapped[gvk] {
-		if !passes(w.filters, typed) {
-			continue
-		}
-		for _, r := range w.handler.Requests(context.Background(), typed) {
-			out = append(out, guest.Request{Namespace: r.Namespace, Name: r.Name})
+	ctx, queue := context.Background(), &collector{}
+	for _, w := range p.handled[gvk] {
+		switch {
+		case old == nil:
+			e := event.CreateEvent{Object: updated}
+			if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Create(e) }) {
+				w.Handler.Create(ctx, e, queue)
+			}
+		case updated == nil:
+			e := event.DeleteEvent{Object: old}
+			if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Delete(e) }) {
+				w.Handler.Delete(ctx, e, queue)
+			}
+		default:
+			e := event.UpdateEvent{ObjectOld: old, ObjectNew: updated}
+			if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Update(e) }) {
+				w.Handler.Update(ctx, e, queue)
+			}
 		}
 	}
+	out := make([]guest.Request, 0, len(queue.requests))
+	for _, r := range queue.requests {
+		out = append(out, guest.Request{Namespace: r.Namespace, Name: r.Name})
+	}
 	return out
+}
+
+func all(predicates []predicate.Predicate, pass func(predicate.Predicate) bool) bool {
+	for _, p := range predicates {
+		if !pass(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeChange is the change's objects as gvk's Go type; nil where the change has none.
+func (p *Plugin) decodeChange(gvk schema.GroupVersionKind, change guest.Change) (old, updated client.Object, err error) {
+	if change.Old != nil {
+		if old, err = p.decode(gvk, change.Old); err != nil {
+			return nil, nil, err
+		}
+	}
+	if change.New != nil {
+		if updated, err = p.decode(gvk, change.New); err != nil {
+			return nil, nil, err
+		}
+	}
+	return old, updated, nil
 }
 
 // object is an empty object of gvk: its Go type when the scheme has one, else unstructured.

@@ -19,15 +19,12 @@ var _ manager.Manager = (*Manager)(nil)
 
 // Manager is the manager a guest's setup wires its controller to.
 type Manager struct {
-	// PassUndecidablePredicates lets a predicate neither the host nor the guest can evaluate
-	// (predicate.Funcs, which may compare old and new objects) pass every event.
-	PassUndecidablePredicates bool
-	scheme                    *runtime.Scheme
-	mapper                    meta.RESTMapper
-	client                    client.HostClient
-	controller                *Controller
-	webhooks                  []*Webhook
-	elected                   chan struct{}
+	scheme     *runtime.Scheme
+	mapper     meta.RESTMapper
+	client     client.HostClient
+	controller *Controller
+	webhooks   []*Webhook
+	elected    chan struct{}
 }
 
 // NewManager is a manager of the kinds in scheme.

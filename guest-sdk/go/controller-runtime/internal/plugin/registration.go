@@ -3,7 +3,6 @@ package plugin
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,7 +12,7 @@ import (
 )
 
 // Plugin is a completed controller as the host runs it: its registration, and what its
-// reconcile and map exports run.
+// reconcile and handle exports run.
 type Plugin struct {
 	// Registration is what describe returns.
 	Registration guest.Registration
@@ -23,18 +22,14 @@ type Plugin struct {
 	LoadWarnings []string
 	manager      *Manager
 	primary      schema.GroupVersionKind
-	forFilters   []filter
-	mapped       map[schema.GroupVersionKind][]mappedWatch
-}
-
-// mappedWatch is a watch whose events the guest maps to requests.
-type mappedWatch struct {
-	handler handler.EventHandler
-	filters []filter
+	// handled are the sources of each kind whose changes the guest handles.
+	handled map[schema.GroupVersionKind][]Watch
 }
 
 // Build is the plugin named name at version of the controller m's setup completed, declaring
-// permissions.
+// permissions. A kind whose one source the host can map and filter itself (the For kind's own
+// key, an owned kind's controller owner, with the change predicates the host evaluates) is the
+// host's; the guest handles every other kind's changes, running its handlers and predicates.
 func Build(name, version string, m *Manager, permissions []guest.Permission) (*Plugin, error) {
 	c := m.Controller()
 	if c == nil {
@@ -44,67 +39,94 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	if err != nil {
 		return nil, fmt.Errorf("the For kind: %w", err)
 	}
-	var passed []string
-	host, forFilters, err := split(slices.Concat(c.ForPredicates, c.EventFilter), m.PassUndecidablePredicates, &passed)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plugin{manager: m, primary: primary, forFilters: forFilters, mapped: map[schema.GroupVersionKind][]mappedWatch{}}
-	if len(passed) > 0 {
-		p.LoadWarnings = append(p.LoadWarnings, fmt.Sprintf("%s on %s passes every event (wasmop.Plugin.PassUndecidablePredicates)", strings.Join(passed, ", "), primary.Kind))
-	}
-	p.Registration = guest.Registration{
-		Name: name, Version: version, Primary: kindOf(primary), Predicates: host,
-		Permissions: permissions, MaxConcurrentReconciles: c.Options.MaxConcurrentReconciles,
-		ReconcileTimeout: c.Options.ReconciliationTimeout,
-	}
 	if err := checkOptions(c); err != nil {
 		return nil, err
 	}
+	p := &Plugin{manager: m, primary: primary, handled: map[schema.GroupVersionKind][]Watch{}}
+	p.Registration = guest.Registration{
+		Name: name, Version: version, Primary: kindOf(primary),
+		Permissions: permissions, MaxConcurrentReconciles: c.Options.MaxConcurrentReconciles,
+		ReconcileTimeout: c.Options.ReconciliationTimeout,
+	}
 	p.Webhooks = m.GuestWebhooks()
-	for _, w := range c.Watches {
-		if err := p.watch(m.scheme, w, c); err != nil {
-			return nil, err
+	sources := slices.Concat([]Watch{{Object: c.For, Handler: handler.EnqueueRequestForObject{}, Predicates: c.ForPredicates}}, c.Watches)
+	kinds, byKind, err := grouped(m.scheme, sources)
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range kinds {
+		watches := byKind[gvk]
+		for i := range watches {
+			watches[i].Predicates = slices.Concat(watches[i].Predicates, c.EventFilter)
+		}
+		if !p.byHost(gvk, watches) {
+			p.byGuest(gvk, watches)
 		}
 	}
 	return p, nil
 }
 
-// watch adds w to the registration: as an owned kind when the host maps it to its controller
-// owner of the primary kind, else as a kind the guest maps.
-func (p *Plugin) watch(scheme *runtime.Scheme, w Watch, c *Controller) error {
-	gvk, err := apiutil.GVKForObject(w.Object, scheme)
-	if err != nil {
-		return fmt.Errorf("a watched kind: %w", err)
-	}
-	var passed []string
-	host, filters, err := split(slices.Concat(w.Predicates, c.EventFilter), p.manager.PassUndecidablePredicates, &passed)
-	if err != nil {
-		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
-	}
-	if len(passed) > 0 {
-		p.LoadWarnings = append(p.LoadWarnings, fmt.Sprintf("%s on the %s watch passes every event (wasmop.Plugin.PassUndecidablePredicates)", strings.Join(passed, ", "), gvk.Kind))
-	}
-	if p.toControllerOwner(scheme, w.Handler) && len(filters) == 0 {
-		if len(host) == 0 {
-			p.Registration.Owns = append(p.Registration.Owns, kindOf(gvk))
-			return nil
+// grouped are the sources' kinds in the order they first appear, and each kind's sources.
+func grouped(scheme *runtime.Scheme, sources []Watch) ([]schema.GroupVersionKind, map[schema.GroupVersionKind][]Watch, error) {
+	var kinds []schema.GroupVersionKind
+	byKind := map[schema.GroupVersionKind][]Watch{}
+	for _, w := range sources {
+		gvk, err := apiutil.GVKForObject(w.Object, scheme)
+		if err != nil {
+			return nil, nil, fmt.Errorf("a watched kind: %w", err)
 		}
-		p.Registration.Watches = append(p.Registration.Watches, guest.Watch{Kind: kindOf(gvk), Mapping: guest.MapToControllerOwner(), Predicates: host})
-		return nil
+		if _, seen := byKind[gvk]; !seen {
+			kinds = append(kinds, gvk)
+		}
+		byKind[gvk] = append(byKind[gvk], w)
 	}
-	p.Registration.Watches = append(p.Registration.Watches, guest.Watch{Kind: kindOf(gvk), Mapping: guest.MapByGuest(), Predicates: host})
-	p.mapped[gvk] = append(p.mapped[gvk], mappedWatch{handler: w.Handler, filters: filters})
-	return nil
+	return kinds, byKind, nil
+}
+
+// byHost adds gvk to the registration as the host maps and filters it, when it can its one
+// source: the primary kind's own key, or an owned kind's controller owner of the primary kind,
+// with predicates it evaluates.
+func (p *Plugin) byHost(gvk schema.GroupVersionKind, watches []Watch) bool {
+	if len(watches) != 1 {
+		return false
+	}
+	w := watches[0]
+	host, ok := hostPredicates(w.Predicates)
+	switch {
+	case !ok:
+		return false
+	case gvk == p.primary:
+		if !ownKey(w.Handler) {
+			return false
+		}
+		p.Registration.Predicates = host
+	case !p.toControllerOwner(w.Handler):
+		return false
+	case len(host) == 0:
+		p.Registration.Owns = append(p.Registration.Owns, kindOf(gvk))
+	default:
+		watch := guest.Watch{Kind: kindOf(gvk), Mapping: guest.MapToControllerOwner(), Predicates: host}
+		p.Registration.Watches = append(p.Registration.Watches, watch)
+	}
+	return true
+}
+
+// byGuest declares gvk as a kind whose changes the guest handles with its sources.
+func (p *Plugin) byGuest(gvk schema.GroupVersionKind, watches []Watch) {
+	p.handled[gvk] = watches
+	p.Registration.Handled = append(p.Registration.Handled, kindOf(gvk))
+	if gvk != p.primary {
+		p.Registration.Watches = append(p.Registration.Watches, guest.Watch{Kind: kindOf(gvk), Mapping: guest.MapByGuest()})
+	}
 }
 
 // toControllerOwner is whether h maps objects to their controller owner of the primary kind.
-func (p *Plugin) toControllerOwner(scheme *runtime.Scheme, h handler.EventHandler) bool {
+func (p *Plugin) toControllerOwner(h handler.EventHandler) bool {
 	owner, ok := h.(*handler.OwnerHandler)
 	if !ok || !owner.OnlyController {
 		return false
 	}
-	gvk, err := apiutil.GVKForObject(owner.OwnerType, scheme)
+	gvk, err := apiutil.GVKForObject(owner.OwnerType, p.manager.scheme)
 	return err == nil && gvk.GroupKind() == p.primary.GroupKind()
 }
 

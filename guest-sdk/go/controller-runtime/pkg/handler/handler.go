@@ -1,6 +1,9 @@
-// Package handler is controller-runtime's event handlers for wasmop guests: how an event on a
-// watched object becomes reconcile requests. The builder turns each into the host's mapping
-// (an object's controller owner) or runs it in the guest's map export.
+// Package handler is controller-runtime's event handlers for wasmop guests, generic over the
+// object and request types as upstream, with aliases for client.Object and reconcile.Request: how
+// an event on a watched object becomes reconcile requests. The builder gives the host the mapping
+// it can do itself (an object's own key, its controller owner of the primary kind); every other
+// handler runs in the guest on each change the host hands it, adding to a queue that becomes the
+// requests the host queues.
 package handler
 
 import (
@@ -9,34 +12,147 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// EventHandler maps a watched object's events to requests.
-type EventHandler interface {
-	// Requests are the requests an event on obj makes.
-	Requests(ctx context.Context, obj client.Object) []reconcile.Request
+// EventHandler maps events on client.Object to reconcile requests.
+type EventHandler = TypedEventHandler[client.Object, reconcile.Request]
+
+// TypedEventHandler maps a watched object's events to requests, adding them to the queue.
+type TypedEventHandler[object any, request comparable] interface {
+	// Create is called for a creation.
+	Create(context.Context, event.TypedCreateEvent[object], workqueue.TypedRateLimitingInterface[request])
+	// Update is called for a change.
+	Update(context.Context, event.TypedUpdateEvent[object], workqueue.TypedRateLimitingInterface[request])
+	// Delete is called for a deletion.
+	Delete(context.Context, event.TypedDeleteEvent[object], workqueue.TypedRateLimitingInterface[request])
+	// Generic is called for an event from outside the cluster.
+	Generic(context.Context, event.TypedGenericEvent[object], workqueue.TypedRateLimitingInterface[request])
+}
+
+// Funcs is an event handler of functions on client.Object.
+type Funcs = TypedFuncs[client.Object, reconcile.Request]
+
+// TypedFuncs is an event handler of functions; a nil one ignores its events.
+type TypedFuncs[object any, request comparable] struct {
+	// CreateFunc handles creations.
+	CreateFunc func(context.Context, event.TypedCreateEvent[object], workqueue.TypedRateLimitingInterface[request])
+	// UpdateFunc handles changes.
+	UpdateFunc func(context.Context, event.TypedUpdateEvent[object], workqueue.TypedRateLimitingInterface[request])
+	// DeleteFunc handles deletions.
+	DeleteFunc func(context.Context, event.TypedDeleteEvent[object], workqueue.TypedRateLimitingInterface[request])
+	// GenericFunc handles generic events.
+	GenericFunc func(context.Context, event.TypedGenericEvent[object], workqueue.TypedRateLimitingInterface[request])
+}
+
+// Create runs CreateFunc.
+func (h TypedFuncs[object, request]) Create(ctx context.Context, e event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	if h.CreateFunc != nil {
+		h.CreateFunc(ctx, e, q)
+	}
+}
+
+// Update runs UpdateFunc.
+func (h TypedFuncs[object, request]) Update(ctx context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	if h.UpdateFunc != nil {
+		h.UpdateFunc(ctx, e, q)
+	}
+}
+
+// Delete runs DeleteFunc.
+func (h TypedFuncs[object, request]) Delete(ctx context.Context, e event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	if h.DeleteFunc != nil {
+		h.DeleteFunc(ctx, e, q)
+	}
+}
+
+// Generic runs GenericFunc.
+func (h TypedFuncs[object, request]) Generic(ctx context.Context, e event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	if h.GenericFunc != nil {
+		h.GenericFunc(ctx, e, q)
+	}
+}
+
+// mapped is the handler that adds what requests maps an event's objects to: the new and the old
+// object of an update.
+func mapped[object any, request comparable](requests func(context.Context, object) []request) TypedFuncs[object, request] {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[request], objs ...object) {
+		for _, obj := range objs {
+			for _, r := range requests(ctx, obj) {
+				q.Add(r)
+			}
+		}
+	}
+	return TypedFuncs[object, request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+			add(ctx, q, e.ObjectNew, e.ObjectOld)
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+			add(ctx, q, e.Object)
+		},
+	}
 }
 
 // EnqueueRequestForObject requests a reconcile of the object itself.
-type EnqueueRequestForObject struct{}
+type EnqueueRequestForObject = TypedEnqueueRequestForObject[client.Object]
 
-// Requests is obj's own key.
-func (EnqueueRequestForObject) Requests(_ context.Context, obj client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(obj)}}
+// TypedEnqueueRequestForObject requests a reconcile of the object itself.
+type TypedEnqueueRequestForObject[object client.Object] struct{}
+
+// own requests an event's object; the new one of an update (the object's key is the same).
+func (TypedEnqueueRequestForObject[object]) own() TypedFuncs[object, reconcile.Request] {
+	own := mapped(func(_ context.Context, obj object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(obj)}}
+	})
+	own.UpdateFunc = func(ctx context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		own.Generic(ctx, event.TypedGenericEvent[object]{Object: e.ObjectNew}, q)
+	}
+	return own
+}
+
+// Create requests the created object.
+func (h TypedEnqueueRequestForObject[object]) Create(ctx context.Context, e event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.own().Create(ctx, e, q)
+}
+
+// Update requests the changed object.
+func (h TypedEnqueueRequestForObject[object]) Update(ctx context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.own().Update(ctx, e, q)
+}
+
+// Delete requests the deleted object.
+func (h TypedEnqueueRequestForObject[object]) Delete(ctx context.Context, e event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.own().Delete(ctx, e, q)
+}
+
+// Generic requests the object.
+func (h TypedEnqueueRequestForObject[object]) Generic(ctx context.Context, e event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.own().Generic(ctx, e, q)
 }
 
 // MapFunc maps an object to requests.
-type MapFunc func(context.Context, client.Object) []reconcile.Request
+type MapFunc = TypedMapFunc[client.Object, reconcile.Request]
 
-// EnqueueRequestsFromMapFunc requests what fn maps an object to.
-func EnqueueRequestsFromMapFunc(fn MapFunc) EventHandler { return mapFunc(fn) }
+// TypedMapFunc maps an object to requests.
+type TypedMapFunc[object any, request comparable] func(context.Context, object) []request
 
-type mapFunc MapFunc
+// EnqueueRequestsFromMapFunc requests what fn maps an event's objects to.
+func EnqueueRequestsFromMapFunc(fn MapFunc) EventHandler {
+	return TypedEnqueueRequestsFromMapFunc(fn)
+}
 
-func (f mapFunc) Requests(ctx context.Context, obj client.Object) []reconcile.Request {
-	return f(ctx, obj)
+// TypedEnqueueRequestsFromMapFunc requests what fn maps an event's objects to.
+func TypedEnqueueRequestsFromMapFunc[object any, request comparable](fn TypedMapFunc[object, request]) TypedEventHandler[object, request] {
+	return mapped[object, request](fn)
 }
 
 // OwnerOption modifies EnqueueRequestForOwner.
@@ -56,6 +172,12 @@ func EnqueueRequestForOwner(scheme *runtime.Scheme, _ meta.RESTMapper, ownerType
 	return h
 }
 
+// TypedEnqueueRequestForOwner requests a reconcile of the object's owners of ownerType's kind.
+func TypedEnqueueRequestForOwner[object client.Object](scheme *runtime.Scheme, mapper meta.RESTMapper, ownerType client.Object, opts ...OwnerOption) TypedEventHandler[object, reconcile.Request] {
+	owner := EnqueueRequestForOwner(scheme, mapper, ownerType, opts...).(*OwnerHandler)
+	return mapped(func(ctx context.Context, obj object) []reconcile.Request { return owner.Requests(ctx, obj) })
+}
+
 // OwnerHandler is EnqueueRequestForOwner's handler; the builder gives the host the mapping to
 // the controller owner when it is the primary kind's.
 type OwnerHandler struct {
@@ -65,6 +187,26 @@ type OwnerHandler struct {
 	OwnerType client.Object
 	// OnlyController maps only to the controller owner.
 	OnlyController bool
+}
+
+// Create requests the created object's owners.
+func (h *OwnerHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	mapped(h.Requests).Create(ctx, e, q)
+}
+
+// Update requests the owners of the object before and after.
+func (h *OwnerHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	mapped(h.Requests).Update(ctx, e, q)
+}
+
+// Delete requests the deleted object's owners.
+func (h *OwnerHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	mapped(h.Requests).Delete(ctx, e, q)
+}
+
+// Generic requests the object's owners.
+func (h *OwnerHandler) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	mapped(h.Requests).Generic(ctx, e, q)
 }
 
 // Requests are obj's owners of OwnerType's group and kind, in obj's namespace.

@@ -1,134 +1,193 @@
-// Package predicate is controller-runtime's event filters for wasmop guests. The host filters
-// events before they are queued, so a plugin's predicates must be ones it can say to the host
-// (GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate), ones that
-// look at one object (NewPredicateFuncs: run in the guest, on the watched object when it is
-// mapped and on the primary object before its reconcile), And of those, and Or and Not of
-// predicates on one object. Any other predicate fails the plugin's registration with a message
-// naming it.
+// Package predicate is controller-runtime's event filters for wasmop guests, generic over the
+// object type as upstream, with aliases for client.Object. The host evaluates what it can say
+// itself (GenerationChangedPredicate, LabelChangedPredicate, AnnotationChangedPredicate, and
+// And of them) before an event is queued; a kind with any other predicate has its changes handed
+// to the guest, which runs the predicates on the event with the old and the new object.
 package predicate
 
 import (
 	"maps"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// Predicate filters events.
-type Predicate interface {
-	Create(event.CreateEvent) bool
-	Delete(event.DeleteEvent) bool
-	Update(event.UpdateEvent) bool
-	Generic(event.GenericEvent) bool
+// Predicate filters events of client.Object.
+type Predicate = TypedPredicate[client.Object]
+
+// TypedPredicate filters events: an event passes when its method returns true.
+type TypedPredicate[object any] interface {
+	// Create decides on a creation.
+	Create(event.TypedCreateEvent[object]) bool
+	// Delete decides on a deletion.
+	Delete(event.TypedDeleteEvent[object]) bool
+	// Update decides on a change.
+	Update(event.TypedUpdateEvent[object]) bool
+	// Generic decides on an event from outside the cluster.
+	Generic(event.TypedGenericEvent[object]) bool
 }
 
-// Funcs is a predicate of functions, each passing its events when nil. It runs in the guest
-// and sees old and new objects, which the host does not hand it: as a builder's predicate it
-// fails the registration.
-type Funcs struct {
-	CreateFunc  func(event.CreateEvent) bool
-	DeleteFunc  func(event.DeleteEvent) bool
-	UpdateFunc  func(event.UpdateEvent) bool
-	GenericFunc func(event.GenericEvent) bool
+// Funcs is a predicate of functions on client.Object.
+type Funcs = TypedFuncs[client.Object]
+
+// TypedFuncs is a predicate of functions, each passing its events when nil.
+type TypedFuncs[object any] struct {
+	// CreateFunc decides on creations.
+	CreateFunc func(event.TypedCreateEvent[object]) bool
+	// DeleteFunc decides on deletions.
+	DeleteFunc func(event.TypedDeleteEvent[object]) bool
+	// UpdateFunc decides on changes.
+	UpdateFunc func(event.TypedUpdateEvent[object]) bool
+	// GenericFunc decides on generic events.
+	GenericFunc func(event.TypedGenericEvent[object]) bool
 }
 
 // Create runs CreateFunc.
-func (p Funcs) Create(e event.CreateEvent) bool { return p.CreateFunc == nil || p.CreateFunc(e) }
+func (p TypedFuncs[object]) Create(e event.TypedCreateEvent[object]) bool {
+	return p.CreateFunc == nil || p.CreateFunc(e)
+}
 
 // Delete runs DeleteFunc.
-func (p Funcs) Delete(e event.DeleteEvent) bool { return p.DeleteFunc == nil || p.DeleteFunc(e) }
+func (p TypedFuncs[object]) Delete(e event.TypedDeleteEvent[object]) bool {
+	return p.DeleteFunc == nil || p.DeleteFunc(e)
+}
 
 // Update runs UpdateFunc.
-func (p Funcs) Update(e event.UpdateEvent) bool { return p.UpdateFunc == nil || p.UpdateFunc(e) }
+func (p TypedFuncs[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return p.UpdateFunc == nil || p.UpdateFunc(e)
+}
 
 // Generic runs GenericFunc.
-func (p Funcs) Generic(e event.GenericEvent) bool { return p.GenericFunc == nil || p.GenericFunc(e) }
-
-// ObjectFilter is a predicate that decides on one object, whatever the event.
-type ObjectFilter struct {
-	// Filter passes an object's events when it returns true.
-	Filter func(client.Object) bool
+func (p TypedFuncs[object]) Generic(e event.TypedGenericEvent[object]) bool {
+	return p.GenericFunc == nil || p.GenericFunc(e)
 }
 
-// NewPredicateFuncs is a predicate passing the events of objects for which filter is true.
-func NewPredicateFuncs(filter func(client.Object) bool) ObjectFilter {
-	return ObjectFilter{Filter: filter}
+// NewPredicateFuncs is a predicate passing the events of objects for which filter is true (the
+// new object of an update).
+func NewPredicateFuncs(filter func(object client.Object) bool) Funcs {
+	return NewTypedPredicateFuncs(filter)
 }
 
-// Create runs the filter on the object.
-func (p ObjectFilter) Create(e event.CreateEvent) bool { return p.Filter(e.Object) }
+// NewTypedPredicateFuncs is a predicate passing the events of objects for which filter is true
+// (the new object of an update).
+func NewTypedPredicateFuncs[object any](filter func(object object) bool) TypedFuncs[object] {
+	return TypedFuncs[object]{
+		CreateFunc:  func(e event.TypedCreateEvent[object]) bool { return filter(e.Object) },
+		DeleteFunc:  func(e event.TypedDeleteEvent[object]) bool { return filter(e.Object) },
+		UpdateFunc:  func(e event.TypedUpdateEvent[object]) bool { return filter(e.ObjectNew) },
+		GenericFunc: func(e event.TypedGenericEvent[object]) bool { return filter(e.Object) },
+	}
+}
 
-// Delete runs the filter on the object.
-func (p ObjectFilter) Delete(e event.DeleteEvent) bool { return p.Filter(e.Object) }
+// changed passes every create, delete and generic event, and the updates whose objects differ
+// by differs.
+func changed[object metav1.Object](e event.TypedUpdateEvent[object], differs func(old, new metav1.Object) bool) bool {
+	if isNil(e.ObjectOld) || isNil(e.ObjectNew) {
+		return false
+	}
+	return differs(e.ObjectOld, e.ObjectNew)
+}
 
-// Update runs the filter on the new object.
-func (p ObjectFilter) Update(e event.UpdateEvent) bool { return p.Filter(e.ObjectNew) }
+func isNil[object any](o object) bool {
+	var zero object
+	return any(o) == any(zero)
+}
 
-// Generic runs the filter on the object.
-func (p ObjectFilter) Generic(e event.GenericEvent) bool { return p.Filter(e.Object) }
+// GenerationChangedPredicate passes updates that change metadata.generation; the host evaluates it.
+type GenerationChangedPredicate = TypedGenerationChangedPredicate[client.Object]
 
-// updatesOnly passes every create, delete and generic event and the updates changed passes.
-type updatesOnly struct{}
-
-func (updatesOnly) Create(event.CreateEvent) bool { return true }
-
-func (updatesOnly) Delete(event.DeleteEvent) bool { return true }
-
-func (updatesOnly) Generic(event.GenericEvent) bool { return true }
-
-// GenerationChangedPredicate passes updates that change metadata.generation; the host
-// evaluates it.
-type GenerationChangedPredicate struct{ updatesOnly }
+// TypedGenerationChangedPredicate passes updates that change metadata.generation.
+type TypedGenerationChangedPredicate[object metav1.Object] struct {
+	TypedFuncs[object]
+}
 
 // Update passes a change of generation.
-func (GenerationChangedPredicate) Update(e event.UpdateEvent) bool {
-	return e.ObjectOld != nil && e.ObjectNew != nil && e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+func (TypedGenerationChangedPredicate[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return changed(e, func(old, new metav1.Object) bool { return old.GetGeneration() != new.GetGeneration() })
 }
 
 // LabelChangedPredicate passes updates that change metadata.labels; the host evaluates it.
-type LabelChangedPredicate struct{ updatesOnly }
+type LabelChangedPredicate = TypedLabelChangedPredicate[client.Object]
+
+// TypedLabelChangedPredicate passes updates that change metadata.labels.
+type TypedLabelChangedPredicate[object metav1.Object] struct {
+	TypedFuncs[object]
+}
 
 // Update passes a change of labels.
-func (LabelChangedPredicate) Update(e event.UpdateEvent) bool {
-	return e.ObjectOld != nil && e.ObjectNew != nil && !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+func (TypedLabelChangedPredicate[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return changed(e, func(old, new metav1.Object) bool { return !maps.Equal(old.GetLabels(), new.GetLabels()) })
 }
 
 // AnnotationChangedPredicate passes updates that change metadata.annotations; the host
 // evaluates it.
-type AnnotationChangedPredicate struct{ updatesOnly }
+type AnnotationChangedPredicate = TypedAnnotationChangedPredicate[client.Object]
+
+// TypedAnnotationChangedPredicate passes updates that change metadata.annotations.
+type TypedAnnotationChangedPredicate[object metav1.Object] struct {
+	TypedFuncs[object]
+}
 
 // Update passes a change of annotations.
-func (AnnotationChangedPredicate) Update(e event.UpdateEvent) bool {
-	return e.ObjectOld != nil && e.ObjectNew != nil && !maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+func (TypedAnnotationChangedPredicate[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return changed(e, func(old, new metav1.Object) bool { return !maps.Equal(old.GetAnnotations(), new.GetAnnotations()) })
+}
+
+// ResourceVersionChangedPredicate passes updates that change metadata.resourceVersion.
+type ResourceVersionChangedPredicate = TypedResourceVersionChangedPredicate[client.Object]
+
+// TypedResourceVersionChangedPredicate passes updates that change metadata.resourceVersion.
+type TypedResourceVersionChangedPredicate[object metav1.Object] struct {
+	TypedFuncs[object]
+}
+
+// Update passes a change of resourceVersion.
+func (TypedResourceVersionChangedPredicate[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return changed(e, func(old, new metav1.Object) bool { return old.GetResourceVersion() != new.GetResourceVersion() })
+}
+
+// LabelSelectorPredicate passes the events of objects whose labels s selects.
+func LabelSelectorPredicate(s metav1.LabelSelector) (Predicate, error) {
+	selector, err := metav1.LabelSelectorAsSelector(&s)
+	if err != nil {
+		return Funcs{}, err
+	}
+	return NewPredicateFuncs(func(o client.Object) bool {
+		return selector.Matches(labels.Set(o.GetLabels()))
+	}), nil
 }
 
 // And passes what every one of predicates passes.
-func And(predicates ...Predicate) Predicate { return AllOf(predicates) }
+func And[object any](predicates ...TypedPredicate[object]) TypedPredicate[object] {
+	return AllOf[object](predicates)
+}
 
-// AllOf is the predicate And returns; its parts are the host's to split.
-type AllOf []Predicate
+// AllOf is the predicate And returns; the host evaluates it when it can each part.
+type AllOf[object any] []TypedPredicate[object]
 
 // Create passes when every part does.
-func (a AllOf) Create(e event.CreateEvent) bool {
-	return every(a, func(p Predicate) bool { return p.Create(e) })
+func (a AllOf[object]) Create(e event.TypedCreateEvent[object]) bool {
+	return every(a, func(p TypedPredicate[object]) bool { return p.Create(e) })
 }
 
 // Delete passes when every part does.
-func (a AllOf) Delete(e event.DeleteEvent) bool {
-	return every(a, func(p Predicate) bool { return p.Delete(e) })
+func (a AllOf[object]) Delete(e event.TypedDeleteEvent[object]) bool {
+	return every(a, func(p TypedPredicate[object]) bool { return p.Delete(e) })
 }
 
 // Update passes when every part does.
-func (a AllOf) Update(e event.UpdateEvent) bool {
-	return every(a, func(p Predicate) bool { return p.Update(e) })
+func (a AllOf[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return every(a, func(p TypedPredicate[object]) bool { return p.Update(e) })
 }
 
 // Generic passes when every part does.
-func (a AllOf) Generic(e event.GenericEvent) bool {
-	return every(a, func(p Predicate) bool { return p.Generic(e) })
+func (a AllOf[object]) Generic(e event.TypedGenericEvent[object]) bool {
+	return every(a, func(p TypedPredicate[object]) bool { return p.Generic(e) })
 }
 
-func every(ps []Predicate, pass func(Predicate) bool) bool {
+func every[P any](ps []P, pass func(P) bool) bool {
 	for _, p := range ps {
 		if !pass(p) {
 			return false
@@ -138,48 +197,39 @@ func every(ps []Predicate, pass func(Predicate) bool) bool {
 }
 
 // Or passes what any one of predicates passes.
-func Or(predicates ...Predicate) Predicate { return AnyOf(predicates) }
-
-// AnyOf is the predicate Or returns; the guest runs it when each part looks at one object.
-type AnyOf []Predicate
-
-// Create passes when any part does.
-func (a AnyOf) Create(e event.CreateEvent) bool {
-	return !every(a, func(p Predicate) bool { return !p.Create(e) })
+func Or[object any](predicates ...TypedPredicate[object]) TypedPredicate[object] {
+	return anyOf[object](predicates)
 }
 
-// Delete passes when any part does.
-func (a AnyOf) Delete(e event.DeleteEvent) bool {
-	return !every(a, func(p Predicate) bool { return !p.Delete(e) })
+type anyOf[object any] []TypedPredicate[object]
+
+func (a anyOf[object]) Create(e event.TypedCreateEvent[object]) bool {
+	return !every(a, func(p TypedPredicate[object]) bool { return !p.Create(e) })
 }
 
-// Update passes when any part does.
-func (a AnyOf) Update(e event.UpdateEvent) bool {
-	return !every(a, func(p Predicate) bool { return !p.Update(e) })
+func (a anyOf[object]) Delete(e event.TypedDeleteEvent[object]) bool {
+	return !every(a, func(p TypedPredicate[object]) bool { return !p.Delete(e) })
 }
 
-// Generic passes when any part does.
-func (a AnyOf) Generic(e event.GenericEvent) bool {
-	return !every(a, func(p Predicate) bool { return !p.Generic(e) })
+func (a anyOf[object]) Update(e event.TypedUpdateEvent[object]) bool {
+	return !every(a, func(p TypedPredicate[object]) bool { return !p.Update(e) })
+}
+
+func (a anyOf[object]) Generic(e event.TypedGenericEvent[object]) bool {
+	return !every(a, func(p TypedPredicate[object]) bool { return !p.Generic(e) })
 }
 
 // Not passes what predicate does not.
-func Not(predicate Predicate) Predicate { return Negation{Of: predicate} }
-
-// Negation is the predicate Not returns; the guest runs it when Of looks at one object.
-type Negation struct {
-	// Of is the predicate negated.
-	Of Predicate
+func Not[object any](predicate TypedPredicate[object]) TypedPredicate[object] {
+	return not[object]{predicate}
 }
 
-// Create passes when Of does not.
-func (n Negation) Create(e event.CreateEvent) bool { return !n.Of.Create(e) }
+type not[object any] struct{ of TypedPredicate[object] }
 
-// Delete passes when Of does not.
-func (n Negation) Delete(e event.DeleteEvent) bool { return !n.Of.Delete(e) }
+func (n not[object]) Create(e event.TypedCreateEvent[object]) bool { return !n.of.Create(e) }
 
-// Update passes when Of does not.
-func (n Negation) Update(e event.UpdateEvent) bool { return !n.Of.Update(e) }
+func (n not[object]) Delete(e event.TypedDeleteEvent[object]) bool { return !n.of.Delete(e) }
 
-// Generic passes when Of does not.
-func (n Negation) Generic(e event.GenericEvent) bool { return !n.Of.Generic(e) }
+func (n not[object]) Update(e event.TypedUpdateEvent[object]) bool { return !n.of.Update(e) }
+
+func (n not[object]) Generic(e event.TypedGenericEvent[object]) bool { return !n.of.Generic(e) }

@@ -2,6 +2,7 @@ package wasmop
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/internal/testscheme"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"wasmop.dev/guest"
 	"wasmop.dev/guest/guesttest"
 )
@@ -247,5 +251,82 @@ func TestALogConstructorMakesEachReconcilesLogger(t *testing.T) {
 	}
 	if len(made) != 1 || made[0] != "shop/web" || len(seen.seen) != 1 {
 		t.Fatalf("loggers made for %v, reconciled %v", made, seen.seen)
+	}
+}
+
+// terminating is a typed predicate of the operator's own, as Kueue's pod termination
+// reconciler is: it passes Pods that are being deleted.
+type terminating struct{}
+
+func (terminating) Create(e event.TypedCreateEvent[*corev1.Pod]) bool {
+	return e.Object.DeletionTimestamp != nil
+}
+func (terminating) Update(e event.TypedUpdateEvent[*corev1.Pod]) bool {
+	return e.ObjectNew.DeletionTimestamp != nil && e.ObjectOld.DeletionTimestamp == nil
+}
+func (terminating) Delete(event.TypedDeleteEvent[*corev1.Pod]) bool   { return false }
+func (terminating) Generic(event.TypedGenericEvent[*corev1.Pod]) bool { return false }
+
+func TestARawSourceOfTypedHandlersAndPredicatesIsTheControllersKind(t *testing.T) {
+	guesttest.New()
+	p, err := build(Plugin{Name: "pods", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).
+			Named("pod_termination_controller").
+			WatchesRawSource(source.TypedKind(mgr.GetCache(), &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{}, terminating{})).
+			WithOptions(controller.Options{
+				NeedLeaderElection:      ptr.To(false),
+				MaxConcurrentReconciles: mgr.GetControllerOptions().GroupKindConcurrency["Pod"],
+			}).
+			WithLogConstructor(func(*reconcile.Request) logr.Logger { return mgr.GetLogger() }).
+			Complete(&reconciler{})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := guest.Kind{Version: "v1", Kind: "Pod"}
+	if reg := p.Registration; reg.Primary != pod || len(reg.Handled) != 1 || reg.Handled[0] != pod || reg.MaxConcurrentReconciles != 0 {
+		t.Fatalf("the raw source's kind is the reconciled one, handled in the guest: %+v", reg)
+	}
+	if len(p.LoadWarnings) != 1 || !strings.Contains(p.LoadWarnings[0], "NeedLeaderElection") {
+		t.Errorf("load warnings %q", p.LoadWarnings)
+	}
+	running, deleting := guest.New(pod, "shop", "web-0"), guest.New(pod, "shop", "web-0")
+	deleting.Set("2026-12-06T00:00:00Z", "metadata", "deletionTimestamp")
+	if got := p.Handle(pod, guest.Change{New: running}); len(got) != 0 {
+		t.Errorf("a running Pod: %v", got)
+	}
+	if got := p.Handle(pod, guest.Change{Old: running, New: deleting}); len(got) != 1 || got[0].Name != "web-0" {
+		t.Errorf("a Pod being deleted: %v", got)
+	}
+}
+
+func TestAMetadataWatchSeesPartialObjectsAndAChannelIsRefusedNamingIt(t *testing.T) {
+	guesttest.New()
+	var seen []string
+	byOwnerLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		seen = append(seen, fmt.Sprintf("%T", o))
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()["owner"]}}}
+	})
+	secrets := &metav1.PartialObjectMetadata{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	p, err := build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).WatchesMetadata(secrets, byOwnerLabel).Complete(&reconciler{})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := guest.New(guest.Secret, "shop", "creds")
+	secret.Set(map[string]any{"owner": "web"}, "metadata", "labels")
+	if got := p.Handle(guest.Secret, guest.Change{New: secret}); len(got) != 1 || got[0].Name != "web" || seen[0] != "*v1.PartialObjectMetadata" {
+		t.Fatalf("requests %v from %v", got, seen)
+	}
+
+	events := make(chan event.GenericEvent)
+	_, err = build(Plugin{Name: "cm", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+			WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).Complete(&reconciler{})
+	}})
+	if err == nil || !strings.Contains(err.Error(), "source.Channel") {
+		t.Fatalf("a channel source: %v", err)
 	}
 }

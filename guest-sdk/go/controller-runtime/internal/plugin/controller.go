@@ -10,20 +10,13 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// Watch is a kind the controller watches besides its primary kind.
-type Watch struct {
-	// Object is an object of the kind.
-	Object client.Object
-	// Handler maps its events to requests.
-	Handler handler.EventHandler
-	// Predicates filter its events.
-	Predicates []predicate.Predicate
-}
+// Watch is a kind the controller watches: an object of its Go type, its handler, its predicates.
+type Watch = source.Watch
 
 // Controller is what a builder completed: the host runs it.
 type Controller struct {
@@ -35,7 +28,9 @@ type Controller struct {
 	ForPredicates []predicate.Predicate
 	// Watches are the other kinds watched, owned ones included.
 	Watches []Watch
-	// EventFilter filters the events of every kind.
+	// Raw are the sources of WatchesRawSource, which the EventFilter does not filter.
+	Raw []Watch
+	// EventFilter filters the events of every kind but the raw sources'.
 	EventFilter []predicate.Predicate
 	// Options are the controller's options.
 	Options controller.Options

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -51,39 +51,45 @@ func result(res reconcile.Result, err error) (guest.Result, error) {
 }
 
 // Handle is the requests the sources of kind make of change: each source's predicates decide on
-// its event, and its handler adds what the event maps to.
+// its event, with the objects decoded as the source's Go type, and its handler adds what the
+// event maps to.
 func (p *Plugin) Handle(kind guest.Kind, change guest.Change) []guest.Request {
 	gvk := schema.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind}
-	old, updated, err := p.decodeChange(gvk, change)
-	if err != nil {
-		slog.Error("handling a change of a " + kind.Kind + ": " + err.Error())
-		return nil
-	}
 	ctx, queue := context.Background(), &collector{}
 	for _, w := range p.handled[gvk] {
-		switch {
-		case old == nil:
-			e := event.CreateEvent{Object: updated}
-			if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Create(e) }) {
-				w.Handler.Create(ctx, e, queue)
-			}
-		case updated == nil:
-			e := event.DeleteEvent{Object: old}
-			if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Delete(e) }) {
-				w.Handler.Delete(ctx, e, queue)
-			}
-		default:
-			e := event.UpdateEvent{ObjectOld: old, ObjectNew: updated}
-			if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Update(e) }) {
-				w.Handler.Update(ctx, e, queue)
-			}
+		old, updated, err := decodeChange(w.Object, change)
+		if err != nil {
+			slog.Error("handling a change of a " + kind.Kind + ": " + err.Error())
+			return nil
 		}
+		run(ctx, w, old, updated, queue)
 	}
 	out := make([]guest.Request, 0, len(queue.requests))
 	for _, r := range queue.requests {
 		out = append(out, guest.Request{Namespace: r.Namespace, Name: r.Name})
 	}
 	return out
+}
+
+// run hands a change to one source: its predicates decide on the event, its handler adds to q.
+func run(ctx context.Context, w Watch, old, updated client.Object, q *collector) {
+	switch {
+	case old == nil:
+		e := event.CreateEvent{Object: updated}
+		if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Create(e) }) {
+			w.Handler.Create(ctx, e, q)
+		}
+	case updated == nil:
+		e := event.DeleteEvent{Object: old}
+		if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Delete(e) }) {
+			w.Handler.Delete(ctx, e, q)
+		}
+	default:
+		e := event.UpdateEvent{ObjectOld: old, ObjectNew: updated}
+		if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Update(e) }) {
+			w.Handler.Update(ctx, e, q)
+		}
+	}
 }
 
 func all(predicates []predicate.Predicate, pass func(predicate.Predicate) bool) bool {
@@ -95,38 +101,27 @@ func all(predicates []predicate.Predicate, pass func(predicate.Predicate) bool) 
 	return true
 }
 
-// decodeChange is the change's objects as gvk's Go type; nil where the change has none.
-func (p *Plugin) decodeChange(gvk schema.GroupVersionKind, change guest.Change) (old, updated client.Object, err error) {
+// decodeChange is the change's objects as like's Go type; nil where the change has none.
+func decodeChange(like client.Object, change guest.Change) (old, updated client.Object, err error) {
 	if change.Old != nil {
-		if old, err = p.decode(gvk, change.Old); err != nil {
+		if old, err = decodeAs(like, change.Old); err != nil {
 			return nil, nil, err
 		}
 	}
 	if change.New != nil {
-		if updated, err = p.decode(gvk, change.New); err != nil {
+		if updated, err = decodeAs(like, change.New); err != nil {
 			return nil, nil, err
 		}
 	}
 	return old, updated, nil
 }
 
-// object is an empty object of gvk: its Go type when the scheme has one, else unstructured.
-func (p *Plugin) object(gvk schema.GroupVersionKind) (client.Object, error) {
-	if typed, err := p.manager.scheme.New(gvk); err == nil {
-		if obj, ok := typed.(client.Object); ok {
-			return obj, nil
-		}
-		return nil, fmt.Errorf("%T is not a client.Object", typed)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u, nil
-}
-
-func (p *Plugin) decode(gvk schema.GroupVersionKind, obj guest.Object) (client.Object, error) {
-	out, err := p.object(gvk)
-	if err != nil {
-		return nil, err
+// decodeAs is obj decoded into a new object of like's Go type (a struct of the scheme,
+// unstructured, or metadata only).
+func decodeAs(like client.Object, obj guest.Object) (client.Object, error) {
+	out, ok := reflect.New(reflect.TypeOf(like).Elem()).Interface().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a pointer to a client.Object", like)
 	}
 	data, err := json.Marshal(obj)
 	if err != nil {

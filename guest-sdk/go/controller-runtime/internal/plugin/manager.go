@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -74,6 +76,12 @@ func (m *Manager) GetFieldIndexer() client.FieldIndexer { return m.client }
 
 // GetRESTMapper maps the scheme's kinds to resources.
 func (m *Manager) GetRESTMapper() meta.RESTMapper { return m.mapper }
+
+// GetCache reads the host's informer cache through the plugin's client.
+func (m *Manager) GetCache() cache.Cache { return cache.Host{Reader: m.client, FieldIndexer: m.client} }
+
+// GetControllerOptions is the zero configuration: the host's settings decide.
+func (m *Manager) GetControllerOptions() config.Controller { return config.Controller{} }
 
 // GetLogger is the root logger.
 func (m *Manager) GetLogger() logr.Logger { return log.Log }

@@ -35,30 +35,41 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	if c == nil {
 		return nil, fmt.Errorf("the setup completed no controller: call ctrl.NewControllerManagedBy(mgr).For(…).Complete(r)")
 	}
-	primary, err := apiutil.GVKForObject(c.For, m.scheme)
-	if err != nil {
-		return nil, fmt.Errorf("the For kind: %w", err)
+	var sources []Watch
+	if c.For != nil {
+		predicates := slices.Concat(c.ForPredicates, c.EventFilter)
+		sources = append(sources, Watch{Object: c.For, Handler: handler.EnqueueRequestForObject{}, Predicates: predicates})
 	}
-	if err := checkOptions(c); err != nil {
+	for _, w := range c.Watches {
+		w.Predicates = slices.Concat(w.Predicates, c.EventFilter)
+		sources = append(sources, w)
+	}
+	sources = append(sources, c.Raw...)
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("the controller watches nothing: call For(), Watches() or WatchesRawSource()")
+	}
+	// The primary kind: For's, else (a controller of only Watches) the first watched kind's.
+	primary, err := apiutil.GVKForObject(sources[0].Object, m.scheme)
+	if err != nil {
+		return nil, fmt.Errorf("the reconciled kind: %w", err)
+	}
+	warnings, err := checkOptions(c)
+	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{manager: m, primary: primary, handled: map[schema.GroupVersionKind][]Watch{}}
+	p := &Plugin{manager: m, primary: primary, handled: map[schema.GroupVersionKind][]Watch{}, LoadWarnings: warnings}
 	p.Registration = guest.Registration{
 		Name: name, Version: version, Primary: kindOf(primary),
 		Permissions: permissions, MaxConcurrentReconciles: c.Options.MaxConcurrentReconciles,
 		ReconcileTimeout: c.Options.ReconciliationTimeout,
 	}
 	p.Webhooks = m.GuestWebhooks()
-	sources := slices.Concat([]Watch{{Object: c.For, Handler: handler.EnqueueRequestForObject{}, Predicates: c.ForPredicates}}, c.Watches)
 	kinds, byKind, err := grouped(m.scheme, sources)
 	if err != nil {
 		return nil, err
 	}
 	for _, gvk := range kinds {
 		watches := byKind[gvk]
-		for i := range watches {
-			watches[i].Predicates = slices.Concat(watches[i].Predicates, c.EventFilter)
-		}
 		if !p.byHost(gvk, watches) {
 			p.byGuest(gvk, watches)
 		}
@@ -130,16 +141,17 @@ func (p *Plugin) toControllerOwner(h handler.EventHandler) bool {
 	return err == nil && gvk.GroupKind() == p.primary.GroupKind()
 }
 
-func checkOptions(c *Controller) error {
+// checkOptions refuses the options the host cannot honour and warns of those it decides itself.
+func checkOptions(c *Controller) ([]string, error) {
 	switch o := c.Options; {
 	case o.CacheSyncTimeout != 0:
-		return fmt.Errorf("controller.Options.CacheSyncTimeout is the host's setting (--cache-sync-timeout)")
-	case o.NeedLeaderElection != nil:
-		return fmt.Errorf("controller.Options.NeedLeaderElection is the host's to decide")
+		return nil, fmt.Errorf("controller.Options.CacheSyncTimeout is the host's setting (--cache-sync-timeout)")
 	case o.RecoverPanic != nil && !*o.RecoverPanic:
-		return fmt.Errorf("controller.Options.RecoverPanic false: the host always recovers a guest's panic")
+		return nil, fmt.Errorf("controller.Options.RecoverPanic false: the host always recovers a guest's panic")
+	case o.NeedLeaderElection != nil && !*o.NeedLeaderElection:
+		return []string{"controller.Options.NeedLeaderElection false: the host runs the controller where it runs the plugin, on the leader (or on each shard's owner)"}, nil
 	}
-	return nil
+	return nil, nil
 }
 
 func kindOf(gvk schema.GroupVersionKind) guest.Kind {

@@ -1,11 +1,15 @@
 // Package builder is controller-runtime's controller builder for wasmop guests:
-// ControllerManagedBy(mgr).For(…).Owns(…).Watches(…).WithEventFilter(…).WithOptions(…)
-// .Complete(r) hands the manager the controller the host will run, from which the plugin's
+// ControllerManagedBy(mgr).For(…).Owns(…).Watches(…).WatchesRawSource(…).WithEventFilter(…)
+// .WithOptions(…).Complete(r) hands the manager the controller the host will run, from which the plugin's
 // registration is made.
 package builder
 
 import (
 	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/internal/plugin"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Builder builds a controller.
@@ -98,6 +103,43 @@ func (b *Builder) Watches(object client.Object, eventHandler handler.EventHandle
 	return b
 }
 
+// WatchesMetadata watches another kind's metadata only: its handler and predicates see
+// *metav1.PartialObjectMetadata (object's apiVersion and kind name the kind).
+func (b *Builder) WatchesMetadata(object client.Object, eventHandler handler.EventHandler, opts ...WatchesOption) *Builder {
+	gvk := object.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		b.fail(fmt.Errorf("WatchesMetadata of %T: set its apiVersion and kind", object))
+		return b
+	}
+	metadata := &metav1.PartialObjectMetadata{}
+	metadata.SetGroupVersionKind(gvk)
+	return b.Watches(metadata, eventHandler, opts...)
+}
+
+// WatchesRawSource watches a source.Kind: its kind's changes run its typed handler and
+// predicates (not the builder's event filters). A source the host cannot watch fails Complete,
+// naming it.
+func (b *Builder) WatchesRawSource(src source.Source) *Builder {
+	watcher, ok := src.(source.Watcher)
+	if !ok {
+		b.fail(fmt.Errorf("source %T: the host watches only source.Kind sources", src))
+		return b
+	}
+	w, err := watcher.HostWatch()
+	if err != nil {
+		b.fail(err)
+		return b
+	}
+	b.controller.Raw = append(b.controller.Raw, w)
+	return b
+}
+
+// WithLogConstructor makes each reconcile's logger from its request.
+func (b *Builder) WithLogConstructor(logConstructor func(*reconcile.Request) logr.Logger) *Builder {
+	b.controller.Options.LogConstructor = logConstructor
+	return b
+}
+
 // WithEventFilter filters the events of every watched kind.
 func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
 	b.controller.EventFilter = append(b.controller.EventFilter, p)
@@ -121,10 +163,13 @@ func (b *Builder) Complete(r reconcile.Reconciler) error {
 	switch {
 	case b.err != nil:
 		return b.err
-	case b.controller.For == nil:
-		return errors.New("must provide an object for reconciliation: call For()")
+	case b.controller.For == nil && len(b.controller.Watches) == 0 && len(b.controller.Raw) == 0:
+		return errors.New("must provide an object for reconciliation: call For(), Watches() or WatchesRawSource()")
 	case r == nil:
 		return errors.New("must provide a non-nil Reconciler")
+	}
+	if len(b.owns) > 0 && b.controller.For == nil {
+		return errors.New("Owns() needs For(): owned objects are mapped to their controller owner of the For kind")
 	}
 	for _, owned := range b.owns {
 		owned.Handler = handler.EnqueueRequestForOwner(b.mgr.GetScheme(), b.mgr.GetRESTMapper(), b.controller.For, handler.OnlyControllerOwner())

@@ -10,7 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
@@ -43,6 +45,10 @@ type Manager interface {
 	GetRESTMapper() meta.RESTMapper
 	// GetLogger is the root logger.
 	GetLogger() logr.Logger
+	// GetCache reads the host's informer cache and declares field indexes; source.Kind takes it.
+	GetCache() cache.Cache
+	// GetControllerOptions is the zero configuration: the host's settings decide.
+	GetControllerOptions() config.Controller
 	recorder.Provider
 }
 

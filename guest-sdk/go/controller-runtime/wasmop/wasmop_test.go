@@ -330,3 +330,35 @@ func TestAMetadataWatchSeesPartialObjectsAndAChannelIsRefusedNamingIt(t *testing
 		t.Fatalf("a channel source: %v", err)
 	}
 }
+
+func TestAControllerMadeWithNewWatchesItsSourcesAndARawWebhookHandlerFailsTheLoad(t *testing.T) {
+	guesttest.New()
+	r := &reconciler{}
+	p, err := build(Plugin{Name: "cms", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		c, err := controller.New("configmaps", mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: 2})
+		if err != nil {
+			return err
+		}
+		return c.Watch(source.Kind(mgr.GetCache(), &corev1.ConfigMap{}, &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{}))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg := p.Registration; reg.Primary != guest.ConfigMap || len(reg.Handled) != 1 || reg.MaxConcurrentReconciles != 2 {
+		t.Fatalf("registration %+v", reg)
+	}
+	if got := p.Handle(guest.ConfigMap, guest.Change{New: guest.New(guest.ConfigMap, "shop", "web")}); len(got) != 1 || got[0].Name != "web" {
+		t.Fatalf("requests %v", got)
+	}
+	if _, err := p.Reconcile(context.Background(), guest.Request{Namespace: "shop", Name: "web"}); err != nil || len(r.seen) != 1 {
+		t.Fatalf("reconciled %v: %v", r.seen, err)
+	}
+
+	_, err = build(Plugin{Name: "cms", Version: "1.0.0", Scheme: scheme(t), Setup: func(mgr ctrl.Manager) error {
+		mgr.GetWebhookServer().Register("/mutate-v1-pod", nil)
+		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(r)
+	}})
+	if err == nil || !strings.Contains(err.Error(), `"/mutate-v1-pod"`) {
+		t.Fatalf("a raw webhook handler: %v", err)
+	}
+}

@@ -25,10 +25,10 @@ const requeueSoon = time.Millisecond
 func (p *Plugin) Reconcile(ctx context.Context, req guest.Request) (guest.Result, error) {
 	request := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: req.Namespace, Name: req.Name}}
 	logger := log.Log
-	if construct := p.manager.controller.Options.LogConstructor; construct != nil {
+	if construct := p.controller.Options.LogConstructor; construct != nil {
 		logger = construct(&request)
 	}
-	res, err := p.manager.controller.Reconciler.Reconcile(log.IntoContext(ctx, logger), request)
+	res, err := p.controller.Reconciler.Reconcile(log.IntoContext(ctx, logger), request)
 	return result(res, err)
 }
 

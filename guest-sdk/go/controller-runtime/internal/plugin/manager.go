@@ -12,9 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 var _ manager.Manager = (*Manager)(nil)
@@ -25,7 +28,9 @@ type Manager struct {
 	mapper     meta.RESTMapper
 	client     client.HostClient
 	controller *Controller
+	hosted     hosted
 	webhooks   []*Webhook
+	server     webhook.Refusing
 	elected    chan struct{}
 }
 
@@ -37,8 +42,20 @@ func NewManager(scheme *runtime.Scheme) *Manager {
 	return &Manager{scheme: scheme, mapper: mapper, client: client.NewHostClient(scheme, mapper), elected: elected}
 }
 
-// Controller is the controller the setup completed, nil when none.
-func (m *Manager) Controller() *Controller { return m.controller }
+// hosted is a controller controller.New made: its name, options and the sources it watches.
+type hosted interface {
+	Spec() (string, controller.Options, []source.Watch)
+}
+
+// Controller is the controller the setup completed (with the builder or controller.New), nil
+// when none.
+func (m *Manager) Controller() *Controller {
+	if m.hosted == nil {
+		return m.controller
+	}
+	name, options, watches := m.hosted.Spec()
+	return &Controller{Name: name, Raw: watches, Options: options, Reconciler: options.Reconciler}
+}
 
 // Add takes the controller a builder completed and the webhooks webhook builders completed;
 // any other runnable is refused.
@@ -46,14 +63,18 @@ func (m *Manager) Add(r manager.Runnable) error {
 	if w, ok := r.(*Webhook); ok {
 		return m.addWebhook(w)
 	}
-	c, ok := r.(*Controller)
+	c, built := r.(*Controller)
+	h, made := r.(hosted)
 	switch {
-	case !ok:
+	case !built && !made:
 		return fmt.Errorf("runnable %T: a wasmop guest runs no runnables of its own; the host runs its one controller", r)
-	case m.controller != nil:
-		return fmt.Errorf("a second controller (%s): a wasmop plugin has one controller; build one plugin per controller", c.Name)
+	case m.controller != nil || m.hosted != nil:
+		return fmt.Errorf("a second controller (%T): a wasmop plugin has one controller; build one plugin per controller", r)
+	case made:
+		m.hosted = h
+	default:
+		m.controller = c
 	}
-	m.controller = c
 	return nil
 }
 
@@ -82,6 +103,9 @@ func (m *Manager) GetCache() cache.Cache { return cache.Host{Reader: m.client, F
 
 // GetControllerOptions is the zero configuration: the host's settings decide.
 func (m *Manager) GetControllerOptions() config.Controller { return config.Controller{} }
+
+// GetWebhookServer is the server whose registered paths fail the load (see Build).
+func (m *Manager) GetWebhookServer() webhook.Server { return &m.server }
 
 // GetLogger is the root logger.
 func (m *Manager) GetLogger() logr.Logger { return log.Log }

@@ -21,6 +21,7 @@ type Plugin struct {
 	// LoadWarnings say what the plugin does differently from controller-runtime.
 	LoadWarnings []string
 	manager      *Manager
+	controller   *Controller
 	primary      schema.GroupVersionKind
 	// handled are the sources of each kind whose changes the guest handles.
 	handled map[schema.GroupVersionKind][]Watch
@@ -34,6 +35,9 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	c := m.Controller()
 	if c == nil {
 		return nil, fmt.Errorf("the setup completed no controller: call ctrl.NewControllerManagedBy(mgr).For(…).Complete(r)")
+	}
+	if paths := m.server.Paths; len(paths) > 0 {
+		return nil, fmt.Errorf("mgr.GetWebhookServer().Register(%q): the host serves only the webhooks ctrl.NewWebhookManagedBy declares", paths[0])
 	}
 	var sources []Watch
 	if c.For != nil {
@@ -57,7 +61,7 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{manager: m, primary: primary, handled: map[schema.GroupVersionKind][]Watch{}, LoadWarnings: warnings}
+	p := &Plugin{manager: m, controller: c, primary: primary, handled: map[schema.GroupVersionKind][]Watch{}, LoadWarnings: warnings}
 	p.Registration = guest.Registration{
 		Name: name, Version: version, Primary: kindOf(primary),
 		Permissions: permissions, MaxConcurrentReconciles: c.Options.MaxConcurrentReconciles,

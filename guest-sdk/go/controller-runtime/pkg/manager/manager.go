@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // Runnable is something a manager runs; in a guest only the builder's controller is added.
@@ -49,6 +50,9 @@ type Manager interface {
 	GetCache() cache.Cache
 	// GetControllerOptions is the zero configuration: the host's settings decide.
 	GetControllerOptions() config.Controller
+	// GetWebhookServer is a server on which a registered handler fails the load: the host serves
+	// the webhooks ctrl.NewWebhookManagedBy declares.
+	GetWebhookServer() webhook.Server
 	recorder.Provider
 }
 

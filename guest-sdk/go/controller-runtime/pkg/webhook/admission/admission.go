@@ -8,6 +8,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"github.com/go-logr/logr"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,4 +74,14 @@ func RequestFromContext(ctx context.Context) (Request, error) {
 		return req, nil
 	}
 	return Request{}, errors.New("admission.Request not found in context")
+}
+
+// DefaultLogConstructor is base with the request's object, namespace, name, resource, user and
+// uid, as controller-runtime logs a webhook's request.
+func DefaultLogConstructor(base logr.Logger, req *Request) logr.Logger {
+	if req == nil {
+		return base
+	}
+	return base.WithValues("object", req.Namespace+"/"+req.Name, "namespace", req.Namespace, "name", req.Name,
+		"resource", req.Resource, "user", req.UserInfo.Username, "requestID", req.UID)
 }

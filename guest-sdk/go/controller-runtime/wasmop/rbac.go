@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"wasmop.dev/guest"
 )
 
@@ -31,8 +32,11 @@ var verbs = map[string]guest.Verb{
 	"update": guest.VerbUpdate, "patch": guest.VerbPatch, "delete": guest.VerbDelete,
 }
 
-// markerPermissions are the permissions encoded declares, kinds found in scheme.
-func markerPermissions(encoded string, scheme *runtime.Scheme) ([]guest.Permission, error) {
+// markerPermissions are the permissions encoded declares, kinds found in scheme: at the version
+// the plugin registers the kind at (its For, Owns, Watches and webhook kinds, registered), else
+// at the kind's most stable version in the scheme (v1 before v1beta1 before v1alpha1), which is
+// the one an apiserver serves longest.
+func markerPermissions(encoded string, scheme *runtime.Scheme, registered []guest.Kind) ([]guest.Permission, error) {
 	if encoded == "" {
 		return nil, nil
 	}
@@ -46,7 +50,7 @@ func markerPermissions(encoded string, scheme *runtime.Scheme) ([]guest.Permissi
 	}
 	var perms []guest.Permission
 	for _, m := range found {
-		more, err := m.permissions(scheme)
+		more, err := m.permissions(scheme, registered)
 		if err != nil {
 			return nil, fmt.Errorf("+kubebuilder:rbac marker at %s: %w", m.At, err)
 		}
@@ -56,7 +60,7 @@ func markerPermissions(encoded string, scheme *runtime.Scheme) ([]guest.Permissi
 }
 
 // permissions are what one marker grants, per kind.
-func (m marker) permissions(scheme *runtime.Scheme) ([]guest.Permission, error) {
+func (m marker) permissions(scheme *runtime.Scheme, registered []guest.Kind) ([]guest.Permission, error) {
 	fields, err := parseMarker(m.Marker)
 	if err != nil {
 		return nil, err
@@ -76,7 +80,7 @@ func (m marker) permissions(scheme *runtime.Scheme) ([]guest.Permission, error) 
 			group = ""
 		}
 		for _, resource := range fields["resources"] {
-			perm, skip, err := permission(scheme, group, resource, fields["verbs"])
+			perm, skip, err := permission(scheme, registered, group, resource, fields["verbs"])
 			if err != nil {
 				return nil, err
 			}
@@ -91,9 +95,9 @@ func (m marker) permissions(scheme *runtime.Scheme) ([]guest.Permission, error) 
 
 // permission is what verbs on group's resource (or its subresource) grant; skip when the
 // subresource means nothing to the host (finalizers).
-func permission(scheme *runtime.Scheme, group, resource string, verbNames []string) (guest.Permission, bool, error) {
+func permission(scheme *runtime.Scheme, registered []guest.Kind, group, resource string, verbNames []string) (guest.Permission, bool, error) {
 	resource, sub, _ := strings.Cut(resource, "/")
-	kind, err := kindOfResource(scheme, group, resource)
+	kind, err := kindOfResource(scheme, registered, group, resource)
 	if err != nil {
 		return guest.Permission{}, false, err
 	}
@@ -124,21 +128,29 @@ func permission(scheme *runtime.Scheme, group, resource string, verbNames []stri
 	return perm, false, nil
 }
 
-// kindOfResource is the kind of group whose resource is resource, at the scheme's preferred
-// version of the group that has it.
-func kindOfResource(scheme *runtime.Scheme, group, resource string) (guest.Kind, error) {
-	for _, gv := range scheme.PrioritizedVersionsForGroup(group) {
-		for kind := range scheme.KnownTypes(gv) {
-			gvk := gv.WithKind(kind)
-			if strings.HasSuffix(kind, "List") || gvk.Version == runtime.APIVersionInternal {
-				continue
-			}
-			if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural.Resource == resource {
-				return guestKind(gvk), nil
-			}
+// kindOfResource is the kind of group whose resource is resource: at the version the plugin
+// registers it at, else at its most stable version in the scheme.
+func kindOfResource(scheme *runtime.Scheme, registered []guest.Kind, group, resource string) (guest.Kind, error) {
+	var found []guest.Kind
+	for gvk := range scheme.AllKnownTypes() {
+		if gvk.Group != group || strings.HasSuffix(gvk.Kind, "List") || gvk.Version == runtime.APIVersionInternal {
+			continue
+		}
+		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural.Resource == resource {
+			found = append(found, guestKind(gvk))
 		}
 	}
-	return guest.Kind{}, fmt.Errorf("resource %q of group %q is not a kind in the plugin's scheme", resource, group)
+	if len(found) == 0 {
+		return guest.Kind{}, fmt.Errorf("resource %q of group %q is not a kind in the plugin's scheme", resource, group)
+	}
+	for _, k := range registered {
+		if k.Group == found[0].Group && k.Kind == found[0].Kind {
+			return k, nil
+		}
+	}
+	return slices.MaxFunc(found, func(a, b guest.Kind) int {
+		return version.CompareKubeAwareVersionStrings(a.Version, b.Version)
+	}), nil
 }
 
 func guestKind(gvk schema.GroupVersionKind) guest.Kind {

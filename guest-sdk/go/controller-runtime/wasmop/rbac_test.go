@@ -30,7 +30,7 @@ func TestMarkersBecomeThePermissionsOfTheirKinds(t *testing.T) {
 		"groups=apps,resources=deployments/finalizers,verbs=update",
 		`groups="",resources=configmaps;secrets,verbs=get;create,namespace=shop`,
 		"groups=core,resources=configmaps,verbs=delete,namespace=shop",
-	), scheme(t))
+	), scheme(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestAMarkerTheHostCannotHonourFailsNamingWhereItIs(t *testing.T) {
 		"groups=apps,resources=deployments,verbs=get,resourceNames=x": "resourceNames=",
 		"groups=apps,verbs=get":                                       "no resources=",
 	} {
-		_, err := markerPermissions(encode(t, body), scheme(t))
+		_, err := markerPermissions(encode(t, body), scheme(t), nil)
 		if err == nil || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "controller.go:1") {
 			t.Errorf("%s: %v", body, err)
 		}
@@ -68,7 +68,28 @@ func TestAMarkerTheHostCannotHonourFailsNamingWhereItIs(t *testing.T) {
 }
 
 func TestNoMarkersNoPermissions(t *testing.T) {
-	if perms, err := markerPermissions("", scheme(t)); err != nil || perms != nil {
+	if perms, err := markerPermissions("", scheme(t), nil); err != nil || perms != nil {
 		t.Fatalf("%v %v", perms, err)
+	}
+}
+
+func TestAMarkersKindIsAtTheVersionThePluginRegistersElseTheMostStable(t *testing.T) {
+	hpa := func(version string) guest.Kind {
+		return guest.Kind{Group: "autoscaling", Version: version, Kind: "HorizontalPodAutoscaler"}
+	}
+	lease := guest.Kind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}
+	for _, c := range []struct {
+		marker     string
+		registered []guest.Kind
+		want       guest.Kind
+	}{
+		{"groups=coordination.k8s.io,resources=leases,verbs=get;create", nil, lease},
+		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", nil, hpa("v2")},
+		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", []guest.Kind{guest.ConfigMap, hpa("v1")}, hpa("v1")},
+	} {
+		perms, err := markerPermissions(encode(t, c.marker), scheme(t), c.registered)
+		if err != nil || len(perms) != 1 || perms[0].Kind != c.want {
+			t.Errorf("%s with %v registered: %+v %v", c.marker, c.registered, perms, err)
+		}
 	}
 }

@@ -56,13 +56,18 @@ func build(p Plugin) (*plugin.Plugin, error) {
 	if p.Scheme == nil {
 		return nil, fmt.Errorf("no Scheme")
 	}
-	fromMarkers, err := markerPermissions(markers, p.Scheme)
-	if err != nil {
-		return nil, err
-	}
 	m := plugin.NewManager(p.Scheme)
 	if err := p.Setup(m); err != nil {
 		return nil, fmt.Errorf("setting up: %w", err)
 	}
-	return plugin.Build(p.Name, p.Version, m, merge(fromMarkers, p.Permissions...))
+	built, err := plugin.Build(p.Name, p.Version, m, p.Permissions)
+	if err != nil {
+		return nil, err
+	}
+	fromMarkers, err := markerPermissions(markers, p.Scheme, built.Kinds())
+	if err != nil {
+		return nil, err
+	}
+	built.Registration.Permissions = merge(fromMarkers, p.Permissions...)
+	return built, nil
 }

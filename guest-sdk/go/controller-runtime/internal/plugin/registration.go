@@ -81,6 +81,20 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 	return p, nil
 }
 
+// Kinds are the kinds the plugin registers: its primary, owned and watched kinds and those its
+// webhooks serve, each at the version it registers it at.
+func (p *Plugin) Kinds() []guest.Kind {
+	reg, hooks := p.Registration, p.Webhooks
+	kinds := append([]guest.Kind{reg.Primary}, reg.Owns...)
+	for _, w := range reg.Watches {
+		kinds = append(kinds, w.Kind)
+	}
+	for _, rule := range slices.Concat(hooks.Validate, hooks.Default) {
+		kinds = append(kinds, rule.Kind)
+	}
+	return append(kinds, hooks.Convert...)
+}
+
 // grouped are the sources' kinds in the order they first appear, and each kind's sources.
 func grouped(scheme *runtime.Scheme, sources []Watch) ([]schema.GroupVersionKind, map[schema.GroupVersionKind][]Watch, error) {
 	var kinds []schema.GroupVersionKind

@@ -394,11 +394,51 @@ pub(super) mod tests {
 
     /// ConfigMap `name` in namespace `a` at resourceVersion `version`, as the cache holds it.
     pub(in crate::controller) fn object(name: &str, version: &str) -> Arc<CachedObject> {
+        labelled(name, version, "{}")
+    }
+
+    /// ConfigMap `name` at `version` with `labels` (a JSON object).
+    fn labelled(name: &str, version: &str, labels: &str) -> Arc<CachedObject> {
         let json = format!(
-            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"namespace":"a","name":"{name}","resourceVersion":"{version}"}}}}"#
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"namespace":"a","name":"{name}","resourceVersion":"{version}","labels":{labels}}}}}"#
         );
         let watched: crate::cache::WatchedObject = serde_json::from_str(&json).expect("an object");
         Arc::new(watched.object.expect("a readable object"))
+    }
+
+    #[test]
+    fn a_drain_label_change_reaches_the_reconcile_whatever_the_guests_handler_says() {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        let handed = Arc::new(AtomicUsize::new(0));
+        let counted = handed.clone();
+        let guest: Map = Arc::new(move |_: &Change| {
+            counted.fetch_add(1, Relaxed);
+            Vec::new()
+        });
+        let map = drained_or(Some("wasmop.dev/drain"), guest);
+        let change = |old: &Arc<CachedObject>, new: &Arc<CachedObject>| Change {
+            old: Some(old.clone()),
+            new: Some(new.clone()),
+            initial: false,
+        };
+        let before = labelled("web", "1", "{}");
+        let drained = labelled("web", "2", r#"{"wasmop.dev/drain":"replica-1"}"#);
+        assert_eq!(
+            map(&change(&before, &drained)),
+            std::slice::from_ref(&before.key)
+        );
+        assert_eq!(
+            handed.load(Relaxed),
+            0,
+            "a handover is not the guest's to filter"
+        );
+        let relabelled = labelled("web", "3", r#"{"team":"shop"}"#);
+        assert!(map(&change(&before, &relabelled)).is_empty());
+        assert_eq!(
+            handed.load(Relaxed),
+            1,
+            "any other change goes to the guest"
+        );
     }
 
     #[test]

@@ -29,6 +29,16 @@ pub(super) enum Export {
     Handle,
 }
 
+impl Export {
+    /// The export's name in the WIT.
+    fn name(self) -> &'static str {
+        match self {
+            Export::Map => "map",
+            Export::Handle => "handle",
+        }
+    }
+}
+
 /// Changes waiting for the guest, one entry per object.
 #[derive(Default)]
 pub(super) struct Backlog {
@@ -137,7 +147,7 @@ pub(super) fn spawn(
             let keys = match mapped {
                 Ok(keys) => keys,
                 Err(error) => {
-                    let export = format!("{export:?}").to_lowercase();
+                    let export = export.name();
                     tracing::warn!(plugin = plugin.name(), object = %key, "{export} failed: {error}");
                     continue;
                 }

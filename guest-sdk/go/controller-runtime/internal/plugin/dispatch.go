@@ -71,34 +71,24 @@ func (p *Plugin) Handle(kind guest.Kind, change guest.Change) []guest.Request {
 	return out
 }
 
-// run hands a change to one source: its predicates decide on the event, its handler adds to q.
+// run hands a change to one source: its predicates, all of them, decide on the event, its
+// handler adds to q.
 func run(ctx context.Context, w Watch, old, updated client.Object, q *collector) {
+	passes := predicate.And(w.Predicates...)
 	switch {
 	case old == nil:
-		e := event.CreateEvent{Object: updated}
-		if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Create(e) }) {
+		if e := (event.CreateEvent{Object: updated}); passes.Create(e) {
 			w.Handler.Create(ctx, e, q)
 		}
 	case updated == nil:
-		e := event.DeleteEvent{Object: old}
-		if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Delete(e) }) {
+		if e := (event.DeleteEvent{Object: old}); passes.Delete(e) {
 			w.Handler.Delete(ctx, e, q)
 		}
 	default:
-		e := event.UpdateEvent{ObjectOld: old, ObjectNew: updated}
-		if all(w.Predicates, func(pr predicate.Predicate) bool { return pr.Update(e) }) {
+		if e := (event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); passes.Update(e) {
 			w.Handler.Update(ctx, e, q)
 		}
 	}
-}
-
-func all(predicates []predicate.Predicate, pass func(predicate.Predicate) bool) bool {
-	for _, p := range predicates {
-		if !pass(p) {
-			return false
-		}
-	}
-	return true
 }
 
 // decodeChange is the change's objects as like's Go type; nil where the change has none.

@@ -108,35 +108,24 @@ type EnqueueRequestForObject = TypedEnqueueRequestForObject[client.Object]
 // TypedEnqueueRequestForObject requests a reconcile of the object itself.
 type TypedEnqueueRequestForObject[object client.Object] struct{}
 
-// own requests an event's object; the new one of an update (the object's key is the same).
-func (TypedEnqueueRequestForObject[object]) own() TypedFuncs[object, reconcile.Request] {
-	own := mapped(func(_ context.Context, obj object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(obj)}}
-	})
-	own.UpdateFunc = func(ctx context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		own.Generic(ctx, event.TypedGenericEvent[object]{Object: e.ObjectNew}, q)
-	}
-	return own
-}
-
 // Create requests the created object.
-func (h TypedEnqueueRequestForObject[object]) Create(ctx context.Context, e event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.own().Create(ctx, e, q)
+func (TypedEnqueueRequestForObject[object]) Create(_ context.Context, e event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
 }
 
-// Update requests the changed object.
-func (h TypedEnqueueRequestForObject[object]) Update(ctx context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.own().Update(ctx, e, q)
+// Update requests the changed object (its key is the same before and after).
+func (TypedEnqueueRequestForObject[object]) Update(_ context.Context, e event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 }
 
 // Delete requests the deleted object.
-func (h TypedEnqueueRequestForObject[object]) Delete(ctx context.Context, e event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.own().Delete(ctx, e, q)
+func (TypedEnqueueRequestForObject[object]) Delete(_ context.Context, e event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
 }
 
 // Generic requests the object.
-func (h TypedEnqueueRequestForObject[object]) Generic(ctx context.Context, e event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.own().Generic(ctx, e, q)
+func (TypedEnqueueRequestForObject[object]) Generic(_ context.Context, e event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
 }
 
 // MapFunc maps an object to requests.

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -60,4 +61,8 @@ var (
 	LoggerInto = log.IntoContext
 	// SetLogger replaces the root logger.
 	SetLogger = log.SetLogger
+	// GetConfig is the rest.Config of the plugin's own clients, whose transport is the host.
+	GetConfig = config.GetConfig
+	// GetConfigOrDie is GetConfig.
+	GetConfigOrDie = config.GetConfigOrDie
 )

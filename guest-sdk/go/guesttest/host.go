@@ -7,7 +7,10 @@
 package guesttest
 
 import (
+	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,6 +47,9 @@ type Host struct {
 	// FailNext, when set, makes the next call of the given client function fail with the error:
 	// create, update, update-status, patch, patch-status or delete.
 	FailNext map[string]error
+	// APIServer, when set, answers the requests of the plugin's own client (guest.Transport) as
+	// the apiserver would; without it they fail as unavailable.
+	APIServer http.Handler
 }
 
 // New installs and returns an empty fake host, its clock the real one.
@@ -138,4 +144,23 @@ func fail[T any](err error) wit.Result[T, wit.Error] {
 
 func notFound(k string) error {
 	return &guest.NotFound{Status: guest.Status{Code: 404, Reason: "NotFound", Message: k + " not found"}}
+}
+
+// TransportSend answers a request of the plugin's own client with h.APIServer.
+func (h *Host) TransportSend(request wit.HttpRequest) wit.Result[wit.HttpResponse, wit.Error] {
+	if h.APIServer == nil {
+		status := wit.Status{Reason: "Unavailable", Message: "guesttest has no apiserver: set Host.APIServer"}
+		return wit.Result[wit.HttpResponse, wit.Error]{IsErr: true, Err: wit.Error{Case: wit.ErrorUnavailable, Unavailable: status}}
+	}
+	req := httptest.NewRequest(request.Method, request.Path, bytes.NewReader(request.Body))
+	if request.ContentType != "" {
+		req.Header.Set("Content-Type", request.ContentType)
+	}
+	recorder := httptest.NewRecorder()
+	h.APIServer.ServeHTTP(recorder, req)
+	return wit.Result[wit.HttpResponse, wit.Error]{Ok: wit.HttpResponse{
+		Status:      uint16(recorder.Code),
+		ContentType: recorder.Header().Get("Content-Type"),
+		Body:        recorder.Body.Bytes(),
+	}}
 }

@@ -5,7 +5,7 @@
  */
 /// <reference path="../generated/wit/webhook-reconciler.d.ts" />
 
-import { get, list, listByIndex } from 'wasmop:reconciler/cache@0.1.2';
+import { get, list, listByIndex } from 'wasmop:reconciler/cache@0.1.3';
 import {
   create,
   delete as remove,
@@ -13,13 +13,13 @@ import {
   patchStatus,
   update,
   updateStatus,
-} from 'wasmop:reconciler/client@0.1.2';
-import { record } from 'wasmop:reconciler/events@0.1.2';
-import { log } from 'wasmop:reconciler/log@0.1.2';
+} from 'wasmop:reconciler/client@0.1.3';
+import { record } from 'wasmop:reconciler/events@0.1.3';
+import { log } from 'wasmop:reconciler/log@0.1.3';
 
-export type * as types from 'wasmop:reconciler/types@0.1.2';
-export type * as plugin from 'wasmop:reconciler/plugin@0.1.2';
-export type * as webhooks from 'wasmop:reconciler/webhooks@0.1.2';
+export type * as types from 'wasmop:reconciler/types@0.1.3';
+export type * as plugin from 'wasmop:reconciler/plugin@0.1.3';
+export type * as webhooks from 'wasmop:reconciler/webhooks@0.1.3';
 
 /** The `cache` interface: reads from the host's informer cache. */
 export const cache = { get, list, listByIndex };

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasmop::contract::imports::{
-    ApiError, ApiWriter, CacheReader, Json, ListOptions, Services, Write,
+    Answer, ApiError, ApiWriter, CacheReader, Forward, Json, ListOptions, ResourceKind, Services,
+    Write,
 };
 use wasmop::contract::object::{GroupVersionKind, ObjectRef};
 
@@ -60,6 +61,19 @@ impl ApiWriter for Writer {
         let stored = self.0.write(target, write).await?;
         self.1.add(&stored);
         Ok(stored)
+    }
+
+    async fn resource_kind(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Result<ResourceKind, ApiError> {
+        self.0.resource_kind(group, version, resource).await
+    }
+
+    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
+        self.0.forward(request, max_bytes).await
     }
 }
 

@@ -299,7 +299,8 @@ pub fn dns_label(text: &str) -> bool {
         && !text.ends_with('-')
 }
 
-fn dns_subdomain(text: &str) -> bool {
+/// Whether `text` is a DNS-1123 subdomain: dot-separated labels, at most 253 characters.
+pub fn dns_subdomain(text: &str) -> bool {
     text.len() <= MAX_NAME && text.split('.').all(dns_label)
 }
 

@@ -69,6 +69,9 @@ pub enum Power<'a> {
     /// Running a module no key the operator trusts has signed (every module from a ConfigMap,
     /// Secret or URL, and one from a registry that names no key to verify).
     Unsigned,
+    /// Reading the API's shape (discovery, `/version`) through the transport, which the
+    /// apiserver grants every authenticated user: every plugin that has described itself may.
+    Discover,
 }
 
 impl<'a> Power<'a> {
@@ -236,6 +239,10 @@ pub fn check(subject: Subject<'_>, power: Power<'_>) -> Result<(), Denied> {
             subject.operator(&what(power), |c| c.modules.allows_address(address))
         }
         Power::Unsigned => subject.operator(&what(power), |c| !c.signatures.require),
+        Power::Discover => match subject.registration {
+            Some(_) => Ok(()),
+            None => Err(Denied::Undeclared(what(power))),
+        },
     }
 }
 
@@ -484,6 +491,9 @@ fn what(power: Power<'_>) -> String {
         Power::Unsigned => "may not run a module no trusted key signed (signatures.require; \
              only spec.module.oci carries signatures)"
             .to_owned(),
+        Power::Discover => {
+            "may not read the API's discovery before it has described itself".to_owned()
+        }
     }
 }
 

@@ -147,6 +147,15 @@ pub enum Patch {
     },
 }
 
+impl Patch {
+    /// The patch's JSON: the merge patch, the operations or the applied object.
+    pub fn value(&self) -> &Value {
+        match self {
+            Patch::Merge(value) | Patch::Json(value) | Patch::Apply { object: value, .. } => value,
+        }
+    }
+}
+
 /// What a write does, to name it in an error: its verb as fixtures spell it, and whether it
 /// targets the status subresource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +176,15 @@ impl std::fmt::Display for WriteName {
 }
 
 impl Write {
+    /// The JSON it sends: the object or the patch; none for a delete.
+    pub fn body(&self) -> Option<&Value> {
+        match self {
+            Write::Create(value) | Write::Update(value) | Write::UpdateStatus(value) => Some(value),
+            Write::Patch { patch, .. } => Some(patch.value()),
+            Write::Delete(_) => None,
+        }
+    }
+
     /// What it does, to name it in an error.
     pub fn name(&self) -> WriteName {
         let verb = match self {
@@ -241,11 +259,68 @@ pub enum Write {
     Delete(DeleteOptions),
 }
 
-/// Writes to the apiserver on behalf of one plugin.
+/// A resource of a group version as the apiserver serves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceKind {
+    /// Its kind.
+    pub kind: GroupVersionKind,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// A raw request of a guest's own client, as the runtime rebuilt and checked it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    pub method: &'static str,
+    /// The path and query to send.
+    pub path: String,
+    /// The body's media type and the body (re-encoded from what was checked), if it has one.
+    pub body: Option<(String, Vec<u8>)>,
+}
+
+/// The apiserver's answer to a [`Forward`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The body's media type.
+    pub content_type: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// Writes to the apiserver on behalf of one plugin, and the raw requests of its own client.
 #[async_trait::async_trait]
 pub trait ApiWriter: Send + Sync + 'static {
     /// Performs `write` on `target`; returns the stored object (`None` after a delete).
     async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError>;
+
+    /// The kind `resource` of `group`/`version` holds, from discovery.
+    async fn resource_kind(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Result<ResourceKind, ApiError> {
+        let _ = (group, version, resource);
+        Err(no_transport())
+    }
+
+    /// Sends `request` as the plugin and reads at most `max_bytes` of the answer.
+    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
+        let _ = (request, max_bytes);
+        Err(no_transport())
+    }
+}
+
+/// Why a writer without an apiserver (an offline test's) answers no raw request.
+fn no_transport() -> ApiError {
+    ApiError::new(
+        ApiErrorKind::Unavailable,
+        "the transport reaches an apiserver, and there is none here (offline tests answer the \
+         cache and client imports only)",
+    )
 }
 
 /// Normal or Warning.

@@ -20,6 +20,7 @@ pub mod owners;
 pub mod policy;
 pub mod refusal;
 pub mod registration;
+pub mod request_info;
 pub mod rights;
 pub mod selector;
 pub mod signature;

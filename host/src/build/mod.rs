@@ -196,7 +196,7 @@ fn plan(
 }
 
 /// The checkout's own plugins of `language`: the `plugins/` and `tests/guests/` workspaces for
-/// Rust, every `plugins/*/<language>` folder otherwise.
+/// Rust, every `plugins/*/<language>` and `tests/guests/*/<language>` folder otherwise.
 fn checkout_plugins(checkout: &Checkout, language: Language) -> Vec<PathBuf> {
     if language == Language::Rust {
         return vec![
@@ -204,9 +204,13 @@ fn checkout_plugins(checkout: &Checkout, language: Language) -> Vec<PathBuf> {
             checkout.root.join("tests/guests"),
         ];
     }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(checkout.root.join("plugins"))
+    let mut dirs: Vec<PathBuf> = ["plugins", "tests/guests"]
         .into_iter()
-        .flatten()
+        .flat_map(|folder| {
+            std::fs::read_dir(checkout.root.join(folder))
+                .into_iter()
+                .flatten()
+        })
         .flatten()
         .map(|entry| entry.path().join(language.folder()))
         .filter(|dir| dir.is_dir())

@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// A checkout holding a Rust crate, a Python plugin, a TypeScript plugin and a Go plugin, and a
-/// `wasmop new` folder holding two languages.
+/// A checkout holding a Rust crate, a Python plugin, a TypeScript plugin, a Go plugin and a Go
+/// test guest, and a `wasmop new` folder holding two languages.
 fn checkout() -> (tempfile::TempDir, Checkout) {
     let root = tempfile::tempdir().unwrap();
     let write = |path: &str, text: &str| {
@@ -17,6 +17,7 @@ fn checkout() -> (tempfile::TempDir, Checkout) {
     write("plugins/webapp/go/go.mod", "module webapp\n");
     write("plugins/Cargo.toml", "[workspace]\n");
     write("tests/guests/Cargo.toml", "[workspace]\n");
+    write("tests/guests/reach/go/go.mod", "module reach\n");
     write("mine/rust/Cargo.toml", "[package]\nname = \"mine\"\n");
     write("mine/go/go.mod", "module mine\n");
     write("mine/fixtures/a.yaml", "");
@@ -54,11 +55,11 @@ fn the_checkout_builds_every_language_or_the_one_asked_for() {
             (Language::Rust, vec!["plugins", "guests"]),
             (Language::Python, vec!["webapp"]),
             (Language::Js, vec!["webapp"]),
-            (Language::Go, vec!["webapp"]),
+            (Language::Go, vec!["webapp", "reach"]),
         ]
     );
     let go = plan(&checkout, &request(&[], Some(Language::Go))).unwrap();
-    assert_eq!(languages(&go), [(Language::Go, vec!["webapp"])]);
+    assert_eq!(languages(&go), [(Language::Go, vec!["webapp", "reach"])]);
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod boundary;
 mod cache;
 mod config;
 mod registration;
+mod request_info;
 mod selector;
 
 use std::collections::HashMap;

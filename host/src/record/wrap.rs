@@ -2,7 +2,8 @@
 //! --record`: each reconcile runs inside a recording, and the plugin's services are wrapped so
 //! that what the cache returns, the writes the apiserver answers and the events the plugin
 //! records are noted in the recording of the reconcile under way in that task (outside one —
-//! a webhook call — nothing is noted).
+//! a webhook call — nothing is noted). The raw requests of a plugin's own client (the
+//! `transport` import) pass through unrecorded: a replay answers the cache and client imports.
 
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use futures::future::BoxFuture;
 use crate::record::{self, Recorder};
 use crate::runtime::{Reconciled, Wrap};
 use wasmop_contract::imports::{
-    ApiError, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Services, Write,
+    Answer, ApiError, ApiWriter, CacheReader, Event, EventRecorder, Forward, Json, ListOptions,
+    ResourceKind, Services, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
@@ -83,6 +85,19 @@ impl ApiWriter for Writes {
         let answer = self.0.write(target, write).await;
         record::wrote(target, noted, answer.as_ref().err());
         answer
+    }
+
+    async fn resource_kind(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Result<ResourceKind, ApiError> {
+        self.0.resource_kind(group, version, resource).await
+    }
+
+    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
+        self.0.forward(request, max_bytes).await
     }
 }
 

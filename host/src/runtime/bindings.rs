@@ -13,6 +13,7 @@ mod generated {
         path: "../wit",
         imports: {
             "wasmop:reconciler/client": async,
+            "wasmop:reconciler/transport": async,
             "wasmop:reconciler/events": async,
             "wasmop:reconciler/log": async,
         },
@@ -31,6 +32,7 @@ mod generated_exports {
             "wasmop:reconciler/types": super::generated::wasmop::reconciler::types,
             "wasmop:reconciler/cache": super::generated::wasmop::reconciler::cache,
             "wasmop:reconciler/client": super::generated::wasmop::reconciler::client,
+            "wasmop:reconciler/transport": super::generated::wasmop::reconciler::transport,
             "wasmop:reconciler/events": super::generated::wasmop::reconciler::events,
             "wasmop:reconciler/log": super::generated::wasmop::reconciler::log,
             "wasmop:reconciler/plugin": super::generated::wasmop::reconciler::plugin,
@@ -38,14 +40,16 @@ mod generated_exports {
     });
 }
 
-pub(crate) use generated::wasmop::reconciler::{cache, client, events, log, plugin, types};
+pub(crate) use generated::wasmop::reconciler::{
+    cache, client, events, log, plugin, transport, types,
+};
 pub(crate) use generated::{Reconciler, ReconcilerIndices};
 pub(crate) use generated_exports::exports::wasmop::reconciler::{handlers, webhooks};
 
 /// The WIT package this host speaks; components must import the same major version.
 pub(crate) const WIT_PACKAGE: &str = "wasmop:reconciler";
 /// The WIT package's version.
-pub(crate) const WIT_VERSION: &str = "0.1.2";
+pub(crate) const WIT_VERSION: &str = "0.1.3";
 
 impl From<types::Gvk> for GroupVersionKind {
     fn from(gvk: types::Gvk) -> Self {

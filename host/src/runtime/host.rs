@@ -126,12 +126,12 @@ impl StoreState {
         }
     }
 
-    fn limits(&self) -> &GuestLimits {
+    pub(super) fn limits(&self) -> &GuestLimits {
         &self.context.limits
     }
 
     /// Counts a refusal at the boundary and passes the error on.
-    fn refused<T>(&self, result: Result<T, ApiError>) -> Result<T, ApiError> {
+    pub(super) fn refused<T>(&self, result: Result<T, ApiError>) -> Result<T, ApiError> {
         if let Err(error) = &result {
             let why = match error.kind {
                 ApiErrorKind::Forbidden(DeniedBy::DeclaredPermissions) => Refusal::Undeclared,
@@ -144,7 +144,7 @@ impl StoreState {
     }
 
     /// The services, if the plugin may use `power` ([`capability::check`]).
-    fn may(&self, power: Power<'_>) -> Result<&Services, ApiError> {
+    pub(super) fn may(&self, power: Power<'_>) -> Result<&Services, ApiError> {
         let plugin = &self.context.name;
         let Some(grant) = &self.context.grant else {
             return Err(denied(format!(
@@ -170,7 +170,7 @@ impl StoreState {
     }
 
     /// The services, if the plugin may do `verb` on `kind` in `namespace`.
-    fn check(
+    pub(super) fn check(
         &self,
         verb: Verb,
         kind: &GroupVersionKind,
@@ -204,7 +204,7 @@ impl StoreState {
 
     /// Checks every owner reference `write` sets on `target`: to an object the plugin may read,
     /// in `target`'s namespace or cluster-scoped, held by its cache with the uid named.
-    fn owners(&self, target: &ObjectRef, write: &Write) -> Result<(), ApiError> {
+    pub(super) fn owners(&self, target: &ObjectRef, write: &Write) -> Result<(), ApiError> {
         let namespace = target.key.namespace.as_str();
         for owner in owners::set_by(write)? {
             let services = self.may(Power::Own(&owner.kind, namespace))?;
@@ -498,7 +498,7 @@ fn event_namespace(namespace: &str) -> &str {
 }
 
 /// Waits out a rate's delay (none when it is zero).
-async fn wait(delay: std::time::Duration) {
+pub(super) async fn wait(delay: std::time::Duration) {
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }

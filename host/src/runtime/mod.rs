@@ -29,6 +29,7 @@ mod memory;
 mod output;
 mod plugin;
 mod reserve;
+mod transport;
 mod webhooks;
 mod wrap;
 

@@ -1,7 +1,9 @@
 //! A plugin's own event handlers (the `handlers` export of WIT 0.1.2) in the runtime: the kinds
 //! it declares, the requests `handle` answers for an added, an updated and a deleted object, and
-//! its floods and crafted keys refused with its name while it goes on answering. (On the real
-//! control plane: `controllers::changes_a_plugin_handles_itself_reach_the_queue_as_it_says`.)
+//! its floods and crafted keys refused with its name while it goes on answering. The guest is
+//! built against a frozen WIT 0.1.2, so these tests also hold a plugin of that contract to today's
+//! host. (On the real control plane:
+//! `controllers::changes_a_plugin_handles_itself_reach_the_queue_as_it_says`.)
 
 use crate::common;
 

@@ -3,6 +3,7 @@
 //! on kinds it was never granted, writes from a webhook call, the conversion of another
 //! operator's custom resource, owner references the garbage collector would act on (with
 //! kube-controller-manager's garbage collector running), events in namespaces it may not write,
+//! requests of its own client-go clients (`tests/guests/reach`) beyond what it declared,
 //! a module that names itself after a more privileged plugin, and a plugin that would hold the
 //! guest memory others need. Each test checks what a user would: the refusal and its reason,
 //! that nothing reached the apiserver, and that what another operator or plugin owns is intact.
@@ -510,6 +511,95 @@ async fn a_module_runs_only_as_its_sources_identity() -> anyhow::Result<()> {
         assert!(spoken.is_empty(), "requests as {privileged}: {spoken:?}");
         println!(
             "IDENTITY: evil.wasm declaring guest-good refused at load; 0 requests as {privileged}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// What `tests/guests/reach` (declaring ConfigMaps only) found each of its own client-go
+/// clients answered, through the `transport` import: its declared reads and write work; Secrets
+/// and Pods, a watch and an owner reference to a Secret are refused by the host.
+const REACH_ANSWERS: [(&str, &str); 10] = [
+    ("typed-get", "ok"),
+    ("api-reader-get", "ok"),
+    ("discovery", "ok"),
+    ("discovery-finds-apps", "ok"),
+    ("typed-list-secrets", "Forbidden"),
+    ("dynamic-get-secret", "Forbidden"),
+    ("api-reader-list-secrets", "Forbidden"),
+    ("typed-create-pod", "Forbidden"),
+    ("typed-create-owned-by-secret", "Forbidden"),
+    ("typed-watch", "Invalid"),
+];
+
+/// A Go plugin's own clients — a typed clientset and a dynamic client from `ctrl.GetConfig`,
+/// discovery, `mgr.GetAPIReader` — reach the apiserver through the host: what the plugin
+/// declared works and is written under its field manager; what it did not is refused before it
+/// leaves the host, and the apiserver's audit log holds no request on Secrets or Pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Result<()> {
+    within(LIMIT, "a Go plugin's own clients", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("reach").await?;
+        let kube = plane.client().await?;
+        let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(kube.clone(), &namespace);
+        let token = json!({"metadata": {"name": "token"}, "stringData": {"key": "secret"}});
+        secrets
+            .create(&PostParams::default(), &serde_json::from_value(token)?)
+            .await?;
+        let (cache, informer) = configmap_cache(&kube).await?;
+        configmap(&kube, &informer, (&namespace, "reach"), json!({})).await?;
+        let plugin = load(&runtime_under(""), &kube, &cache, "reach-go").await?;
+        let mut audit = plane.audit_log();
+        audit.read_new()?;
+
+        plugin
+            .reconcile(&ObjectKey::new(&namespace, "reach"))
+            .await?;
+
+        let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &namespace);
+        let result = configmaps.get("reach-result").await?;
+        let answers = result.data.clone().unwrap_or_default();
+        for (what, expected) in REACH_ANSWERS {
+            let answer = answers.get(what).map(String::as_str);
+            assert_eq!(answer, Some(expected), "{what}: {answers:?}");
+        }
+        let managers: Vec<String> = result
+            .metadata
+            .managed_fields
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|entry| entry.manager)
+            .collect();
+        assert_eq!(managers, ["wasmop/reach"], "reach-result's field managers");
+        assert!(configmaps.get_opt("forged").await?.is_none());
+        let undeclared = plugin.refusals()[Refusal::Undeclared as usize].1;
+        assert!(undeclared >= 5, "{undeclared} undeclared requests counted");
+
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let seen: Vec<_> = audit
+            .read_new()?
+            .into_iter()
+            .filter(|e| e.namespace == namespace)
+            .collect();
+        let reached: Vec<_> = seen
+            .iter()
+            .filter(|e| matches!(e.resource.as_str(), "secrets" | "pods") || e.verb == "watch")
+            .collect();
+        assert!(
+            reached.is_empty(),
+            "refused requests reached the apiserver: {reached:?}"
+        );
+        let sent = seen.iter().filter(|e| e.resource == "configmaps").count();
+        assert!(sent >= 3, "the declared reads and write: {seen:?}");
+        println!(
+            "REACH: {} answers as declared ({undeclared} undeclared requests refused by the host); \
+             the audit log shows {sent} ConfigMap requests and none on Secrets, Pods or watches \
+             in {namespace}",
+            REACH_ANSWERS.len()
         );
         Ok(())
     })

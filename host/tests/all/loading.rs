@@ -95,7 +95,7 @@ async fn a_component_for_another_wit_major_is_refused_with_both_versions() {
         );
         assert!(
             message.contains("wasmop:reconciler@2.0.0")
-                && message.contains("wasmop:reconciler@0.1.2"),
+                && message.contains("wasmop:reconciler@0.1.3"),
             "{message}"
         );
     })

@@ -290,7 +290,7 @@ async fn plugins_without_webhooks_load_and_reconcile_as_before() {
     .await
 }
 
-/// A component of the WIT before handlers (0.1.1) exports `webhooks@0.1.1`: the host of 0.1.2
+/// A component of the WIT before handlers (0.1.1) exports `webhooks@0.1.1`: today's host
 /// finds and calls it, and maps its changes itself.
 #[tokio::test]
 async fn a_plugin_built_against_wit_0_1_1_serves_its_webhooks_as_before() {

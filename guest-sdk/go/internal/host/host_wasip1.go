@@ -32,6 +32,11 @@ func (h hostTurns) CacheListByIndex(kind wit.Gvk, index string, value string) wi
 	return h.host.CacheListByIndex(kind, index, value)
 }
 
+func (h hostTurns) TransportSend(request wit.HttpRequest) wit.Result[wit.HttpResponse, wit.Error] {
+	defer abi.HostTurn()()
+	return h.host.TransportSend(request)
+}
+
 func (h hostTurns) ClientCreate(obj wit.Object) wit.Result[wit.Object, wit.Error] {
 	defer abi.HostTurn()()
 	return h.host.ClientCreate(obj)

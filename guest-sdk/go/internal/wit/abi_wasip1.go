@@ -14,10 +14,10 @@ var _ Imports = Host{}
 // exportArena keeps the result of the last export alive until its post-return.
 var exportArena abi.Arena
 
-//go:wasmimport wasmop:reconciler/cache@0.1.2 get
+//go:wasmimport wasmop:reconciler/cache@0.1.3 get
 func wasmimportCacheGet(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, ret uint32)
 
-// CacheGet calls `get` of wasmop:reconciler/cache@0.1.2.
+// CacheGet calls `get` of wasmop:reconciler/cache@0.1.3.
 //
 // Gets one object; `namespace` is empty for cluster-scoped kinds. Missing: `not-found`.
 func (Host) CacheGet(kind Gvk, namespace string, name string) Result[Object, Error] {
@@ -34,10 +34,10 @@ func (Host) CacheGet(kind Gvk, namespace string, name string) Result[Object, Err
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/cache@0.1.2 list
+//go:wasmimport wasmop:reconciler/cache@0.1.3 list
 func wasmimportCacheList(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32, f11 uint32, f12 uint32, f13 uint32, f14 uint32, ret uint32)
 
-// CacheList calls `list` of wasmop:reconciler/cache@0.1.2.
+// CacheList calls `list` of wasmop:reconciler/cache@0.1.3.
 //
 // Lists objects of a kind the plugin watches.
 func (Host) CacheList(kind Gvk, options ListOptions) Result[[]Object, Error] {
@@ -53,10 +53,10 @@ func (Host) CacheList(kind Gvk, options ListOptions) Result[[]Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/cache@0.1.2 list-by-index
+//go:wasmimport wasmop:reconciler/cache@0.1.3 list-by-index
 func wasmimportCacheListByIndex(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, ret uint32)
 
-// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.2.
+// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.3.
 //
 // Lists the objects whose value for a field index the plugin declared equals `value`.
 func (Host) CacheListByIndex(kind Gvk, index string, value string) Result[[]Object, Error] {
@@ -73,10 +73,10 @@ func (Host) CacheListByIndex(kind Gvk, index string, value string) Result[[]Obje
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.2 create
+//go:wasmimport wasmop:reconciler/client@0.1.3 create
 func wasmimportClientCreate(f0 uint32, f1 uint32, ret uint32)
 
-// ClientCreate calls `create` of wasmop:reconciler/client@0.1.2.
+// ClientCreate calls `create` of wasmop:reconciler/client@0.1.3.
 //
 // Creates an object (namespace and kind taken from the object itself).
 func (Host) ClientCreate(obj Object) Result[Object, Error] {
@@ -91,10 +91,10 @@ func (Host) ClientCreate(obj Object) Result[Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.2 update
+//go:wasmimport wasmop:reconciler/client@0.1.3 update
 func wasmimportClientUpdate(f0 uint32, f1 uint32, ret uint32)
 
-// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.2.
+// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.3.
 //
 // Replaces an object; its metadata.resourceVersion guards against lost updates (`conflict`).
 func (Host) ClientUpdate(obj Object) Result[Object, Error] {
@@ -109,10 +109,10 @@ func (Host) ClientUpdate(obj Object) Result[Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.2 patch
+//go:wasmimport wasmop:reconciler/client@0.1.3 patch
 func wasmimportClientPatch(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32, f11 uint32, f12 uint32, f13 uint32, ret uint32)
 
-// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.2.
+// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.3.
 //
 // Patches an object; `namespace` is empty for cluster-scoped kinds.
 func (Host) ClientPatch(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error] {
@@ -130,10 +130,10 @@ func (Host) ClientPatch(kind Gvk, namespace string, name string, body PatchBody)
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.2 delete
+//go:wasmimport wasmop:reconciler/client@0.1.3 delete
 func wasmimportClientDelete(params uint32, ret uint32)
 
-// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.2.
+// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.3.
 //
 // Deletes an object. Deleting an object that is already gone is `not-found`.
 func (Host) ClientDelete(kind Gvk, namespace string, name string, options DeleteOptions) Result[Unit, Error] {
@@ -151,10 +151,10 @@ func (Host) ClientDelete(kind Gvk, namespace string, name string, options Delete
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.2 update-status
+//go:wasmimport wasmop:reconciler/client@0.1.3 update-status
 func wasmimportClientUpdateStatus(f0 uint32, f1 uint32, ret uint32)
 
-// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.2.
+// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.3.
 //
 // Replaces the status subresource of an object.
 func (Host) ClientUpdateStatus(obj Object) Result[Object, Error] {
@@ -169,10 +169,10 @@ func (Host) ClientUpdateStatus(obj Object) Result[Object, Error] {
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/client@0.1.2 patch-status
+//go:wasmimport wasmop:reconciler/client@0.1.3 patch-status
 func wasmimportClientPatchStatus(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32, f11 uint32, f12 uint32, f13 uint32, ret uint32)
 
-// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.2.
+// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.3.
 //
 // Patches the status subresource of an object.
 func (Host) ClientPatchStatus(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error] {
@@ -190,10 +190,29 @@ func (Host) ClientPatchStatus(kind Gvk, namespace string, name string, body Patc
 	return result
 }
 
-//go:wasmimport wasmop:reconciler/events@0.1.2 record
+//go:wasmimport wasmop:reconciler/transport@0.1.3 send
+func wasmimportTransportSend(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, ret uint32)
+
+// TransportSend calls `send` of wasmop:reconciler/transport@0.1.3.
+//
+// Sends one request and returns the apiserver's answer. `error` is the host's own refusal
+// (`forbidden(declared-permissions, …)`, `invalid`) or no answer at all (`unavailable`).
+func (Host) TransportSend(request HttpRequest) Result[HttpResponse, Error] {
+	a := new(abi.Arena)
+	var flat [8]uint64
+	lowerHttpRequest(a, flat[0:], request)
+	ret := a.Alloc(32, 4)
+	wasmimportTransportSend(uint32(flat[0]), uint32(flat[1]), uint32(flat[2]), uint32(flat[3]), uint32(flat[4]), uint32(flat[5]), uint32(flat[6]), uint32(flat[7]), ret)
+	result := loadResultHttpResponseError(ret)
+	abi.Unpin()
+	a.Free()
+	return result
+}
+
+//go:wasmimport wasmop:reconciler/events@0.1.3 record
 func wasmimportEventsRecord(params uint32)
 
-// EventsRecord calls `record` of wasmop:reconciler/events@0.1.2.
+// EventsRecord calls `record` of wasmop:reconciler/events@0.1.3.
 //
 // Records an event; `reason` is a short CamelCase word, `message` a sentence.
 func (Host) EventsRecord(about Regarding, type_ EventType, reason string, message string) {
@@ -208,10 +227,10 @@ func (Host) EventsRecord(about Regarding, type_ EventType, reason string, messag
 	a.Free()
 }
 
-//go:wasmimport wasmop:reconciler/log@0.1.2 log
+//go:wasmimport wasmop:reconciler/log@0.1.3 log
 func wasmimportLogLog(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32)
 
-// LogLog calls `log` of wasmop:reconciler/log@0.1.2.
+// LogLog calls `log` of wasmop:reconciler/log@0.1.3.
 //
 // Writes one log line with key-value fields.
 func (Host) LogLog(level Level, message string, fields []Tuple2[string, string]) {
@@ -278,7 +297,7 @@ func wasmexportPostMap(uint32) {
 	exportArena.Free()
 }
 
-//go:wasmexport wasmop:reconciler/handlers@0.1.2#describe-handlers
+//go:wasmexport wasmop:reconciler/handlers@0.1.3#describe-handlers
 func wasmexportHandlersDescribeHandlers() uint32 {
 	abi.Unpin()
 	result := Export.HandlersDescribeHandlers()
@@ -289,12 +308,12 @@ func wasmexportHandlersDescribeHandlers() uint32 {
 	return ret
 }
 
-//go:wasmexport cabi_post_wasmop:reconciler/handlers@0.1.2#describe-handlers
+//go:wasmexport cabi_post_wasmop:reconciler/handlers@0.1.3#describe-handlers
 func wasmexportPostHandlersDescribeHandlers(uint32) {
 	exportArena.Free()
 }
 
-//go:wasmexport wasmop:reconciler/handlers@0.1.2#handle
+//go:wasmexport wasmop:reconciler/handlers@0.1.3#handle
 func wasmexportHandlersHandle(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uint32, f5 uint32, f6 uint32, f7 uint32, f8 uint32, f9 uint32, f10 uint32) uint32 {
 	flat := [...]uint64{uint64(f0), uint64(f1), uint64(f2), uint64(f3), uint64(f4), uint64(f5), uint64(f6), uint64(f7), uint64(f8), uint64(f9), uint64(f10)}
 	kind := liftGvk(flat[0:])
@@ -308,12 +327,12 @@ func wasmexportHandlersHandle(f0 uint32, f1 uint32, f2 uint32, f3 uint32, f4 uin
 	return ret
 }
 
-//go:wasmexport cabi_post_wasmop:reconciler/handlers@0.1.2#handle
+//go:wasmexport cabi_post_wasmop:reconciler/handlers@0.1.3#handle
 func wasmexportPostHandlersHandle(uint32) {
 	exportArena.Free()
 }
 
-//go:wasmexport wasmop:reconciler/webhooks@0.1.2#describe-webhooks
+//go:wasmexport wasmop:reconciler/webhooks@0.1.3#describe-webhooks
 func wasmexportWebhooksDescribeWebhooks() uint32 {
 	abi.Unpin()
 	result := Export.WebhooksDescribeWebhooks()
@@ -324,12 +343,12 @@ func wasmexportWebhooksDescribeWebhooks() uint32 {
 	return ret
 }
 
-//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.2#describe-webhooks
+//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.3#describe-webhooks
 func wasmexportPostWebhooksDescribeWebhooks(uint32) {
 	exportArena.Free()
 }
 
-//go:wasmexport wasmop:reconciler/webhooks@0.1.2#validate
+//go:wasmexport wasmop:reconciler/webhooks@0.1.3#validate
 func wasmexportWebhooksValidate(params uint32) uint32 {
 	req := loadAdmissionRequest(params)
 	abi.Unpin()
@@ -341,12 +360,12 @@ func wasmexportWebhooksValidate(params uint32) uint32 {
 	return ret
 }
 
-//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.2#validate
+//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.3#validate
 func wasmexportPostWebhooksValidate(uint32) {
 	exportArena.Free()
 }
 
-//go:wasmexport wasmop:reconciler/webhooks@0.1.2#default
+//go:wasmexport wasmop:reconciler/webhooks@0.1.3#default
 func wasmexportWebhooksDefault(params uint32) uint32 {
 	req := loadAdmissionRequest(params)
 	abi.Unpin()
@@ -358,12 +377,12 @@ func wasmexportWebhooksDefault(params uint32) uint32 {
 	return ret
 }
 
-//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.2#default
+//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.3#default
 func wasmexportPostWebhooksDefault(uint32) {
 	exportArena.Free()
 }
 
-//go:wasmexport wasmop:reconciler/webhooks@0.1.2#convert
+//go:wasmexport wasmop:reconciler/webhooks@0.1.3#convert
 func wasmexportWebhooksConvert(f0 uint32, f1 uint32, f2 uint32, f3 uint32) uint32 {
 	flat := [...]uint64{uint64(f0), uint64(f1), uint64(f2), uint64(f3)}
 	obj := abi.LiftString(flat[0:])
@@ -377,7 +396,7 @@ func wasmexportWebhooksConvert(f0 uint32, f1 uint32, f2 uint32, f3 uint32) uint3
 	return ret
 }
 
-//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.2#convert
+//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.3#convert
 func wasmexportPostWebhooksConvert(uint32) {
 	exportArena.Free()
 }
@@ -553,6 +572,57 @@ func loadResultUnitError(p uint32) (v Result[Unit, Error]) {
 	switch abi.U8(p) {
 	case 0:
 		v.IsErr = false
+	case 1:
+		v.IsErr = true
+		v.Err = loadError(p + 4)
+	}
+	return v
+}
+
+func allocListU8(a *abi.Arena, v []uint8) uint32 {
+	ptr := a.Alloc(uint32(len(v))*1, 1)
+	for i := range v {
+		abi.PutU8(ptr+uint32(i)*1, v[i])
+	}
+	return ptr
+}
+
+func lowerListU8(a *abi.Arena, f []uint64, v []uint8) {
+	f[0], f[1] = uint64(allocListU8(a, v)), uint64(len(v))
+}
+
+func lowerHttpRequest(a *abi.Arena, f []uint64, v HttpRequest) {
+	a.LowerString(f[0:], v.Method)
+	a.LowerString(f[2:], v.Path)
+	a.LowerString(f[4:], v.ContentType)
+	lowerListU8(a, f[6:], v.Body)
+}
+
+func listListU8(ptr, n uint32) []uint8 {
+	v := make([]uint8, n)
+	for i := range v {
+		v[i] = abi.U8(ptr + uint32(i)*1)
+	}
+	return v
+}
+
+func loadListU8(p uint32) (v []uint8) {
+	v = listListU8(abi.U32(p), abi.U32(p+4))
+	return v
+}
+
+func loadHttpResponse(p uint32) (v HttpResponse) {
+	v.Status = abi.U16(p)
+	v.ContentType = abi.LoadString(p + 4)
+	v.Body = loadListU8(p + 12)
+	return v
+}
+
+func loadResultHttpResponseError(p uint32) (v Result[HttpResponse, Error]) {
+	switch abi.U8(p) {
+	case 0:
+		v.IsErr = false
+		v.Ok = loadHttpResponse(p + 4)
 	case 1:
 		v.IsErr = true
 		v.Err = loadError(p + 4)

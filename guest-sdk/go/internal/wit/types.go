@@ -240,6 +240,46 @@ type DeleteOptions struct {
 	Propagation *Propagation
 }
 
+// HttpRequest is the WIT record http-request.
+//
+// One HTTP request to the apiserver.
+type HttpRequest struct {
+	// Method is the field method.
+	//
+	// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+	Method string
+	// Path is the field path.
+	//
+	// The path and query, e.g. `/apis/apps/v1/namespaces/default/deployments?limit=500`.
+	Path string
+	// ContentType is the field content-type.
+	//
+	// The body's media type (`application/json`, a patch type); empty without a body.
+	ContentType string
+	// Body is the field body.
+	//
+	// The body: JSON, empty when there is none.
+	Body []uint8
+}
+
+// HttpResponse is the WIT record http-response.
+//
+// The apiserver's answer, whatever its status (a 404 or 409 is an answer, not an `error`).
+type HttpResponse struct {
+	// Status is the field status.
+	//
+	// The HTTP status code.
+	Status uint16
+	// ContentType is the field content-type.
+	//
+	// The body's media type.
+	ContentType string
+	// Body is the field body.
+	//
+	// The body.
+	Body []uint8
+}
+
 // EventType is the WIT enum event-type.
 //
 // Normal or Warning, as Kubernetes Events have it.
@@ -692,47 +732,52 @@ type WebhooksRegistration struct {
 
 // Imports are the functions the host provides.
 type Imports interface {
-	// CacheGet calls `get` of wasmop:reconciler/cache@0.1.2.
+	// CacheGet calls `get` of wasmop:reconciler/cache@0.1.3.
 	//
 	// Gets one object; `namespace` is empty for cluster-scoped kinds. Missing: `not-found`.
 	CacheGet(kind Gvk, namespace string, name string) Result[Object, Error]
-	// CacheList calls `list` of wasmop:reconciler/cache@0.1.2.
+	// CacheList calls `list` of wasmop:reconciler/cache@0.1.3.
 	//
 	// Lists objects of a kind the plugin watches.
 	CacheList(kind Gvk, options ListOptions) Result[[]Object, Error]
-	// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.2.
+	// CacheListByIndex calls `list-by-index` of wasmop:reconciler/cache@0.1.3.
 	//
 	// Lists the objects whose value for a field index the plugin declared equals `value`.
 	CacheListByIndex(kind Gvk, index string, value string) Result[[]Object, Error]
-	// ClientCreate calls `create` of wasmop:reconciler/client@0.1.2.
+	// ClientCreate calls `create` of wasmop:reconciler/client@0.1.3.
 	//
 	// Creates an object (namespace and kind taken from the object itself).
 	ClientCreate(obj Object) Result[Object, Error]
-	// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.2.
+	// ClientUpdate calls `update` of wasmop:reconciler/client@0.1.3.
 	//
 	// Replaces an object; its metadata.resourceVersion guards against lost updates (`conflict`).
 	ClientUpdate(obj Object) Result[Object, Error]
-	// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.2.
+	// ClientPatch calls `patch` of wasmop:reconciler/client@0.1.3.
 	//
 	// Patches an object; `namespace` is empty for cluster-scoped kinds.
 	ClientPatch(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error]
-	// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.2.
+	// ClientDelete calls `delete` of wasmop:reconciler/client@0.1.3.
 	//
 	// Deletes an object. Deleting an object that is already gone is `not-found`.
 	ClientDelete(kind Gvk, namespace string, name string, options DeleteOptions) Result[Unit, Error]
-	// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.2.
+	// ClientUpdateStatus calls `update-status` of wasmop:reconciler/client@0.1.3.
 	//
 	// Replaces the status subresource of an object.
 	ClientUpdateStatus(obj Object) Result[Object, Error]
-	// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.2.
+	// ClientPatchStatus calls `patch-status` of wasmop:reconciler/client@0.1.3.
 	//
 	// Patches the status subresource of an object.
 	ClientPatchStatus(kind Gvk, namespace string, name string, body PatchBody) Result[Object, Error]
-	// EventsRecord calls `record` of wasmop:reconciler/events@0.1.2.
+	// TransportSend calls `send` of wasmop:reconciler/transport@0.1.3.
+	//
+	// Sends one request and returns the apiserver's answer. `error` is the host's own refusal
+	// (`forbidden(declared-permissions, …)`, `invalid`) or no answer at all (`unavailable`).
+	TransportSend(request HttpRequest) Result[HttpResponse, Error]
+	// EventsRecord calls `record` of wasmop:reconciler/events@0.1.3.
 	//
 	// Records an event; `reason` is a short CamelCase word, `message` a sentence.
 	EventsRecord(about Regarding, type_ EventType, reason string, message string)
-	// LogLog calls `log` of wasmop:reconciler/log@0.1.2.
+	// LogLog calls `log` of wasmop:reconciler/log@0.1.3.
 	//
 	// Writes one log line with key-value fields.
 	LogLog(level Level, message string, fields []Tuple2[string, string])
@@ -752,29 +797,29 @@ type Exports interface {
 	//
 	// Maps a changed object of a kind watched with `mapping::guest` to requests.
 	Map(kind Gvk, obj Object) []ObjectKey
-	// HandlersDescribeHandlers implements `describe-handlers` of the exported wasmop:reconciler/handlers@0.1.2.
+	// HandlersDescribeHandlers implements `describe-handlers` of the exported wasmop:reconciler/handlers@0.1.3.
 	//
 	// Declares the kinds whose changes `handle` maps: each the primary kind, an owned kind or a
 	// watched kind of the world's `describe`. Called once at load, after `describe`.
 	HandlersDescribeHandlers() []Gvk
-	// HandlersHandle implements `handle` of the exported wasmop:reconciler/handlers@0.1.2.
+	// HandlersHandle implements `handle` of the exported wasmop:reconciler/handlers@0.1.3.
 	//
 	// The requests a change of a handled kind makes; none drops it.
 	HandlersHandle(kind Gvk, change Change) []ObjectKey
-	// WebhooksDescribeWebhooks implements `describe-webhooks` of the exported wasmop:reconciler/webhooks@0.1.2.
+	// WebhooksDescribeWebhooks implements `describe-webhooks` of the exported wasmop:reconciler/webhooks@0.1.3.
 	//
 	// Declares the plugin's webhooks. Called once at load, after the world's `describe`.
 	WebhooksDescribeWebhooks() WebhooksRegistration
-	// WebhooksValidate implements `validate` of the exported wasmop:reconciler/webhooks@0.1.2.
+	// WebhooksValidate implements `validate` of the exported wasmop:reconciler/webhooks@0.1.3.
 	//
 	// Admits or refuses a request.
 	WebhooksValidate(req AdmissionRequest) Verdict
-	// WebhooksDefault implements `default` of the exported wasmop:reconciler/webhooks@0.1.2.
+	// WebhooksDefault implements `default` of the exported wasmop:reconciler/webhooks@0.1.3.
 	//
 	// Returns the request's object with defaults set; the host sends the difference as a
 	// JSONPatch. A denial refuses the request.
 	WebhooksDefault(req AdmissionRequest) Result[Object, Denial]
-	// WebhooksConvert implements `convert` of the exported wasmop:reconciler/webhooks@0.1.2.
+	// WebhooksConvert implements `convert` of the exported wasmop:reconciler/webhooks@0.1.3.
 	//
 	// Converts an object to `api-version` (`group/version`); an error fails the conversion.
 	WebhooksConvert(obj Object, apiVersion string) Result[Object, string]

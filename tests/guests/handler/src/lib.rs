@@ -11,10 +11,13 @@
 //! Each reconcile adds one to the object's `guest-handler.wasmop.dev/reconciles` annotation.
 //! Added ConfigMaps with these names attack the handler's answer: `flood` (100,000 keys),
 //! `stranger` (a key in another namespace), `crafted` (a key that is a path).
+//!
+//! Built against a frozen copy of WIT 0.1.2 (`wit/`), the contract it was written for: the host
+//! loads and serves it as before under later 0.1 versions.
 
 mod bindings {
     #![allow(clippy::all)]
-    wit_bindgen::generate!({ world: "handler-reconciler", path: "../../../wit", pub_export_macro: true });
+    wit_bindgen::generate!({ world: "handler-reconciler", path: "wit", pub_export_macro: true });
 }
 
 use bindings::exports::wasmop::reconciler::handlers::{Change, Guest as Handlers};

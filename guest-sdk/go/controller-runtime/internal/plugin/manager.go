@@ -4,20 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	config "sigs.k8s.io/controller-runtime/pkg/client/config"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"wasmop.dev/guest"
 )
 
 var _ manager.Manager = (*Manager)(nil)
@@ -102,10 +106,19 @@ func (m *Manager) GetRESTMapper() meta.RESTMapper { return m.mapper }
 func (m *Manager) GetCache() cache.Cache { return cache.Host{Reader: m.client, FieldIndexer: m.client} }
 
 // GetControllerOptions is the zero configuration: the host's settings decide.
-func (m *Manager) GetControllerOptions() config.Controller { return config.Controller{} }
+func (m *Manager) GetControllerOptions() crconfig.Controller { return crconfig.Controller{} }
 
 // GetWebhookServer is the server whose registered paths fail the load (see Build).
 func (m *Manager) GetWebhookServer() webhook.Server { return &m.server }
+
+// GetConfig is the rest.Config of the plugin's own clients, whose transport is the host.
+func (m *Manager) GetConfig() *rest.Config { return config.GetConfigOrDie() }
+
+// GetHTTPClient is an HTTP client whose requests go to the apiserver through the host.
+func (m *Manager) GetHTTPClient() *http.Client { return &http.Client{Transport: guest.Transport{}} }
+
+// GetAPIReader reads from the apiserver itself through the host.
+func (m *Manager) GetAPIReader() client.Reader { return client.NewAPIReader(m.scheme, m.mapper) }
 
 // GetLogger is the root logger.
 func (m *Manager) GetLogger() logr.Logger { return log.Log }

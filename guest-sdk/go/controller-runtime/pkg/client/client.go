@@ -76,17 +76,9 @@ func (c *hostClient) Get(_ context.Context, key ObjectKey, obj Object, _ ...GetO
 }
 
 func (c *hostClient) List(_ context.Context, list ObjectList, opts ...ListOption) error {
-	listGVK, err := c.GroupVersionKindFor(list)
+	listGVK, gvk, o, err := listing(c.scheme, list, opts)
 	if err != nil {
 		return err
-	}
-	gvk, err := apiutil.ItemKind(listGVK)
-	if err != nil {
-		return err
-	}
-	var o ListOptions
-	for _, opt := range opts {
-		opt.ApplyToList(&o)
 	}
 	filters, hostFields, err := c.indexed(gvk, o.FieldSelector)
 	if err != nil {
@@ -114,6 +106,20 @@ func (c *hostClient) List(_ context.Context, list ObjectList, opts ...ListOption
 		return nil
 	}
 	return narrow(list, filters, o.Limit)
+}
+
+// listing is the kind of list and of its items, and opts applied.
+func listing(scheme *runtime.Scheme, list ObjectList, opts []ListOption) (listGVK, gvk schema.GroupVersionKind, o ListOptions, err error) {
+	if listGVK, err = apiutil.GVKForObject(list, scheme); err != nil {
+		return
+	}
+	if gvk, err = apiutil.ItemKind(listGVK); err != nil {
+		return
+	}
+	for _, opt := range opts {
+		opt.ApplyToList(&o)
+	}
+	return
 }
 
 // narrow keeps the items of list every filter passes, at most limit of them when positive.

@@ -6,10 +6,12 @@ package manager
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -53,6 +55,13 @@ type Manager interface {
 	// GetWebhookServer is a server on which a registered handler fails the load: the host serves
 	// the webhooks ctrl.NewWebhookManagedBy declares.
 	GetWebhookServer() webhook.Server
+	// GetConfig is the rest.Config of the plugin's own clients, whose transport is the host
+	// (config.GetConfig).
+	GetConfig() *rest.Config
+	// GetHTTPClient is an HTTP client whose requests go to the apiserver through the host.
+	GetHTTPClient() *http.Client
+	// GetAPIReader reads from the apiserver itself rather than the cache.
+	GetAPIReader() client.Reader
 	recorder.Provider
 }
 

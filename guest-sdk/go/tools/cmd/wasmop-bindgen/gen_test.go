@@ -132,9 +132,9 @@ func TestAnExportedInterfaceIsBoundWithItsQualifiedNamesAndPrefixedClashes(t *te
 		}
 	}
 	for _, want := range []string{
-		"//go:wasmexport wasmop:reconciler/webhooks@0.1.2#validate",
-		"//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.2#validate",
-		"//go:wasmexport wasmop:reconciler/handlers@0.1.2#handle",
+		"//go:wasmexport wasmop:reconciler/webhooks@0.1.3#validate",
+		"//go:wasmexport cabi_post_wasmop:reconciler/webhooks@0.1.3#validate",
+		"//go:wasmexport wasmop:reconciler/handlers@0.1.3#handle",
 	} {
 		if !strings.Contains(glue, want) {
 			t.Errorf("abi_wasip1.go lacks %q", want)

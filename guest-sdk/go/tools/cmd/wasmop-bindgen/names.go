@@ -34,7 +34,7 @@ func paramName(name string) string {
 	return n
 }
 
-// moduleName is the core module name of an interface's imports, e.g. `wasmop:reconciler/log@0.1.2`.
+// moduleName is the core module name of an interface's imports, e.g. `wasmop:reconciler/log@0.1.3`.
 func moduleName(iface *wit.Interface) string {
 	id := iface.Package.Name
 	name := fmt.Sprintf("%s:%s/%s", id.Namespace, id.Package, *iface.Name)

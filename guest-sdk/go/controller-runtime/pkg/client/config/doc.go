@@ -1,6 +1,5 @@
-// Package config is named here so that `go mod tidy` of a plugin module resolves what an
-// operator's own tests import from controller-runtime; the wasmop layer does not implement it.
-// A plugin runs inside the host, not under an operator's unit tests: run those tests with
-// controller-runtime itself, and the operator's controller under wasmop as
-// tests/operators/external-secrets does.
+// Package config gives a plugin the rest.Config of its own Kubernetes client, as
+// controller-runtime's does from a kubeconfig or the pod's service account: inside wasmop its
+// transport is the host (WIT `transport`), so clientsets, the dynamic client and discovery work
+// unchanged and reach only what the plugin declared.
 package config

@@ -13,8 +13,12 @@
 //! entry ends once the cache has seen through the write's resourceVersion, also when the object
 //! has changed or gone since, so a later change by someone else is never hidden by it.
 //!
+//! A plugin's own client's raw requests ([`raw`]) are sent as the runtime checked them.
+//!
 //! Imports: the contract, `cache` (reads back its own writes) and `shard` (which replica owns an
 //! object); never the runtime, `plugins` or `manager`.
+
+mod raw;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,8 +33,8 @@ use serde_json::Value;
 use crate::cache::{Cache, Informer, View};
 use crate::shard;
 use wasmop_contract::imports::{
-    ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Json, ListOptions, Patch,
-    Propagation, Write,
+    Answer, ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Forward, Json, ListOptions,
+    Patch, Propagation, ResourceKind, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
@@ -77,6 +81,9 @@ const MIN_PRUNE: usize = 256;
 
 type Writes = Arc<Mutex<Overlay>>;
 
+/// A resource of the apiserver: group, version and plural.
+type Resource = (String, String, String);
+
 /// One plugin's view of the cluster: cache reads and apiserver writes.
 #[derive(Clone)]
 pub struct PluginClient {
@@ -84,6 +91,8 @@ pub struct PluginClient {
     cache: Arc<Cache>,
     field_manager: String,
     resources: Arc<Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>>,
+    /// The kinds of the resources its raw requests named.
+    kinds: Arc<Mutex<HashMap<Resource, ResourceKind>>>,
     written: Writes,
     /// The plugin's primary kind, once it is known to be sharded.
     primary: Option<GroupVersionKind>,
@@ -99,6 +108,7 @@ impl PluginClient {
             cache,
             field_manager: format!("wasmop/{plugin}"),
             resources: Arc::default(),
+            kinds: Arc::default(),
             written: Arc::default(),
             primary: None,
             owned: Arc::new([]),
@@ -341,6 +351,19 @@ impl ApiWriter for PluginClient {
                 Ok(None)
             }
         }
+    }
+
+    async fn resource_kind(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Result<ResourceKind, ApiError> {
+        self.discover(group, version, resource).await
+    }
+
+    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
+        self.send_raw(request, max_bytes).await
     }
 }
 

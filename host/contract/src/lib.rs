@@ -13,6 +13,7 @@
 pub mod boundary;
 pub mod capability;
 pub mod depth;
+pub mod environment;
 pub mod imports;
 pub mod limits;
 pub mod object;
@@ -26,6 +27,7 @@ pub mod selector;
 pub mod signature;
 pub mod webhook;
 
+pub use environment::Environment;
 pub use imports::{Observer, Services};
 pub use limits::{GuestLimits, MAX_MEMORY, Rate};
 pub use object::{GroupVersionKind, ObjectKey, ObjectRef};

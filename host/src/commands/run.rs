@@ -53,12 +53,17 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
     }
     if let Some(dir) = args.plugin_dir.clone() {
         let watcher = load_dir(&mut manager, &args, &dir).await?;
-        let options = move |file: &Path| plugins::options(&args.plugin_limits(file));
+        let options = move |file: &Path| options_for(&args, file);
         let watch = watcher.watch(manager.handle(), options, dir::POLL_INTERVAL);
         manager.add_runnable(&format!("plugin directory {}", dir.display()), watch);
     }
     manager.run(shutdown_signal()).await?;
     Ok(())
+}
+
+/// The options the plugin in `file` loads with: its limits and its environment.
+fn options_for(args: &RunArgs, file: &Path) -> wasmop::runtime::PluginOptions {
+    plugins::options(&args.plugin_limits(file), &args.plugin_environment(file))
 }
 
 async fn load(
@@ -68,7 +73,7 @@ async fn load(
     file: &Path,
 ) -> anyhow::Result<()> {
     tracing::info!(file = %file.display(), "loading plugin");
-    let options = plugins::options(&args.plugin_limits(file));
+    let options = options_for(args, file);
     let Some(reference) = file.to_str().filter(|f| f.starts_with(oci::SCHEME)) else {
         manager.load_plugin(file, options).await?;
         return Ok(());
@@ -99,7 +104,7 @@ async fn load_read(
     bytes: Vec<u8>,
 ) -> anyhow::Result<()> {
     plugins::signed::check(&args.ceiling, file, &bytes).await?;
-    let options = plugins::options(&args.plugin_limits(file));
+    let options = options_for(args, file);
     manager.load_plugin_bytes(file, bytes, options).await?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::{Map, Value};
 
+use super::environment;
 use super::overrides::{self, OVERRIDES, PluginOverrides, clap_message};
 use super::{ConfigError, SettingError};
 
@@ -173,7 +174,11 @@ fn plugin(
     };
     let mut file = None;
     let mut overrides = PluginOverrides::default();
+    overrides.read_environment(fields, &format!("plugins[{index}]"))?;
     for (key, value) in fields {
+        if environment::KEYS.contains(&key.as_str()) {
+            continue;
+        }
         let text = field(key, value)?;
         let at = |error: SettingError| error.at(format!("plugins[{index}].{key}"));
         match key.as_str() {
@@ -184,7 +189,7 @@ fn plugin(
             _ => {
                 return Err(at(SettingError::Unknown {
                     name: String::new(),
-                    known: format!("file, {}", overrides::overrides()),
+                    known: format!("file, args, env, {}", overrides::overrides()),
                 }));
             }
         }
@@ -227,6 +232,8 @@ plugins:
     memory-limit: 256Mi
     reconcile-timeout: 5s
     max-concurrent-reconciles: 4
+    args: [--feature-gates=A=true]
+    env: [{name: LOG_LEVEL, value: debug}]
 ";
         let run = with_file(yaml, &["--leader-election-id=from-flag"]).unwrap();
         assert!(run.leader.leader_elect);
@@ -248,6 +255,14 @@ plugins:
         assert_eq!(b.memory_limit, 256 << 20);
         assert_eq!(b.reconcile_timeout, Some(Duration::from_secs(5)));
         assert_eq!(b.max_concurrent_reconciles, Some(4));
+        let env = run.plugin_environment(Path::new("b.wasm"));
+        assert_eq!(env.args(), ["--feature-gates=A=true"]);
+        assert_eq!(env.vars(), [("LOG_LEVEL".into(), "debug".into())]);
+        assert!(
+            run.plugin_environment(Path::new("a.wasm"))
+                .args()
+                .is_empty()
+        );
     }
 
     #[test]

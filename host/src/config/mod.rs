@@ -17,6 +17,7 @@
 //! `testing`, which read their settings from here.
 
 mod commands;
+mod environment;
 mod file;
 mod limits;
 mod overrides;

@@ -10,7 +10,9 @@ use std::ffi::OsString;
 use clap::{Args, FromArgMatches};
 use serde_json::{Map, Value};
 
-use super::{PluginLimits, SettingError};
+use wasmop_contract::environment::Environment;
+
+use super::{PluginLimits, SettingError, environment};
 
 /// Every override: its flag's name (and a config file's key) and its WasmReconciler spec field.
 pub const OVERRIDES: [(&str, &str); 6] = [
@@ -22,10 +24,12 @@ pub const OVERRIDES: [(&str, &str); 6] = [
     ("webhook-failure-policy", "webhookFailurePolicy"),
 ];
 
-/// One plugin's overrides of [`PluginLimits`]: the flags it sets, each checked by its parser.
+/// One plugin's overrides of [`PluginLimits`] (the flags it sets, each checked by its parser),
+/// and the arguments and environment its guests start with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PluginOverrides {
     args: Vec<OsString>,
+    environment: Environment,
 }
 
 /// The flags of [`PluginLimits`] with no default and no environment variable, so that parsing
@@ -56,10 +60,13 @@ impl PluginOverrides {
         Ok(())
     }
 
-    /// The overrides a WasmReconciler's `spec` sets, under the CRD's field names; other fields
-    /// are not overrides and are left alone.
+    /// The overrides a WasmReconciler's `spec` sets, under the CRD's field names, and its
+    /// `args` and `env`; other fields are not overrides and are left alone.
     pub fn from_spec(spec: &Map<String, Value>) -> Result<Self, SettingError> {
-        let mut overrides = PluginOverrides::default();
+        let mut overrides = PluginOverrides {
+            environment: environment::from_fields(spec, "spec")?,
+            ..PluginOverrides::default()
+        };
         for (setting, field) in OVERRIDES {
             let Some(value) = spec.get(field).filter(|value| !value.is_null()) else {
                 continue;
@@ -70,6 +77,22 @@ impl PluginOverrides {
             overrides.set(setting, &text).map_err(at)?;
         }
         Ok(overrides)
+    }
+
+    /// The plugin's own `args` and `env` (a config file entry's, or its spec's), read from
+    /// `fields` (named `at`).
+    pub(super) fn read_environment(
+        &mut self,
+        fields: &Map<String, Value>,
+        at: &str,
+    ) -> Result<(), SettingError> {
+        self.environment = environment::from_fields(fields, at)?;
+        Ok(())
+    }
+
+    /// The arguments and environment variables the plugin's guests start with.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
     }
 
     /// Applies the overrides to `limits`.

@@ -103,6 +103,9 @@ pub enum SettingError {
     /// A required setting is missing.
     #[error("a mapping needs `{0}`")]
     Missing(&'static str),
+    /// Arguments or environment variables no instance should start with.
+    #[error(transparent)]
+    Environment(#[from] wasmop_contract::environment::InvalidEnvironment),
 }
 
 impl SettingError {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::cache::Namespaces;
 use crate::http::{ReadyRequires, SecureServing};
 use wasmop_contract::Ceiling;
+use wasmop_contract::environment::Environment;
 
 use super::{
     BindAddress, Compiler, ConfigError, PluginLimits, PluginOverrides, RegistryArgs, WebhookArgs,
@@ -179,6 +180,16 @@ impl RunArgs {
             overrides.apply(&mut limits);
         }
         limits
+    }
+
+    /// The arguments and environment variables the guests of the plugin in `file` start with:
+    /// its config file entry's `args` and `env`.
+    pub fn plugin_environment(&self, file: &Path) -> Environment {
+        self.overrides
+            .iter()
+            .find(|(f, _)| f == file)
+            .map(|(_, overrides)| overrides.environment().clone())
+            .unwrap_or_default()
     }
 
     /// The namespaces to watch.

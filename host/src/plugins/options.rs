@@ -1,11 +1,12 @@
 //! The runtime options a plugin loads with: the operator's plugin limits (with the plugin's own
-//! overrides applied) as the runtime takes them.
+//! overrides applied) and the plugin's arguments and environment, as the runtime takes them.
 
 use crate::config::PluginLimits;
 use crate::runtime::{InstanceMode, PluginOptions};
+use wasmop_contract::environment::Environment;
 
-/// `limits` as runtime options.
-pub fn options(limits: &PluginLimits) -> PluginOptions {
+/// `limits` and `environment` as runtime options.
+pub fn options(limits: &PluginLimits, environment: &Environment) -> PluginOptions {
     PluginOptions {
         memory_limit: limits.memory_limit,
         mode: match limits.warm_instances {
@@ -21,6 +22,7 @@ pub fn options(limits: &PluginLimits) -> PluginOptions {
         max_instances: limits.max_instances,
         webhook_timeout: limits.webhook_timeout,
         failure_policy: limits.webhook_failure_policy,
+        environment: environment.clone(),
         ..PluginOptions::default()
     }
 }
@@ -42,7 +44,11 @@ mod tests {
         let Command::Run(run) = Cli::load_from(args).unwrap().command else {
             panic!("run")
         };
-        let options = options(&run.plugin_limits(Path::new("a.wasm")));
+        let file = Path::new("a.wasm");
+        assert_eq!(run.plugin_environment(file), Environment::default());
+        let environment = Environment::new(vec!["-v=2".into()], vec![]).unwrap();
+        let options = options(&run.plugin_limits(file), &environment);
+        assert_eq!(options.environment, environment);
         assert_eq!(options.memory_limit, 128 << 20);
         assert_eq!(options.reconcile_timeout, Some(Duration::from_secs(5)));
         let warm = InstanceMode::Warm {
@@ -54,6 +60,7 @@ mod tests {
             warm_instances: 0,
             ..run.limits
         };
-        assert_eq!(super::options(&fresh).mode, InstanceMode::Fresh);
+        let fresh = super::options(&fresh, &Environment::default());
+        assert_eq!(fresh.mode, InstanceMode::Fresh);
     }
 }

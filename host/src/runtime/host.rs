@@ -19,6 +19,7 @@ use crate::runtime::output::{GuestOutput, Stream};
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
 use wasmop_contract::capability::{self, Power, Subject};
+use wasmop_contract::environment::Environment;
 use wasmop_contract::imports::{
     ApiError, ApiErrorKind, DeleteOptions, DeniedBy, Event, EventType, ListOptions, Observer,
     Propagation, Services, Write,
@@ -55,6 +56,8 @@ pub(crate) struct PluginContext {
     pub observer: Arc<dyn Observer>,
     /// The wall clock its guests read, when not the host's.
     pub clock: Option<SetClock>,
+    /// The arguments and environment variables its guests start with.
+    pub environment: Environment,
 }
 
 /// A described plugin's registration, the policies over it and the services its imports call.
@@ -98,13 +101,16 @@ pub(crate) struct StoreState {
 }
 
 impl StoreState {
-    /// A fresh store state: WASI with nothing granted but stdout and stderr into the log, and
-    /// the plugin's name as the program's name (`argv[0]`), which language runtimes read (Go's
-    /// klog, pulled in by client-go, indexes it at start-up).
+    /// A fresh store state: WASI with nothing granted but stdout and stderr into the log, the
+    /// plugin's name as the program's name (`argv[0]`, which language runtimes read: Go's klog,
+    /// pulled in by client-go, indexes it at start-up), then its configured arguments, and its
+    /// configured environment.
     pub fn new(context: Arc<PluginContext>, share: Arc<MemoryShare>) -> Self {
         let stderr = GuestOutput::new(context.name.clone(), Stream::Stderr);
         let mut wasi = WasiCtx::builder();
         wasi.arg(&*context.name)
+            .args(context.environment.args())
+            .envs(context.environment.vars())
             .stdout(GuestOutput::new(context.name.clone(), Stream::Stdout))
             .stderr(stderr.clone());
         match &context.clock {

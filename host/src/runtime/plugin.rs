@@ -24,6 +24,7 @@ use crate::runtime::{Adopted, Runtime};
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary;
 use wasmop_contract::capability::{self, Power, Subject};
+use wasmop_contract::environment::Environment;
 use wasmop_contract::imports::{Observer, Services};
 use wasmop_contract::limits::GuestLimits;
 use wasmop_contract::object::{GroupVersionKind, ObjectKey};
@@ -64,6 +65,8 @@ pub struct PluginOptions {
     pub ceiling: Option<Ceiling>,
     /// The wall clock its guests read instead of the host's (offline tests set it).
     pub clock: Option<SetClock>,
+    /// The arguments and environment variables its guests start with.
+    pub environment: Environment,
     /// The source's own name, when the plugin will run as an identity of its own: it must
     /// declare that name (or the one the operator's policy maps the source to).
     pub identity: Option<String>,
@@ -106,6 +109,7 @@ impl Default for PluginOptions {
             max_instances: None,
             ceiling: None,
             clock: None,
+            environment: Environment::default(),
             identity: None,
             tenant: None,
             home: None,
@@ -260,6 +264,7 @@ impl Runtime {
             limits: options.limits,
             observer,
             clock: options.clock,
+            environment: options.environment,
         });
         let mode = (options.mode, asked.instances);
         let instances = Instances::new(self, linked, context.clone(), memory, mode);
@@ -333,6 +338,7 @@ impl Runtime {
             limits: options.limits.clone(),
             observer: Arc::new(()),
             clock: options.clock.clone(),
+            environment: options.environment.clone(),
         };
         let describing = Instances::new(
             self,

@@ -60,6 +60,7 @@ use crate::plugins::{PluginError, PluginHandle, PluginStatus, TENANT_SOURCE_PREF
 use crate::runtime::{Adopted, PluginOptions, RuntimeError};
 use wasmop_contract::Ceiling;
 use wasmop_contract::depth::{Bounded, MAX_DEPTH};
+use wasmop_contract::environment::Environment;
 
 /// How soon a generation that failed is first tried again (and how often a follower looks
 /// whether it now speaks for the plugins).
@@ -563,7 +564,7 @@ impl Installer {
             let _ = self.plugins.remove(source).await;
             return Ok(None);
         }
-        let limits = self
+        let (limits, environment) = self
             .limits_for(&spec)
             .map_err(|error| ("InvalidSpec", error.to_string()))?;
         let fetched = spec
@@ -636,7 +637,7 @@ impl Installer {
             }
             Err(error) => return Err(("FetchFailed", error.to_string())),
         };
-        let mut options = crate::plugins::options(&limits);
+        let mut options = crate::plugins::options(&limits, &environment);
         options.tenant = watched.object.metadata.name.clone();
         options.home = home.map(str::to_owned);
         options.precompiled = adopted;
@@ -660,10 +661,12 @@ impl Installer {
         adopted
     }
 
-    fn limits_for(&self, spec: &Spec) -> Result<PluginLimits, SettingError> {
+    /// The limits and the environment `spec` gives its plugin.
+    fn limits_for(&self, spec: &Spec) -> Result<(PluginLimits, Environment), SettingError> {
         let mut limits = self.limits.clone();
-        PluginOverrides::from_spec(&spec.overrides)?.apply(&mut limits);
-        Ok(limits)
+        let overrides = PluginOverrides::from_spec(&spec.overrides)?;
+        overrides.apply(&mut limits);
+        Ok((limits, overrides.environment().clone()))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The `wasmop` binary configured by a `--config` file on the real control plane: it watches only
-//! the namespaces listed, applies a plugin's own limits, and refuses invalid settings at start
-//! naming the setting.
+//! the namespaces listed, applies a plugin's own limits, starts a plugin with its own arguments
+//! and environment, and refuses invalid settings at start naming the setting.
 
 use crate::common;
 
@@ -9,8 +9,12 @@ use common::scrape::{free_address, get, parse, value};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use wasmop_envtest::{shared_by, within};
+
+/// The annotation guest-good writes what it started with under.
+const STARTED_WITH: &str = "guest-good.wasmop.dev/started-with";
 
 const LIMIT: Duration = Duration::from_secs(180);
 
@@ -40,8 +44,12 @@ async fn a_config_file_scopes_the_host_to_its_namespaces_and_limits_a_plugin() -
              health-probe-bind-address: '0'\n\
              plugins:\n\
              - file: {}\n\
-             \x20 max-concurrent-reconciles: 3\n",
-            common::component("webapp").display()
+             \x20 max-concurrent-reconciles: 3\n\
+             - file: {}\n\
+             \x20 args: [--mark=file, -v]\n\
+             \x20 env: [{{name: GUEST_GOOD_MARK, value: from-file}}]\n",
+            common::component("webapp").display(),
+            common::component("guest-good").display()
         );
         std::fs::write(&config, yaml)?;
         let _host = common::host(plane).arg("--config").arg(&config).spawn()?;
@@ -82,6 +90,15 @@ async fn a_config_file_scopes_the_host_to_its_namespaces_and_limits_a_plugin() -
             value(&samples, "wasmop_cache_objects", &webapps),
             Some(1.0),
             "only the watched namespace's WebApp is cached"
+        );
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &inside);
+        common::seen_by_good(&configmaps, "configured").await?;
+        let annotations = configmaps.get("configured").await?.metadata.annotations;
+        let started_with = annotations.unwrap_or_default().remove(STARTED_WITH);
+        assert_eq!(
+            started_with.as_deref(),
+            Some("args=--mark=file -v;mark=from-file"),
+            "guest-good's args and env from its `plugins` entry"
         );
         let deployments: Api<Deployment> = Api::namespaced(client, &outside);
         assert!(deployments.get_opt("ignored").await?.is_none());

@@ -21,7 +21,7 @@ use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 use wasmop::cache::{Cache, Informer};
 use wasmop::contract::object::{GroupVersionKind, ObjectKey};
-use wasmop::contract::{AdmissionRequest, Refusal};
+use wasmop::contract::{AdmissionRequest, Environment, Refusal};
 use wasmop::runtime::{DispatchError, Plugin, PluginOptions, Runtime, RuntimeConfig, RuntimeError};
 use wasmop_envtest::{ControlPlane, shared_by, within};
 
@@ -552,7 +552,17 @@ async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Resu
             .await?;
         let (cache, informer) = configmap_cache(&kube).await?;
         configmap(&kube, &informer, (&namespace, "reach"), json!({})).await?;
-        let plugin = load(&runtime_under(""), &kube, &cache, "reach-go").await?;
+        let environment = Environment::new(
+            vec!["--feature-gates=Reach=true".into()],
+            vec![("REACH_MARK".into(), "configured".into())],
+        )?;
+        let options = PluginOptions {
+            environment,
+            ..PluginOptions::default()
+        };
+        let plugin =
+            common::load_on_cluster(&runtime_under(""), (&kube, &cache), "reach-go", options)
+                .await?;
         let mut audit = plane.audit_log();
         audit.read_new()?;
 
@@ -563,6 +573,12 @@ async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Resu
         let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &namespace);
         let result = configmaps.get("reach-result").await?;
         let answers = result.data.clone().unwrap_or_default();
+        let started = (answers.get("args"), answers.get("mark"));
+        let expected = ("--feature-gates=Reach=true", "configured");
+        assert_eq!(
+            started,
+            (Some(&expected.0.into()), Some(&expected.1.into()))
+        );
         for (what, expected) in REACH_ANSWERS {
             let answer = answers.get(what).map(String::as_str);
             assert_eq!(answer, Some(expected), "{what}: {answers:?}");

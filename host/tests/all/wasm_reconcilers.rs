@@ -148,7 +148,8 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         api.delete("swapped", &Default::default()).await?;
 
 
-        let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2}});
+        let overridden = json!({"spec": {"module": module("guest-good"), "maxConcurrentReconciles": 3, "warmInstances": 2,
+            "args": ["--mark=spec"], "env": [{"name": "GUEST_GOOD_MARK", "value": "from-spec"}]}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&overridden)).await?;
         let status = common::reconcilers::status_until(&api, "good", |s| s["observedGeneration"] == 4 && common::reconcilers::condition(s, "Ready")["status"] == "True").await?;
         println!("overridden: {status}");
@@ -157,6 +158,15 @@ async fn wasm_reconcilers_load_report_refuse_and_unload() -> anyhow::Result<()> 
         let workers = value(&parse(&get(&metrics, "/metrics").await?.1), "controller_runtime_max_concurrent_reconciles", &[("controller", "guest-good")]);
         assert_eq!(workers, Some(3.0));
         common::seen_by_good(&configmaps, "third").await?;
+        let started_with = configmaps.get("third").await?.metadata.annotations.unwrap_or_default();
+        assert_eq!(started_with.get("guest-good.wasmop.dev/started-with").map(String::as_str), Some("args=--mark=spec;mark=from-spec"));
+        let unbounded = json!({"spec": {"args": vec!["x".repeat(4000); 9]}});
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&unbounded)).await?;
+        let status = common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Degraded")["reason"] == "InvalidSpec").await?;
+        let message = common::reconcilers::condition(&status, "Degraded")["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("36024 bytes of arguments and variables, over the limit of 32768"), "{message}");
+        api.patch("good", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"args": ["--mark=spec"]}}))).await?;
+        common::reconcilers::status_until(&api, "good", |s| common::reconcilers::condition(s, "Ready")["status"] == "True" && common::reconcilers::condition(s, "Degraded")["status"] != "True").await?;
 
         let paused = json!({"spec": {"paused": true}});
         api.patch("good", &PatchParams::default(), &Patch::Merge(&paused)).await?;

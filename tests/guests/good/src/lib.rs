@@ -1,5 +1,7 @@
 //! `guest-good`: a well-behaved reconciler that keeps working while other plugins misbehave. It
-//! annotates each ConfigMap once with `guest-good.wasmop.dev/seen`.
+//! annotates each ConfigMap once with `guest-good.wasmop.dev/seen`, and, when its configuration
+//! gives it arguments or the variable `GUEST_GOOD_MARK`, with what it started with
+//! (`guest-good.wasmop.dev/started-with`: `args=<arguments>;mark=<variable>`).
 
 use wasmop_guest::k8s_openapi::api::core::v1::ConfigMap;
 use wasmop_guest::{
@@ -9,6 +11,8 @@ use wasmop_guest::{
 
 /// The annotation this guest sets.
 pub const SEEN: &str = "guest-good.wasmop.dev/seen";
+/// The annotation that says what it started with, when it was configured.
+pub const STARTED_WITH: &str = "guest-good.wasmop.dev/started-with";
 
 /// The well-behaved reconciler.
 pub struct Good;
@@ -40,8 +44,19 @@ impl Reconciler for Good {
         let seen = meta
             .generation
             .map_or_else(|| "1".to_owned(), |g| g.to_string());
-        let patch = json!({ "metadata": { "annotations": { SEEN: seen } } });
+        let mut patch = json!({ "metadata": { "annotations": { SEEN: seen } } });
+        if let Some(started_with) = started_with() {
+            patch["metadata"]["annotations"][STARTED_WITH] = json!(started_with);
+        }
         client().patch_merge::<ConfigMap>(&req.namespace, &req.name, &patch)?;
         Ok(Outcome::Done)
     }
+}
+
+/// The arguments after the program's name and `GUEST_GOOD_MARK`, when either is given.
+fn started_with() -> Option<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mark = std::env::var("GUEST_GOOD_MARK").ok();
+    (!args.is_empty() || mark.is_some())
+        .then(|| format!("args={};mark={}", args.join(" "), mark.unwrap_or_default()))
 }

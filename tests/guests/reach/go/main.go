@@ -4,12 +4,15 @@
 // ConfigMaps only. Reconciling the ConfigMap `reach` of a namespace, it tries each client on
 // what it declared and on what it did not (Secrets, Pods, a watch, an owner reference to a
 // Secret), and writes what each answered (`ok` or the apiserver's reason) into the ConfigMap
-// `reach-result` beside it, created through the clientset.
+// `reach-result` beside it, created through the clientset, with the arguments and the variable
+// REACH_MARK it started with (`args`, `mark`), as an operator's main reads its flags.
 package main
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +72,8 @@ func (r *reacher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	var secretList corev1.SecretList
 	note("api-reader-list-secrets", r.api.List(ctx, &secretList, client.InNamespace(ns)))
 
+	results["args"] = strings.Join(os.Args[1:], " ")
+	results["mark"] = os.Getenv("REACH_MARK")
 	result := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "reach-result"}, Data: results}
 	_, err = r.core.ConfigMaps(ns).Create(ctx, result, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

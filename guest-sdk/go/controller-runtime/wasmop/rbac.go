@@ -3,6 +3,7 @@ package wasmop
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +25,15 @@ type marker struct {
 	At string `json:"at"`
 	// Marker is what follows +kubebuilder:rbac:.
 	Marker string `json:"marker"`
+	// Owner is the reconciler type (import path.Name) whose method follows the marker, if any.
+	Owner string `json:"owner,omitempty"`
 }
+
+// skipped is a marker that grants nothing the host can hold, and why: the plugin loads without
+// it, with a warning naming it.
+type skipped struct{ why string }
+
+func (s skipped) Error() string { return s.why }
 
 // verbs maps an RBAC verb to the host's.
 var verbs = map[string]guest.Verb{
@@ -32,31 +41,55 @@ var verbs = map[string]guest.Verb{
 	"update": guest.VerbUpdate, "patch": guest.VerbPatch, "delete": guest.VerbDelete,
 }
 
-// markerPermissions are the permissions encoded declares, kinds found in scheme: at the version
-// the plugin registers the kind at (its For, Owns, Watches and webhook kinds, registered), else
-// at the kind's most stable version in the scheme (v1 before v1beta1 before v1alpha1), which is
-// the one an apiserver serves longest.
-func markerPermissions(encoded string, scheme *runtime.Scheme, registered []guest.Kind) ([]guest.Permission, error) {
+// markerPermissions are the permissions encoded declares for the plugin's reconciler (of type
+// reconciler, import path.Name), kinds found in scheme: at the version the plugin registers the
+// kind at (its For, Owns, Watches and webhook kinds, registered), else at the kind's most stable
+// version in the scheme (v1 before v1beta1 before v1alpha1), which is the one an apiserver serves
+// longest. A marker written for another reconciler (the next method after it is another type's,
+// as kubebuilder puts each controller's markers on its Reconcile) is not the plugin's; a marker
+// the host cannot hold (a kind not in the scheme, a subresource other than status, a URL, named
+// resources) grants nothing and is named in the warnings.
+func markerPermissions(encoded string, scheme *runtime.Scheme, registered []guest.Kind, reconciler string) ([]guest.Permission, []string, error) {
 	if encoded == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	data, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
-		return nil, fmt.Errorf("the build's RBAC markers: %w", err)
+		return nil, nil, fmt.Errorf("the build's RBAC markers: %w", err)
 	}
 	var found []marker
 	if err := json.Unmarshal(data, &found); err != nil {
-		return nil, fmt.Errorf("the build's RBAC markers: %w", err)
+		return nil, nil, fmt.Errorf("the build's RBAC markers: %w", err)
 	}
 	var perms []guest.Permission
-	for _, m := range found {
+	var warnings []string
+	for _, m := range ofReconciler(found, reconciler) {
 		more, err := m.permissions(scheme, registered)
-		if err != nil {
-			return nil, fmt.Errorf("+kubebuilder:rbac marker at %s: %w", m.At, err)
+		var skip skipped
+		switch {
+		case errors.As(err, &skip):
+			warnings = append(warnings, fmt.Sprintf("+kubebuilder:rbac marker at %s grants nothing: %s", m.At, skip.why))
+		case err != nil:
+			return nil, nil, fmt.Errorf("+kubebuilder:rbac marker at %s: %w", m.At, err)
 		}
 		perms = merge(perms, more...)
 	}
-	return perms, nil
+	return perms, warnings, nil
+}
+
+// ofReconciler are the markers of found written for reconciler or for no reconciler; all of
+// them when none was written for reconciler (its markers are elsewhere, or it is wrapped).
+func ofReconciler(found []marker, reconciler string) []marker {
+	if !slices.ContainsFunc(found, func(m marker) bool { return m.Owner == reconciler }) {
+		return found
+	}
+	var own []marker
+	for _, m := range found {
+		if m.Owner == "" || m.Owner == reconciler {
+			own = append(own, m)
+		}
+	}
+	return own
 }
 
 // permissions are what one marker grants, per kind.
@@ -67,7 +100,7 @@ func (m marker) permissions(scheme *runtime.Scheme, registered []guest.Kind) ([]
 	}
 	for _, unsupported := range []string{"urls", "resourceNames"} {
 		if _, set := fields[unsupported]; set {
-			return nil, fmt.Errorf("%s= is not supported: a plugin's permissions name kinds, namespaces and verbs", unsupported)
+			return nil, skipped{fmt.Sprintf("%s= is not supported: a plugin's permissions name kinds, namespaces and verbs", unsupported)}
 		}
 	}
 	var namespaces []string
@@ -112,19 +145,25 @@ func permission(scheme *runtime.Scheme, registered []guest.Kind, group, resource
 		}
 		return perm, len(perm.Verbs) == 0, nil
 	default:
-		return perm, false, fmt.Errorf("subresource %s/%s is not supported (status and finalizers are)", resource, sub)
+		return perm, false, skipped{fmt.Sprintf("subresource %s/%s is not one a plugin can use (status and finalizers are)", resource, sub)}
 	}
 	for _, name := range verbNames {
-		if name == "*" {
+		switch name {
+		case "*":
 			perm.Verbs = append(perm.Verbs, guest.VerbGet, guest.VerbList, guest.VerbWatch, guest.VerbCreate, guest.VerbUpdate, guest.VerbPatch, guest.VerbDelete)
+			continue
+		case "deletecollection":
+			perm.Verbs = append(perm.Verbs, guest.VerbList, guest.VerbDelete)
 			continue
 		}
 		verb, ok := verbs[name]
 		if !ok {
-			return perm, false, fmt.Errorf("verb %q is not supported (get, list, watch, create, update, patch, delete are)", name)
+			return perm, false, fmt.Errorf("verb %q is not supported (get, list, watch, create, update, patch, delete, deletecollection are)", name)
 		}
 		perm.Verbs = append(perm.Verbs, verb)
 	}
+	slices.Sort(perm.Verbs)
+	perm.Verbs = slices.Compact(perm.Verbs)
 	return perm, false, nil
 }
 
@@ -141,7 +180,7 @@ func kindOfResource(scheme *runtime.Scheme, registered []guest.Kind, group, reso
 		}
 	}
 	if len(found) == 0 {
-		return guest.Kind{}, fmt.Errorf("resource %q of group %q is not a kind in the plugin's scheme", resource, group)
+		return guest.Kind{}, skipped{fmt.Sprintf("resource %q of group %q is not a kind in the plugin's scheme (add its types to the scheme, or declare it in Plugin.Permissions)", resource, group)}
 	}
 	for _, k := range registered {
 		if k.Group == found[0].Group && k.Kind == found[0].Kind {

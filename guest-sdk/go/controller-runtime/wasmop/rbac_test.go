@@ -24,13 +24,13 @@ func encode(t *testing.T, bodies ...string) string {
 }
 
 func TestMarkersBecomeThePermissionsOfTheirKinds(t *testing.T) {
-	perms, err := markerPermissions(encode(t,
+	perms, _, err := markerPermissions(encode(t,
 		"groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete",
 		"groups=apps,resources=deployments/status,verbs=get;update;patch",
 		"groups=apps,resources=deployments/finalizers,verbs=update",
 		`groups="",resources=configmaps;secrets,verbs=get;create,namespace=shop`,
 		"groups=core,resources=configmaps,verbs=delete,namespace=shop",
-	), scheme(t), nil)
+	), scheme(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,24 +51,75 @@ func TestMarkersBecomeThePermissionsOfTheirKinds(t *testing.T) {
 	}
 }
 
-func TestAMarkerTheHostCannotHonourFailsNamingWhereItIs(t *testing.T) {
+func TestAMalformedMarkerFailsNamingWhereItIs(t *testing.T) {
 	for body, says := range map[string]string{
-		"groups=apps,resources=widgets,verbs=get":                     `resource "widgets"`,
-		"urls=/metrics,verbs=get,groups=,resources=":                  "urls=",
-		"groups=apps,resources=deployments,verbs=deletecollection":    `verb "deletecollection"`,
-		"groups=apps,resources=deployments/scale,verbs=update":        "deployments/scale",
-		"groups=apps,resources=deployments,verbs=get,resourceNames=x": "resourceNames=",
-		"groups=apps,verbs=get":                                       "no resources=",
+		"groups=apps,verbs=get":                             "no resources=",
+		"groups=apps,resources=deployments,verbs=escalate": `verb "escalate"`,
+		"groups=apps,resources=deployments":                 "no verbs=",
 	} {
-		_, err := markerPermissions(encode(t, body), scheme(t), nil)
+		_, _, err := markerPermissions(encode(t, body), scheme(t), nil, "")
 		if err == nil || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "controller.go:1") {
 			t.Errorf("%s: %v", body, err)
 		}
 	}
 }
 
+func TestAMarkerTheHostCannotHoldGrantsNothingAndIsNamedInAWarning(t *testing.T) {
+	for body, says := range map[string]string{
+		"groups=apps,resources=widgets,verbs=get":                     `resource "widgets"`,
+		"groups=route.openshift.io,resources=routes,verbs=get":        `resource "routes" of group "route.openshift.io"`,
+		"urls=/metrics,verbs=get,groups=,resources=":                  "urls=",
+		"groups=apps,resources=deployments/scale,verbs=update":        "deployments/scale",
+		"groups=core,resources=pods/proxy,verbs=get":                  "pods/proxy",
+		"groups=apps,resources=deployments,verbs=get,resourceNames=x": "resourceNames=",
+	} {
+		perms, warnings, err := markerPermissions(encode(t, body), scheme(t), nil, "")
+		if err != nil || len(perms) != 0 || len(warnings) != 1 || !strings.Contains(warnings[0], says) || !strings.Contains(warnings[0], "controller.go:1") {
+			t.Errorf("%s: %v %v %v", body, perms, warnings, err)
+		}
+	}
+}
+
+func TestDeletecollectionIsListAndDelete(t *testing.T) {
+	perms, _, err := markerPermissions(encode(t, "groups=core,resources=pods,verbs=get;deletecollection"), scheme(t), nil, "")
+	if err != nil || len(perms) != 1 || !slices.Equal(perms[0].Verbs, []guest.Verb{guest.VerbGet, guest.VerbList, guest.VerbDelete}) {
+		t.Fatalf("%+v %v", perms, err)
+	}
+}
+
+func TestOnlyTheRegisteredReconcilersMarkersAndUnownedOnesAreThePlugins(t *testing.T) {
+	var ms []marker
+	for i, m := range []marker{
+		{Marker: "groups=apps,resources=deployments,verbs=get", Owner: "example.com/ray.RayClusterReconciler"},
+		{Marker: "groups=batch,resources=jobs,verbs=get", Owner: "example.com/ray.RayJobReconciler"},
+		{Marker: "groups=core,resources=events,verbs=create"},
+	} {
+		m.At = "controller.go:" + string(rune('1'+i))
+		ms = append(ms, m)
+	}
+	data, _ := json.Marshal(ms)
+	encoded := base64.StdEncoding.EncodeToString(data)
+	kinds := func(reconciler string) []string {
+		perms, _, err := markerPermissions(encoded, scheme(t), nil, reconciler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range perms {
+			out = append(out, p.Kind.Kind)
+		}
+		return out
+	}
+	if got := kinds("example.com/ray.RayClusterReconciler"); !slices.Equal(got, []string{"Deployment", "Event"}) {
+		t.Fatalf("the RayCluster plugin's kinds: %v", got)
+	}
+	if got := kinds("example.com/ray.wrapped"); len(got) != 3 {
+		t.Fatalf("a reconciler no marker names takes them all: %v", got)
+	}
+}
+
 func TestNoMarkersNoPermissions(t *testing.T) {
-	if perms, err := markerPermissions("", scheme(t), nil); err != nil || perms != nil {
+	if perms, _, err := markerPermissions("", scheme(t), nil, ""); err != nil || perms != nil {
 		t.Fatalf("%v %v", perms, err)
 	}
 }
@@ -87,7 +138,7 @@ func TestAMarkersKindIsAtTheVersionThePluginRegistersElseTheMostStable(t *testin
 		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", nil, hpa("v2")},
 		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", []guest.Kind{guest.ConfigMap, hpa("v1")}, hpa("v1")},
 	} {
-		perms, err := markerPermissions(encode(t, c.marker), scheme(t), c.registered)
+		perms, _, err := markerPermissions(encode(t, c.marker), scheme(t), c.registered, "")
 		if err != nil || len(perms) != 1 || perms[0].Kind != c.want {
 			t.Errorf("%s with %v registered: %+v %v", c.marker, c.registered, perms, err)
 		}

@@ -14,7 +14,9 @@
 // The builder's For, Owns, Watches, predicates and options become the plugin's registration
 // (the kinds whose handlers or predicates only Go can run are handled in the guest),
 // the webhooks ctrl.NewWebhookManagedBy completes the webhooks it serves, and the
-// `// +kubebuilder:rbac:` markers of its packages its permissions.
+// `// +kubebuilder:rbac:` markers of its packages its permissions — those written for its
+// reconciler (on its Reconcile, as kubebuilder does) and those written for none, not a sibling
+// controller's.
 // What the host cannot honour stops the registration with a panic naming it, which the host
 // reports as the plugin's load failure.
 package wasmop
@@ -64,10 +66,11 @@ func build(p Plugin) (*plugin.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	fromMarkers, err := markerPermissions(markers, p.Scheme, built.Kinds())
+	fromMarkers, warnings, err := markerPermissions(markers, p.Scheme, built.Kinds(), built.ReconcilerType())
 	if err != nil {
 		return nil, err
 	}
+	built.LoadWarnings = append(built.LoadWarnings, warnings...)
 	built.Registration.Permissions = merge(fromMarkers, p.Permissions...)
 	return built, nil
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,19 @@ type Plugin struct {
 	primary      schema.GroupVersionKind
 	// handled are the sources of each kind whose changes the guest handles.
 	handled map[schema.GroupVersionKind][]Watch
+}
+
+// ReconcilerType is the Go type of the controller's reconciler, as import path.Name (its
+// pointer's element for a pointer), which the markers written for it name.
+func (p *Plugin) ReconcilerType() string {
+	t := reflect.TypeOf(p.controller.Reconciler)
+	if t == nil {
+		return ""
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() + "." + t.Name()
 }
 
 // Build is the plugin named name at version of the controller m's setup completed, declaring

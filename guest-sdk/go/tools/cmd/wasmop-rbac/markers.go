@@ -1,11 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -19,12 +21,16 @@ const controllerRuntime = "sigs.k8s.io/controller-runtime"
 // rbacPrefix starts an RBAC marker comment.
 const rbacPrefix = "+kubebuilder:rbac:"
 
-// Marker is one RBAC marker and where it was written.
+// Marker is one RBAC marker, where it was written and the reconciler it was written for.
 type Marker struct {
 	// At is file:line.
 	At string `json:"at"`
 	// Marker is what follows +kubebuilder:rbac:.
 	Marker string `json:"marker"`
+	// Owner is the type (import path.Name) whose method is the first declaration after the
+	// marker — a controller's Reconcile, where kubebuilder puts its markers; empty when the
+	// next declaration is not a method.
+	Owner string `json:"owner,omitempty"`
 }
 
 // listedPackage is what go list says of a package.
@@ -62,7 +68,7 @@ func pluginMarkers(dir string) ([]Marker, error) {
 			continue
 		}
 		for _, file := range p.GoFiles {
-			found, err := fileMarkers(filepath.Join(p.Dir, file), filepath.Join(p.ImportPath, file))
+			found, err := fileMarkers(filepath.Join(p.Dir, file), p.ImportPath, filepath.Join(p.ImportPath, file))
 			if err != nil {
 				return nil, err
 			}
@@ -83,24 +89,53 @@ func importsControllerRuntime(p listedPackage) bool {
 	return false
 }
 
-// fileMarkers are the RBAC markers in the line comments of the file at path, named as name.
-func fileMarkers(path, name string) ([]Marker, error) {
-	f, err := os.Open(path)
+// fileMarkers are the RBAC markers in the line comments of the file at path (of package pkg),
+// named as name, each with the receiver of the method declared next as its owner.
+func fileMarkers(path, pkg, name string) ([]Marker, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var markers []Marker
-	scanner := bufio.NewScanner(f)
-	for line := 1; scanner.Scan(); line++ {
-		text := strings.TrimSpace(scanner.Text())
-		comment, ok := strings.CutPrefix(text, "//")
-		if !ok {
-			continue
-		}
-		if marker, ok := strings.CutPrefix(strings.TrimSpace(comment), rbacPrefix); ok {
-			markers = append(markers, Marker{At: fmt.Sprintf("%s:%d", name, line), Marker: strings.TrimSpace(marker)})
+	for _, group := range f.Comments {
+		for _, c := range group.List {
+			comment, ok := strings.CutPrefix(c.Text, "//")
+			if !ok {
+				continue
+			}
+			marker, ok := strings.CutPrefix(strings.TrimSpace(comment), rbacPrefix)
+			if !ok {
+				continue
+			}
+			at := fmt.Sprintf("%s:%d", name, fset.Position(c.Pos()).Line)
+			markers = append(markers, Marker{At: at, Marker: strings.TrimSpace(marker), Owner: owner(f, c.Pos(), pkg)})
 		}
 	}
-	return markers, scanner.Err()
+	return markers, nil
+}
+
+// owner is pkg.T when the first declaration of f after pos is a method of T (or *T).
+func owner(f *ast.File, pos token.Pos, pkg string) string {
+	for _, decl := range f.Decls {
+		if decl.Pos() < pos {
+			continue
+		}
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Recv == nil || len(fn.Recv.List) == 0 {
+			return ""
+		}
+		typ := fn.Recv.List[0].Type
+		if star, ok := typ.(*ast.StarExpr); ok {
+			typ = star.X
+		}
+		if index, ok := typ.(*ast.IndexExpr); ok {
+			typ = index.X
+		}
+		if ident, ok := typ.(*ast.Ident); ok {
+			return pkg + "." + ident.Name
+		}
+		return ""
+	}
+	return ""
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestMarkersAreTheRBACLineCommentsOfAFile(t *testing.T) {
+func TestMarkersAreTheRBACLineCommentsOfAFileWithTheReconcilerTheyPrecede(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "controller.go")
 	src := `package controller
 
@@ -15,20 +15,31 @@ func TestMarkersAreTheRBACLineCommentsOfAFile(t *testing.T) {
 // +kubebuilder:object:root=true
 /* +kubebuilder:rbac:groups=x,resources=y,verbs=get */
 var s = "// +kubebuilder:rbac:groups=no,resources=no,verbs=no"
+
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get
+
+// Reconcile reconciles.
+func (r *RayClusterReconciler) Reconcile() {}
 `
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	markers, err := fileMarkers(path, "example.com/controller/controller.go")
+	markers, err := fileMarkers(path, "example.com/controller", "example.com/controller/controller.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Marker{
 		{At: "example.com/controller/controller.go:3", Marker: "groups=apps,resources=deployments,verbs=get;list;watch"},
 		{At: "example.com/controller/controller.go:4", Marker: `groups="",resources=configmaps,verbs=create`},
+		{At: "example.com/controller/controller.go:9", Marker: "groups=ray.io,resources=rayclusters,verbs=get", Owner: "example.com/controller.RayClusterReconciler"},
 	}
-	if len(markers) != len(want) || markers[0] != want[0] || markers[1] != want[1] {
+	if len(markers) != len(want) {
 		t.Fatalf("markers %+v", markers)
+	}
+	for i := range want {
+		if markers[i] != want[i] {
+			t.Errorf("marker %d is %+v, want %+v", i, markers[i], want[i])
+		}
 	}
 }
 

@@ -2,13 +2,14 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo demo-cluster test test-build test-cluster bench bench-large bench-profile fuzz soak guests control-plane image down install docs
+.PHONY: help demo demo-cluster test test-build test-cluster test-operators bench bench-large bench-profile fuzz soak guests control-plane image down install docs
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
 	@echo "make demo-cluster  wasmop in two pods on the test control plane's node (root)"
 	@echo "make test   everything CI runs: unit and integration tests against a real apiserver"
 	@echo "make test-cluster  the tests that need a node: pods, the image, wasmop in pods (root)"
+	@echo "make test-operators  published controller-runtime operators' own envtest suites with wasmop in the manager's place (tests/operators)"
 	@echo "make image  the wasmop image as a docker-archive, built without a daemon: target/image/wasmop.tar"
 	@echo "make bench  benchmarks: dispatch against the bare wasmtime floor, webapp per guest language, wasmop beside controller-runtime, kube-rs and kopf, N operators in one host beside N processes"
 	@echo "make bench-profile  flame graphs of wasmop and kube-rs converging 5,000 WebApps (perf), into tests/bench/results/flamegraphs/"
@@ -26,6 +27,14 @@ guests:
 	@guest-sdk/go/install-toolchain
 	cargo build --bin wasmop
 	target/debug/wasmop build
+
+# The compatibility corpus: each operator's controller compiled unchanged into a plugin, and its
+# own envtest suite run with wasmop where its manager was (tests/operators/README.md).
+test-operators:
+	@tests/k8s/build.sh >/dev/null
+	cargo build --bin wasmop
+	tests/operators/external-secrets/run target/debug/wasmop
+	tests/operators/kuberay/run target/debug/wasmop
 
 control-plane:
 	@tests/k8s/build.sh >/dev/null

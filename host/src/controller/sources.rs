@@ -63,11 +63,25 @@ impl Informed {
         allowed: Duration,
     ) -> Result<Self, CacheError> {
         let registration = plugin.registration();
-        let kinds = informed_kinds(plugin).collect::<Result<Vec<_>, _>>()?;
+        let mut kinds = informed_kinds(plugin).collect::<Result<Vec<_>, _>>()?;
         let mut informers = Vec::new();
         let synced = tokio::time::timeout(allowed, async {
-            for kind in &kinds {
-                informers.push(cache.informer_in(kind, view_of(registration, kind)).await?);
+            let mut index = 0;
+            while let Some(kind) = kinds.get(index) {
+                match cache.informer_in(kind, view_of(registration, kind)).await {
+                    Ok(informer) => informers.push(informer),
+                    Err(error @ CacheError::Discovery { .. }) if only_permitted(plugin, kind) => {
+                        tracing::warn!(
+                            plugin = plugin.name(),
+                            "no informer for a kind the plugin may read but does not watch: \
+                             {error}; its cache reads of it fail"
+                        );
+                        kinds.remove(index);
+                        continue;
+                    }
+                    Err(error) => return Err(error),
+                }
+                index += 1;
             }
             for informer in &informers {
                 informer.wait_synced().await;
@@ -206,6 +220,15 @@ pub(super) fn informed_kinds(
             Ok(()) => Ok(kind.clone()),
             Err(unchecked) => Err(CacheError::refused(kind, unchecked.to_string())),
         })
+}
+
+/// Whether `kind` is one `plugin` only has a permission to read: none of its sources or indexes
+/// is of it, so an apiserver that does not serve it (an optional integration's kind, a version
+/// it no longer serves) leaves the plugin without that informer rather than uninstalled.
+fn only_permitted(plugin: &Plugin, kind: &GroupVersionKind) -> bool {
+    let registration = plugin.registration();
+    !registration.cached_kinds().any(|k| k == kind)
+        && !registration.indexes.iter().any(|i| &i.kind == kind)
 }
 
 /// Which changes a source passes on.

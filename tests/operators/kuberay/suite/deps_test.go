@@ -1,0 +1,7 @@
+package suite
+
+import (
+	_ "github.com/onsi/ginkgo/v2"
+	_ "github.com/onsi/gomega"
+	_ "sigs.k8s.io/controller-runtime/pkg/envtest"
+)

@@ -3,7 +3,8 @@
 //! on kinds it was never granted, writes from a webhook call, the conversion of another
 //! operator's custom resource, owner references the garbage collector would act on (with
 //! kube-controller-manager's garbage collector running), events in namespaces it may not write,
-//! requests of its own client-go clients (`tests/guests/reach`) beyond what it declared,
+//! requests of its own client-go clients (`tests/guests/reach`) beyond what it declared (and a
+//! permission on a kind the apiserver does not serve, which must not stop it),
 //! a module that names itself after a more privileged plugin, and a plugin that would hold the
 //! guest memory others need. Each test checks what a user would: the refusal and its reason,
 //! that nothing reached the apiserver, and that what another operator or plugin owns is intact.
@@ -617,6 +618,49 @@ async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Resu
              in {namespace}",
             REACH_ANSWERS.len()
         );
+        Ok(())
+    })
+    .await
+}
+
+/// A plugin that may read a kind the apiserver does not serve (tests/guests/reach declares
+/// OpenShift's routes, as operators with optional integrations do) runs under the binary: the
+/// host warns that it has no informer for that kind and reconciles its ConfigMaps as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_on_a_kind_the_apiserver_does_not_serve_leaves_the_plugin_running()
+-> anyhow::Result<()> {
+    within(LIMIT, "a plugin that may read routes", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("unserved").await?;
+        let kube = plane.client().await?;
+        let probes = free_address();
+        let log = plane.dir().join(format!("{namespace}-host.log"));
+        let _host = common::host(plane)
+            .arg("--plugin")
+            .arg(common::component("reach-go"))
+            .args(["--namespaces", &namespace, "--metrics-bind-address", "0"])
+            .args(["--health-probe-bind-address", &probes])
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()?;
+        common::scrape::wait_ready(&probes).await;
+
+        let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &namespace);
+        let reach = serde_json::from_value(json!({"metadata": {"name": "reach"}}))?;
+        configmaps.create(&PostParams::default(), &reach).await?;
+        while configmaps.get_opt("reach-result").await?.is_none() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let text = std::fs::read_to_string(&log)?;
+        let warned = text
+            .lines()
+            .find(|line| line.contains("no informer for a kind"));
+        let warned = warned.expect("the host warns of the kind it cannot inform");
+        assert!(
+            warned.contains("Route") && warned.contains("route.openshift.io/v1"),
+            "{warned}"
+        );
+        println!("UNSERVED: reach reconciled with its Route permission unserved: {warned}");
         Ok(())
     })
     .await

@@ -5,7 +5,8 @@
 // what it declared and on what it did not (Secrets, Pods, a watch, an owner reference to a
 // Secret), and writes what each answered (`ok` or the apiserver's reason) into the ConfigMap
 // `reach-result` beside it, created through the clientset, with the arguments and the variable
-// REACH_MARK it started with (`args`, `mark`), as an operator's main reads its flags.
+// REACH_MARK it started with (`args`, `mark`), as an operator's main reads its flags. It may
+// also read OpenShift's routes, which a plain apiserver does not serve.
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/wasmop"
+	"wasmop.dev/guest"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
@@ -98,10 +100,14 @@ func init() {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
+	// OpenShift's routes, which it may read where an apiserver serves them, as operators with
+	// optional integrations declare.
+	route := guest.Kind{Group: "route.openshift.io", Version: "v1", Kind: "Route"}
 	wasmop.Register(wasmop.Plugin{
-		Name:    "reach",
-		Version: "0.1.0",
-		Scheme:  scheme,
+		Name:        "reach",
+		Version:     "0.1.0",
+		Scheme:      scheme,
+		Permissions: []guest.Permission{{Kind: route, Verbs: []guest.Verb{guest.VerbGet, guest.VerbList}}},
 		Setup: func(mgr ctrl.Manager) error {
 			core, err := corev1client.NewForConfig(ctrl.GetConfigOrDie())
 			if err != nil {

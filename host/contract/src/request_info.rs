@@ -116,14 +116,6 @@ impl RequestVerb {
             RequestVerb::Delete | RequestVerb::DeleteCollection => "DELETE",
         }
     }
-
-    /// Whether the request carries an object or a patch.
-    pub fn has_body(self) -> bool {
-        matches!(
-            self,
-            RequestVerb::Create | RequestVerb::Update | RequestVerb::Patch
-        )
-    }
 }
 
 impl ResourceRequest {

@@ -9,9 +9,11 @@
 //! Every request reaches the apiserver, so each waits for the plugin's write rate; an answer is
 //! read up to [`MAX_ANSWER_BYTES`].
 
+use std::sync::Arc;
 use wasmop_contract::boundary::{self, PatchText, invalid};
 use wasmop_contract::capability::Power;
-use wasmop_contract::imports::{ApiError, Forward, ResourceKind, Write};
+
+use wasmop_contract::imports::{ApiError, ApiWriter, Forward, ResourceKind, Write};
 use wasmop_contract::object::{GroupVersionKind, ObjectRef};
 use wasmop_contract::request_info::{self, RequestInfo, RequestVerb, ResourceRequest};
 
@@ -32,8 +34,7 @@ impl transport::Host for StoreState {
         request: transport::HttpRequest,
     ) -> Result<transport::HttpResponse, types::Error> {
         let checked = self.checked(request).await;
-        let forward = self.refused(checked)?;
-        let writer = self.refused(self.may(Power::Discover))?.writer.clone();
+        let (forward, writer) = self.refused(checked)?;
         wait(self.context.budget.write_delay()).await;
         let answer = writer.forward(forward, MAX_ANSWER_BYTES).await?;
         Ok(transport::HttpResponse {
@@ -45,19 +46,23 @@ impl transport::Host for StoreState {
 }
 
 impl StoreState {
-    /// `request` as the host will send it, if the plugin may.
-    async fn checked(&mut self, request: transport::HttpRequest) -> Result<Forward, ApiError> {
+    /// `request` as the host will send it, if the plugin may, and the writer that sends it.
+    async fn checked(
+        &mut self,
+        request: transport::HttpRequest,
+    ) -> Result<(Forward, Arc<dyn ApiWriter>), ApiError> {
         let writer = self.may(Power::Discover)?.writer.clone();
         boundary::bounded("the method", &request.method, MAX_METHOD)?;
         boundary::bounded("the content type", &request.content_type, MAX_CONTENT_TYPE)?;
         let resource = match request_info::parse(&request.method, &request.path)? {
             RequestInfo::Discovery(path) => {
+                let forward = Forward {
+                    method: "GET",
+                    path,
+                    body: None,
+                };
                 return match request.body.is_empty() {
-                    true => Ok(Forward {
-                        method: "GET",
-                        path,
-                        body: None,
-                    }),
+                    true => Ok((forward, writer)),
                     false => Err(invalid("a GET carries no body")),
                 };
             }
@@ -72,11 +77,12 @@ impl StoreState {
         }
         let target = ObjectRef::new(&found.kind, namespace, &resource.name);
         let body = self.body(&resource, &target, &request.content_type, request.body)?;
-        Ok(Forward {
+        let forward = Forward {
             method: resource.verb.method(),
             path: resource.path_and_query(),
             body,
-        })
+        };
+        Ok((forward, writer))
     }
 
     /// The body to send: none for a read; for a write the object or patch parsed, checked like

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -77,10 +78,17 @@ func markerPermissions(encoded string, scheme *runtime.Scheme, registered []gues
 	return perms, warnings, nil
 }
 
-// ofReconciler are the markers of found written for reconciler or for no reconciler; all of
-// them when none was written for reconciler (its markers are elsewhere, or it is wrapped).
+// ofReconciler are the markers of found written for reconciler or for no reconciler. When none
+// names reconciler, they are those of its package if none there names another reconciler (the
+// markers head a file, not a method), else all of them (its markers are elsewhere, or it is
+// wrapped).
 func ofReconciler(found []marker, reconciler string) []marker {
 	if !slices.ContainsFunc(found, func(m marker) bool { return m.Owner == reconciler }) {
+		home := reconciler[:max(strings.LastIndex(reconciler, "."), 0)]
+		inHome := slices.DeleteFunc(slices.Clone(found), func(m marker) bool { return m.pkg() != home })
+		if len(inHome) > 0 && !slices.ContainsFunc(inHome, func(m marker) bool { return m.Owner != "" }) {
+			return inHome
+		}
 		return found
 	}
 	var own []marker
@@ -90,6 +98,12 @@ func ofReconciler(found []marker, reconciler string) []marker {
 		}
 	}
 	return own
+}
+
+// pkg is the import path of the package the marker is written in.
+func (m marker) pkg() string {
+	file, _, _ := strings.Cut(m.At, ":")
+	return path.Dir(file)
 }
 
 // permissions are what one marker grants, per kind.

@@ -53,9 +53,9 @@ func TestMarkersBecomeThePermissionsOfTheirKinds(t *testing.T) {
 
 func TestAMalformedMarkerFailsNamingWhereItIs(t *testing.T) {
 	for body, says := range map[string]string{
-		"groups=apps,verbs=get":                             "no resources=",
+		"groups=apps,verbs=get":                            "no resources=",
 		"groups=apps,resources=deployments,verbs=escalate": `verb "escalate"`,
-		"groups=apps,resources=deployments":                 "no verbs=",
+		"groups=apps,resources=deployments":                "no verbs=",
 	} {
 		_, _, err := markerPermissions(encode(t, body), scheme(t), nil, "")
 		if err == nil || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "controller.go:1") {
@@ -115,6 +115,27 @@ func TestOnlyTheRegisteredReconcilersMarkersAndUnownedOnesAreThePlugins(t *testi
 	}
 	if got := kinds("example.com/ray.wrapped"); len(got) != 3 {
 		t.Fatalf("a reconciler no marker names takes them all: %v", got)
+	}
+}
+
+func TestMarkersHeadingTheReconcilersFileAreItsNotThoseOfAPackageItImports(t *testing.T) {
+	ms := []marker{
+		{At: "example.com/core/queue_controller.go:5", Marker: "groups=batch,resources=jobs,verbs=get", Owner: "example.com/core.QueueReconciler"},
+		{At: "example.com/core/helpers.go:9", Marker: "groups=apps,resources=deployments,verbs=get"},
+		{At: "example.com/recovery/pods.go:47", Marker: "groups=core,resources=pods,verbs=get;delete"},
+		{At: "example.com/recovery/pods.go:48", Marker: "groups=core,resources=nodes,verbs=get"},
+	}
+	data, _ := json.Marshal(ms)
+	perms, _, err := markerPermissions(base64.StdEncoding.EncodeToString(data), scheme(t), nil, "example.com/recovery.PodReconciler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, p := range perms {
+		kinds = append(kinds, p.Kind.Kind)
+	}
+	if !slices.Equal(kinds, []string{"Pod", "Node"}) {
+		t.Fatalf("the recovery plugin's kinds: %v", kinds)
 	}
 }
 

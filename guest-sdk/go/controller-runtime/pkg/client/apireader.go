@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,25 +89,64 @@ func (r *apiReader) path(gvk schema.GroupVersionKind, namespace, name string) (s
 
 // read GETs at into obj, or returns the apiserver's error as client-go's StatusError.
 func (r *apiReader) read(ctx context.Context, at, verb, name string, obj runtime.Object) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://apiserver.wasmop.invalid"+at, nil)
+	body, err := r.do(ctx, http.MethodGet, at, nil, verb, name)
 	if err != nil {
 		return err
+	}
+	return decodeInto(string(body), obj)
+}
+
+// delete sends the apiserver's own delete of gvk's object with options o, which the host checks
+// as the delete it is.
+func (r *apiReader) delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, o *DeleteOptions) error {
+	at, err := r.path(gvk, namespace, name)
+	if err != nil {
+		return err
+	}
+	options := metav1.DeleteOptions{
+		TypeMeta:           metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"},
+		GracePeriodSeconds: o.GracePeriodSeconds,
+		Preconditions:      o.Preconditions,
+		PropagationPolicy:  o.PropagationPolicy,
+		DryRun:             o.DryRun,
+	}
+	body, err := json.Marshal(options)
+	if err != nil {
+		return err
+	}
+	_, err = r.do(ctx, http.MethodDelete, at, body, "delete", name)
+	return err
+}
+
+// do sends method at with body (JSON, if any) and returns what the apiserver answered, or its
+// error as client-go's StatusError.
+func (r *apiReader) do(ctx context.Context, method, at string, body []byte, verb, name string) ([]byte, error) {
+	var content io.Reader
+	if body != nil {
+		content = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "https://apiserver.wasmop.invalid"+at, content)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		var status metav1.Status
-		if json.Unmarshal(body, &status) == nil && status.Kind == "Status" {
-			return &apierrors.StatusError{ErrStatus: status}
+		if json.Unmarshal(answer, &status) == nil && status.Kind == "Status" {
+			return nil, &apierrors.StatusError{ErrStatus: status}
 		}
-		return apierrors.NewGenericServerResponse(resp.StatusCode, verb, schema.GroupResource{}, name, string(body), 0, false)
+		return nil, apierrors.NewGenericServerResponse(resp.StatusCode, verb, schema.GroupResource{}, name, string(answer), 0, false)
 	}
-	return decodeInto(string(body), obj)
+	return answer, nil
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -254,17 +255,16 @@ func (c *hostClient) patchBody(obj Object, patch Patch, force bool) (guestclient
 	return guestclient.PatchBody{}, fmt.Errorf("a %s patch: %w (use a merge, JSON or apply patch)", patch.Type(), errUnsupported)
 }
 
-func (c *hostClient) Delete(_ context.Context, obj Object, opts ...DeleteOption) error {
+func (c *hostClient) Delete(ctx context.Context, obj Object, opts ...DeleteOption) error {
 	gvk, err := c.GroupVersionKindFor(obj)
 	if err != nil {
 		return err
 	}
-	deleteOpts, err := deleteOptions(opts)
-	if err != nil {
-		return err
+	var o DeleteOptions
+	for _, opt := range opts {
+		opt.ApplyToDelete(&o)
 	}
-	err = guestclient.Delete(guestKind(gvk), obj.GetNamespace(), obj.GetName(), deleteOpts...)
-	return apiError(err, gvk, obj.GetName())
+	return c.deleteOne(ctx, gvk, obj.GetNamespace(), obj.GetName(), &o)
 }
 
 // DeleteAllOf deletes every object of obj's kind the options select, as the apiserver's
@@ -279,8 +279,7 @@ func (c *hostClient) DeleteAllOf(ctx context.Context, obj Object, opts ...Delete
 	for _, opt := range opts {
 		opt.ApplyToDeleteAllOf(&o)
 	}
-	deleteOpts, err := deleteOptions([]DeleteOption{&o.DeleteOptions})
-	if err != nil {
+	if _, err := deleteOptions(&o.DeleteOptions); err != nil && !errors.Is(err, errThroughTransport) {
 		return err
 	}
 	list := &unstructured.UnstructuredList{}
@@ -289,24 +288,38 @@ func (c *hostClient) DeleteAllOf(ctx context.Context, obj Object, opts ...Delete
 		return err
 	}
 	for _, item := range list.Items {
-		err := guestclient.Delete(guestKind(gvk), item.GetNamespace(), item.GetName(), deleteOpts...)
-		if err := apiError(err, gvk, item.GetName()); err != nil && !apierrors.IsNotFound(err) {
+		err := c.deleteOne(ctx, gvk, item.GetNamespace(), item.GetName(), &o.DeleteOptions)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
 	return nil
 }
 
-func deleteOptions(opts []DeleteOption) ([]guestclient.DeleteOption, error) {
-	var o DeleteOptions
-	for _, opt := range opts {
-		opt.ApplyToDelete(&o)
+// errThroughTransport says a delete's options need the apiserver's own delete, which the host's
+// transport sends (a grace period, a dry run): the host's delete has no such options.
+var errThroughTransport = errors.New("the delete goes through the transport")
+
+// deleteOne deletes one object with the host's delete, or through the host's transport when its
+// options need the apiserver's own; either way the host checks it against the plugin's
+// permissions.
+func (c *hostClient) deleteOne(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, o *DeleteOptions) error {
+	deleteOpts, err := deleteOptions(o)
+	if errors.Is(err, errThroughTransport) {
+		reader := NewAPIReader(c.scheme, c.mapper).(*apiReader)
+		return reader.delete(ctx, gvk, namespace, name, o)
 	}
-	switch {
-	case len(o.DryRun) > 0:
-		return nil, fmt.Errorf("delete with dry run: %w", errUnsupported)
-	case o.GracePeriodSeconds != nil:
-		return nil, fmt.Errorf("delete with a grace period: %w", errUnsupported)
+	if err != nil {
+		return err
+	}
+	err = guestclient.Delete(guestKind(gvk), namespace, name, deleteOpts...)
+	return apiError(err, gvk, name)
+}
+
+// deleteOptions are o as the host's delete takes them; errThroughTransport when it cannot.
+func deleteOptions(o *DeleteOptions) ([]guestclient.DeleteOption, error) {
+	if len(o.DryRun) > 0 || o.GracePeriodSeconds != nil {
+		return nil, errThroughTransport
 	}
 	var out []guestclient.DeleteOption
 	if p := o.PropagationPolicy; p != nil {

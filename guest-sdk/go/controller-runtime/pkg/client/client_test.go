@@ -215,9 +215,8 @@ func TestUnsupportedOptionsFailAndSendNothing(t *testing.T) {
 	c, h := newClient(t)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	for name, err := range map[string]error{
-		"dry run":      c.Create(ctx, d, client.DryRunAll),
-		"grace period": c.Delete(ctx, d, client.GracePeriodSeconds(5)),
-		"strategic":    c.Patch(ctx, d, client.RawPatch("application/strategic-merge-patch+json", []byte("{}"))),
+		"dry run":   c.Create(ctx, d, client.DryRunAll),
+		"strategic": c.Patch(ctx, d, client.RawPatch("application/strategic-merge-patch+json", []byte("{}"))),
 	} {
 		if err == nil || errors.Is(err, guest.ErrNotFound) {
 			t.Errorf("%s: %v", name, err)
@@ -342,8 +341,8 @@ func TestDeleteAllOfDeletesWhatTheOptionsSelectOneByOne(t *testing.T) {
 		!guest.Equal(sent.Body, map[string]any{"propagationPolicy": "Foreground"}) {
 		t.Fatalf("sent %+v", sent)
 	}
-	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.GracePeriodSeconds(3)); err == nil || len(h.Writes) != 1 {
-		t.Fatalf("a grace period the host cannot send: %v, sent %v", err, h.Writes)
+	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.PropagationPolicy("Sometimes")); err == nil || len(h.Writes) != 1 {
+		t.Fatalf("a propagation policy the apiserver has not: %v, sent %v", err, h.Writes)
 	}
 	opts := (&client.ListOptions{Namespace: "shop", LabelSelector: labels.SelectorFromSet(labels.Set{"app": "web"})}).AsListOptions()
 	if opts.LabelSelector != "app=web" {

@@ -80,13 +80,15 @@ type ApplyOption interface{ ApplyToApply(*ApplyOptions) }
 
 // DeleteOptions are the options of Delete.
 type DeleteOptions struct {
-	// GracePeriodSeconds is refused: the host's delete has no grace period.
+	// GracePeriodSeconds is how long the object may take to terminate; a delete with one goes
+	// to the apiserver through the host's transport (the host's own delete has none).
 	GracePeriodSeconds *int64
 	// Preconditions must hold for the delete to happen.
 	Preconditions *metav1.Preconditions
 	// PropagationPolicy is what happens to the object's dependents.
 	PropagationPolicy *metav1.DeletionPropagation
-	// DryRun: see CreateOptions.
+	// DryRun, when set, asks the apiserver to check the delete without doing it; such a delete
+	// goes through the host's transport, as one with a grace period does.
 	DryRun []string
 }
 

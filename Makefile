@@ -33,8 +33,9 @@ guests:
 test-operators:
 	@tests/k8s/build.sh >/dev/null
 	cargo build --bin wasmop
-	tests/operators/external-secrets/run target/debug/wasmop
-	tests/operators/kuberay/run target/debug/wasmop
+	tests/operators/run external-secrets
+	tests/operators/run kuberay
+	tests/operators/run kueue
 
 control-plane:
 	@tests/k8s/build.sh >/dev/null
@@ -68,7 +69,8 @@ test:
 	guest-sdk/python/test-cli-test
 	guest-sdk/js/test
 	guest-sdk/go/test
-	tests/operators/external-secrets/run target/debug/wasmop
+	tests/operators/run external-secrets
+	tests/operators/run kuberay
 
 bench: control-plane guests
 	cargo bench -p wasmop --bench queue

@@ -89,3 +89,7 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 	software.sslmate.com/src/go-pkcs12 v0.5.0 // indirect
 )
+
+require wasmop.dev/tests/operators/harness v0.0.0
+
+replace wasmop.dev/tests/operators/harness => ../../harness

@@ -81,3 +81,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 	volcano.sh/apis v1.12.1 // indirect
 )
+
+require wasmop.dev/tests/operators/harness v0.0.0
+
+replace wasmop.dev/tests/operators/harness => ../../harness

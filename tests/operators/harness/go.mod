@@ -1,0 +1,3 @@
+module wasmop.dev/tests/operators/harness
+
+go 1.24.0

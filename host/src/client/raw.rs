@@ -102,7 +102,7 @@ impl PluginClient {
                 )
             })?
             .to_bytes()
-            .to_vec();
+            .into();
         Ok(Answer {
             status,
             content_type,

@@ -14,7 +14,7 @@ use crate::runtime::SetClock;
 use crate::runtime::bindings::{cache, client, events, log, plugin, types};
 use crate::runtime::budget::Budget;
 use crate::runtime::clock::HostClock;
-use crate::runtime::memory::MemoryShare;
+use crate::runtime::memory::{Held, MemoryShare};
 use crate::runtime::output::{GuestOutput, Stream};
 use wasmop_contract::Refusal;
 use wasmop_contract::boundary::{self, MAX_SHORT_TEXT, PatchText, invalid};
@@ -598,6 +598,11 @@ impl MemoryLimiter {
             high_water: 0,
             share,
         }
+    }
+
+    /// Holds up to `most` bytes of the plugin's share for what the host reads for this instance.
+    pub(crate) fn hold_up_to(&self, most: usize) -> Held {
+        self.share.hold_up_to(most)
     }
 
     /// Takes `asked` more bytes for the instance, within its cap and its plugin's share.

@@ -116,7 +116,8 @@ pub(crate) struct MemoryShare {
     memory: Arc<GuestMemory>,
     reserved: usize,
     tenant: bool,
-    /// What the plugin's instances hold; written only under the budget's lock.
+    /// What the plugin's instances hold, and what the host holds for them ([`Held`]); written
+    /// only under the budget's lock.
     held: AtomicUsize,
 }
 
@@ -137,8 +138,28 @@ impl MemoryShare {
     /// Takes `asked` more bytes for one of the plugin's instances: from its share, then from the
     /// budget no plugin reserved or borrowed (a tenant's: outside the operator's reserve).
     pub(crate) fn take(&self, asked: usize) -> Result<(), GuestMemoryExhausted> {
+        let mut totals = self.memory.totals();
+        self.take_locked(&mut totals, asked)
+    }
+
+    /// Holds as much of `most` bytes as [`take`](Self::take) would give, for what the host reads
+    /// on one of the plugin's instances' behalf (a transport answer) before handing it over;
+    /// given back when the hold is dropped.
+    pub(crate) fn hold_up_to(self: &Arc<Self>, most: usize) -> Held {
+        let mut totals = self.memory.totals();
+        let held = self.held.load(Ordering::Acquire);
+        let own = self.reserved.saturating_sub(held);
+        let borrowable = self.memory.bound.left(totals.committed(), self.claimant());
+        let bytes = most.min(own.saturating_add(borrowable));
+        let taken = self.take_locked(&mut totals, bytes).is_ok();
+        Held {
+            share: self.clone(),
+            bytes: if taken { bytes } else { 0 },
+        }
+    }
+
+    fn take_locked(&self, totals: &mut Totals, asked: usize) -> Result<(), GuestMemoryExhausted> {
         let memory = &self.memory;
-        let mut totals = memory.totals();
         let held = self.held.load(Ordering::Acquire);
         let exhausted = || GuestMemoryExhausted {
             asked,
@@ -148,11 +169,11 @@ impl MemoryShare {
         };
         let wanted = held.checked_add(asked).ok_or_else(exhausted)?;
         let more = self.borrowing(wanted) - self.borrowing(held);
-        let who = Claimant {
-            tenant: self.tenant,
-            ..Claimant::OPERATOR
-        };
-        if more > 0 && !memory.bound.admits(totals.committed(), more, who) {
+        if more > 0
+            && !memory
+                .bound
+                .admits(totals.committed(), more, self.claimant())
+        {
             return Err(exhausted());
         }
         totals.borrowed.add(more, self.tenant);
@@ -172,9 +193,37 @@ impl MemoryShare {
         self.held.store(left, Ordering::Release);
     }
 
+    /// Who claims the share: a tenant or the operator.
+    fn claimant(&self) -> Claimant {
+        Claimant {
+            tenant: self.tenant,
+            ..Claimant::OPERATOR
+        }
+    }
+
     /// What holding `held` bytes borrows beyond the share.
     fn borrowing(&self, held: usize) -> usize {
         held.saturating_sub(self.reserved)
+    }
+}
+
+/// Bytes of a plugin's share the host holds for reading on its behalf; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    share: Arc<MemoryShare>,
+    bytes: usize,
+}
+
+impl Held {
+    /// The bytes held: the most the host may read into them.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.share.give(self.bytes);
     }
 }
 
@@ -193,6 +242,32 @@ mod tests {
 
     const OPERATOR: Claimant = Claimant::OPERATOR;
     const TENANT: Claimant = Claimant::TENANT;
+
+    #[test]
+    fn the_host_holds_for_an_answer_only_what_the_plugin_could_take_and_gives_it_back() {
+        let memory = Arc::new(GuestMemory::new(Some(100), 30));
+        let tenant = Arc::new(memory.reserve(20, TENANT).unwrap());
+        tenant.take(15).unwrap();
+        let held = tenant.hold_up_to(1000);
+        assert_eq!(
+            held.bytes(),
+            55,
+            "5 of its share and the 50 tenants may borrow"
+        );
+        assert_eq!(
+            tenant.hold_up_to(1000).bytes(),
+            0,
+            "nothing is left for a second"
+        );
+        assert!(tenant.take(1).is_err(), "the answer counts as the plugin's");
+        let operator = memory.reserve(0, OPERATOR).unwrap();
+        operator
+            .take(30)
+            .expect("the operator's reserve is untouched");
+        drop(held);
+        tenant.take(5).expect("the answer's bytes came back");
+        assert_eq!(memory.held(), 50);
+    }
 
     #[test]
     fn shares_fit_the_budget_or_are_refused_and_come_back_when_dropped() {

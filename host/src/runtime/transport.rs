@@ -6,14 +6,16 @@
 //! through [`Power::Own`]), and then sent rebuilt from those parts with the body re-encoded from
 //! what was parsed — so what the check saw is what the apiserver gets.
 //!
-//! Every request reaches the apiserver, so each waits for the plugin's write rate; an answer is
-//! read up to [`MAX_ANSWER_BYTES`].
+//! Every request reaches the apiserver, so each waits for the plugin's write rate. An answer is
+//! read into memory held, before the request is sent, from the plugin's share of the guest
+//! memory budget (what the guest will hold it in), up to [`MAX_ANSWER_BYTES`]: a plugin with no
+//! memory left to take an answer sends nothing.
 
 use std::sync::Arc;
 use wasmop_contract::boundary::{self, PatchText, invalid};
 use wasmop_contract::capability::Power;
 
-use wasmop_contract::imports::{ApiError, ApiWriter, Forward, ResourceKind, Write};
+use wasmop_contract::imports::{ApiError, ApiErrorKind, ApiWriter, Forward, ResourceKind, Write};
 use wasmop_contract::object::{GroupVersionKind, ObjectRef};
 use wasmop_contract::request_info::{self, RequestInfo, RequestVerb, ResourceRequest};
 
@@ -35,8 +37,12 @@ impl transport::Host for StoreState {
     ) -> Result<transport::HttpResponse, types::Error> {
         let checked = self.checked(request).await;
         let (forward, writer) = self.refused(checked)?;
+        let room = self.limiter.hold_up_to(MAX_ANSWER_BYTES);
+        if room.bytes() == 0 {
+            return Err(no_room(&self.context.name).into());
+        }
         wait(self.context.budget.write_delay()).await;
-        let answer = writer.forward(forward, MAX_ANSWER_BYTES).await?;
+        let answer = writer.forward(forward, room.bytes()).await?;
         Ok(transport::HttpResponse {
             status: answer.status,
             content_type: answer.content_type,
@@ -151,6 +157,18 @@ impl StoreState {
             }
         }
     }
+}
+
+/// Why a request is not sent: the plugin has no memory left for its answer.
+fn no_room(plugin: &str) -> ApiError {
+    ApiError::new(
+        ApiErrorKind::Unavailable,
+        format!(
+            "plugin {plugin} has no memory left for the apiserver's answer: its instances hold \
+             all of its share of the guest memory budget, and the rest is held by other plugins \
+             (--guest-memory-budget)"
+        ),
+    )
 }
 
 /// The namespace the request acts in, for the check: its path's, or none for a cluster-scoped

@@ -534,15 +534,23 @@ const REACH_ANSWERS: [(&str, &str); 10] = [
     ("typed-watch", "Invalid"),
 ];
 
-/// A Go plugin's own clients — a typed clientset and a dynamic client from `ctrl.GetConfig`,
-/// discovery, `mgr.GetAPIReader` — reach the apiserver through the host: what the plugin
-/// declared works and is written under its field manager; what it did not is refused before it
-/// leaves the host, and the apiserver's audit log holds no request on Secrets or Pods.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Result<()> {
-    within(LIMIT, "a Go plugin's own clients", async {
-        let _serial = SERIAL.lock().await;
-        let plane = &shared_by(module_path!()).await?;
+/// What reach's clients answered, its ConfigMap `reach-result` and the audit log's requests in
+/// its namespace and elsewhere, after one reconcile of `reach` in a new namespace, loaded with
+/// `options`.
+struct Reached {
+    namespace: String,
+    answers: std::collections::BTreeMap<String, String>,
+    result: ConfigMap,
+    undeclared: u64,
+    audit: Vec<wasmop_envtest::AuditEvent>,
+}
+
+impl Reached {
+    /// Loads reach with `options(namespace)` and reconciles its ConfigMap `reach` once.
+    async fn run(
+        plane: &ControlPlane,
+        options: impl FnOnce(&str) -> anyhow::Result<PluginOptions>,
+    ) -> anyhow::Result<Reached> {
         let namespace = plane.create_namespace("reach").await?;
         let kube = plane.client().await?;
         let secrets: Api<k8s_openapi::api::core::v1::Secret> =
@@ -553,70 +561,146 @@ async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Resu
             .await?;
         let (cache, informer) = configmap_cache(&kube).await?;
         configmap(&kube, &informer, (&namespace, "reach"), json!({})).await?;
-        let environment = Environment::new(
-            vec!["--feature-gates=Reach=true".into()],
-            vec![("REACH_MARK".into(), "configured".into())],
-        )?;
-        let options = PluginOptions {
-            environment,
-            ..PluginOptions::default()
-        };
-        let plugin =
-            common::load_on_cluster(&runtime_under(""), (&kube, &cache), "reach-go", options)
-                .await?;
+        let plugin = common::load_on_cluster(
+            &runtime_under(""),
+            (&kube, &cache),
+            "reach-go",
+            options(&namespace)?,
+        )
+        .await?;
         let mut audit = plane.audit_log();
         audit.read_new()?;
-
         plugin
             .reconcile(&ObjectKey::new(&namespace, "reach"))
             .await?;
-
         let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &namespace);
         let result = configmaps.get("reach-result").await?;
-        let answers = result.data.clone().unwrap_or_default();
-        let started = (answers.get("args"), answers.get("mark"));
-        let expected = ("--feature-gates=Reach=true", "configured");
-        assert_eq!(
-            started,
-            (Some(&expected.0.into()), Some(&expected.1.into()))
-        );
-        for (what, expected) in REACH_ANSWERS {
-            let answer = answers.get(what).map(String::as_str);
-            assert_eq!(answer, Some(expected), "{what}: {answers:?}");
+        assert!(configmaps.get_opt("forged").await?.is_none());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Ok(Reached {
+            answers: result.data.clone().unwrap_or_default(),
+            result,
+            undeclared: plugin.refusals()[Refusal::Undeclared as usize].1,
+            audit: audit.read_new()?,
+            namespace,
+        })
+    }
+
+    /// Checks each of `expected`'s answers.
+    fn answered(&self, expected: &[(&str, &str)]) {
+        for (what, expected) in expected {
+            let answer = self.answers.get(*what).map(String::as_str);
+            assert_eq!(answer, Some(*expected), "{what}: {:?}", self.answers);
         }
-        let managers: Vec<String> = result
-            .metadata
-            .managed_fields
+    }
+
+    /// The audit log's requests on Secrets, Pods or a watch in its namespace: none may be there.
+    fn refused_that_reached(&self) -> Vec<&wasmop_envtest::AuditEvent> {
+        self.audit
+            .iter()
+            .filter(|e| e.namespace == self.namespace)
+            .filter(|e| matches!(e.resource.as_str(), "secrets" | "pods") || e.verb == "watch")
+            .collect()
+    }
+}
+
+/// A Go plugin's own clients — a typed clientset and a dynamic client from `ctrl.GetConfig`,
+/// discovery, `mgr.GetAPIReader` — reach the apiserver through the host: what the plugin
+/// declared works and is written under its field manager; what it did not is refused before it
+/// leaves the host, and the apiserver's audit log holds no request on Secrets or Pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_own_clientset_reaches_only_what_it_declared() -> anyhow::Result<()> {
+    within(LIMIT, "a Go plugin's own clients", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let reached = Reached::run(plane, |_| {
+            let environment = Environment::new(
+                vec!["--feature-gates=Reach=true".into()],
+                vec![("REACH_MARK".into(), "configured".into())],
+            )?;
+            Ok(PluginOptions {
+                environment,
+                ..PluginOptions::default()
+            })
+        })
+        .await?;
+        reached.answered(&REACH_ANSWERS);
+        reached.answered(&[
+            ("typed-list-elsewhere", "ok"),
+            ("typed-list-everywhere", "ok"),
+            ("args", "--feature-gates=Reach=true"),
+            ("mark", "configured"),
+        ]);
+        let managers: Vec<String> = (reached.result.metadata.managed_fields.clone())
             .unwrap_or_default()
             .into_iter()
             .filter_map(|entry| entry.manager)
             .collect();
         assert_eq!(managers, ["wasmop/reach"], "reach-result's field managers");
-        assert!(configmaps.get_opt("forged").await?.is_none());
-        let undeclared = plugin.refusals()[Refusal::Undeclared as usize].1;
+        let undeclared = reached.undeclared;
         assert!(undeclared >= 5, "{undeclared} undeclared requests counted");
-
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let seen: Vec<_> = audit
-            .read_new()?
-            .into_iter()
-            .filter(|e| e.namespace == namespace)
-            .collect();
-        let reached: Vec<_> = seen
-            .iter()
-            .filter(|e| matches!(e.resource.as_str(), "secrets" | "pods") || e.verb == "watch")
-            .collect();
+        let reached_apiserver = reached.refused_that_reached();
         assert!(
-            reached.is_empty(),
-            "refused requests reached the apiserver: {reached:?}"
+            reached_apiserver.is_empty(),
+            "refused requests reached the apiserver: {reached_apiserver:?}"
         );
-        let sent = seen.iter().filter(|e| e.resource == "configmaps").count();
-        assert!(sent >= 3, "the declared reads and write: {seen:?}");
+        let namespace = &reached.namespace;
+        let in_namespace = |e: &&wasmop_envtest::AuditEvent| &e.namespace == namespace;
+        let sent = (reached.audit.iter().filter(in_namespace))
+            .filter(|e| e.resource == "configmaps")
+            .count();
+        assert!(
+            sent >= 3,
+            "the declared reads and write: {:?}",
+            reached.audit
+        );
         println!(
             "REACH: {} answers as declared ({undeclared} undeclared requests refused by the host); \
              the audit log shows {sent} ConfigMap requests and none on Secrets, Pods or watches \
              in {namespace}",
             REACH_ANSWERS.len()
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// The same plugin installed by a tenant's `WasmReconciler` in its namespace: its clientset's
+/// lists of ConfigMaps in `default` and across all namespaces are refused by the host as
+/// outside the namespace that confines it, and the apiserver sees no ConfigMap request outside
+/// it; what it may do at home works as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_clientset_stays_in_its_namespace() -> anyhow::Result<()> {
+    within(LIMIT, "a tenant's Go plugin's own clients", async {
+        let _serial = SERIAL.lock().await;
+        let plane = &shared_by(module_path!()).await?;
+        let reached = Reached::run(plane, |namespace| {
+            Ok(PluginOptions {
+                tenant: Some("reach".into()),
+                home: Some(namespace.into()),
+                ..PluginOptions::default()
+            })
+        })
+        .await?;
+        reached.answered(&REACH_ANSWERS);
+        reached.answered(&[
+            ("typed-list-elsewhere", "Forbidden"),
+            ("typed-list-everywhere", "Forbidden"),
+        ]);
+        let outside: Vec<_> = (reached.audit.iter())
+            .filter(|e| e.resource == "configmaps" && e.namespace != reached.namespace)
+            .filter(|e| e.verb != "watch") // the test's own informer's
+            .collect();
+        assert!(
+            outside.is_empty(),
+            "a confined tenant's requests reached the apiserver outside {}: {outside:?}",
+            reached.namespace
+        );
+        assert!(reached.refused_that_reached().is_empty());
+        println!(
+            "REACH: a tenant of {} listing ConfigMaps in default and in every namespace through \
+             its clientset: both Forbidden by the host, none reached the apiserver",
+            reached.namespace
         );
         Ok(())
     })

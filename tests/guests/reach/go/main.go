@@ -3,10 +3,11 @@
 // dynamic client built from ctrl.GetConfig, discovery, and mgr.GetAPIReader. It declares
 // ConfigMaps only. Reconciling the ConfigMap `reach` of a namespace, it tries each client on
 // what it declared and on what it did not (Secrets, Pods, a watch, an owner reference to a
-// Secret), and writes what each answered (`ok` or the apiserver's reason) into the ConfigMap
-// `reach-result` beside it, created through the clientset, with the arguments and the variable
-// REACH_MARK it started with (`args`, `mark`), as an operator's main reads its flags. It may
-// also read OpenShift's routes, which a plain apiserver does not serve.
+// Secret), lists ConfigMaps in `default` and in every namespace (which a tenant's plugin
+// confined to its namespace may not), and writes what each answered (`ok` or the apiserver's
+// reason) into the ConfigMap `reach-result` beside it, created through the clientset, with the
+// arguments and the variable REACH_MARK it started with (`args`, `mark`), as an operator's main
+// reads its flags. It may also read OpenShift's routes, which a plain apiserver does not serve.
 package main
 
 import (
@@ -69,6 +70,10 @@ func (r *reacher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err == nil && slices.ContainsFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == "apps" }) {
 		results["discovery-finds-apps"] = "ok"
 	}
+	_, err = r.core.ConfigMaps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+	note("typed-list-elsewhere", err)
+	_, err = r.core.ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	note("typed-list-everywhere", err)
 	var read corev1.ConfigMap
 	note("api-reader-get", r.api.Get(ctx, req.NamespacedName, &read))
 	var secretList corev1.SecretList

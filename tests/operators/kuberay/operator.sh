@@ -3,7 +3,7 @@
 # controllers, which the suite's manager also ran; its plain unit tests are not run). Read by ../run.
 module=github.com/ray-project/kuberay/ray-operator
 tests=controllers/ray
-plugin=raycluster
+plugin=kuberay
 spec_file=raycluster_controller_test.go
 # The specs that passed when known-failures was last written: fewer is a regression.
 expected_passed=47

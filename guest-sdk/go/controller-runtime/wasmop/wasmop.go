@@ -23,6 +23,7 @@ package wasmop
 
 import (
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/internal/plugin"
@@ -62,7 +63,7 @@ func build(p Plugin) (*plugin.Plugin, error) {
 	if err := p.Setup(m); err != nil {
 		return nil, fmt.Errorf("setting up: %w", err)
 	}
-	built, err := plugin.Build(p.Name, p.Version, m, p.Permissions)
+	built, err := plugin.Build(p.Name, p.Version, m, p.Permissions, os.Getenv(plugin.SelectionVariable))
 	if err != nil {
 		return nil, err
 	}

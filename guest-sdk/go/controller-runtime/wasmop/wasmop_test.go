@@ -124,7 +124,7 @@ func TestAFilterOfThePrimaryKindDecidesOnItsEventsInTheGuest(t *testing.T) {
 
 func TestWhatTheHostCannotHonourFailsTheSetupNamingIt(t *testing.T) {
 	for name, setup := range map[string]func(ctrl.Manager) error{
-		"a second controller": func(mgr ctrl.Manager) error {
+		"several controllers": func(mgr ctrl.Manager) error {
 			if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&reconciler{}); err != nil {
 				return err
 			}
@@ -144,6 +144,37 @@ func TestWhatTheHostCannotHonourFailsTheSetupNamingIt(t *testing.T) {
 		if name != "no controller" && !strings.Contains(err.Error(), strings.Fields(name)[len(strings.Fields(name))-1]) {
 			t.Errorf("%s: the error does not name it: %v", name, err)
 		}
+	}
+}
+
+func TestAPluginRunsTheOneOfItsSetupsControllersItsEnvironmentSelects(t *testing.T) {
+	setup := func(mgr ctrl.Manager) error {
+		if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&reconciler{}); err != nil {
+			return err
+		}
+		return ctrl.NewControllerManagedBy(mgr).Named("Secret_Keeper").For(&corev1.Secret{}).Complete(&reconciler{})
+	}
+	plugin := Plugin{Name: "multi", Version: "1.0.0", Scheme: scheme(t), Setup: setup}
+	for selection, want := range map[string]guest.Registration{
+		"configmap":     {Name: "multi-configmap", Primary: guest.ConfigMap},
+		"Secret_Keeper": {Name: "multi-secret-keeper", Primary: guest.Kind{Version: "v1", Kind: "Secret"}},
+	} {
+		t.Setenv("WASMOP_CONTROLLER", selection)
+		p, err := build(plugin)
+		if err != nil {
+			t.Fatalf("%s: %v", selection, err)
+		}
+		if p.Registration.Name != want.Name || p.Registration.Primary != want.Primary {
+			t.Errorf("%s: registered %s for %v, want %s for %v", selection, p.Registration.Name, p.Registration.Primary, want.Name, want.Primary)
+		}
+	}
+	t.Setenv("WASMOP_CONTROLLER", "")
+	if _, err := build(plugin); err == nil || !strings.Contains(err.Error(), "configmap, Secret_Keeper") || !strings.Contains(err.Error(), "WASMOP_CONTROLLER=<name>") {
+		t.Errorf("none selected: %v", err)
+	}
+	t.Setenv("WASMOP_CONTROLLER", "deployment")
+	if _, err := build(plugin); err == nil || !strings.Contains(err.Error(), `"deployment" names none`) {
+		t.Errorf("a selection naming none: %v", err)
 	}
 }
 

@@ -31,9 +31,10 @@ type Manager struct {
 	scheme     *runtime.Scheme
 	mapper     meta.RESTMapper
 	client     client.HostClient
-	controller *Controller
-	hosted     hosted
-	webhooks   []*Webhook
+	// controllers are those the setup completed, in order: built by the builder (*Controller)
+	// or made by controller.New (hosted).
+	controllers []any
+	webhooks    []*Webhook
 	server     webhook.Refusing
 	elected    chan struct{}
 }
@@ -51,34 +52,34 @@ type hosted interface {
 	Spec() (string, controller.Options, []source.Watch)
 }
 
-// Controller is the controller the setup completed (with the builder or controller.New), nil
-// when none.
-func (m *Manager) Controller() *Controller {
-	if m.hosted == nil {
-		return m.controller
+// Controllers are the controllers the setup completed (with the builder or controller.New), in
+// the order it completed them.
+func (m *Manager) Controllers() []*Controller {
+	out := make([]*Controller, 0, len(m.controllers))
+	for _, c := range m.controllers {
+		switch c := c.(type) {
+		case *Controller:
+			out = append(out, c)
+		case hosted:
+			name, options, watches := c.Spec()
+			out = append(out, &Controller{Name: name, Raw: watches, Options: options, Reconciler: options.Reconciler})
+		}
 	}
-	name, options, watches := m.hosted.Spec()
-	return &Controller{Name: name, Raw: watches, Options: options, Reconciler: options.Reconciler}
+	return out
 }
 
-// Add takes the controller a builder completed and the webhooks webhook builders completed;
+// Add takes the controllers builders completed and the webhooks webhook builders completed;
 // any other runnable is refused.
 func (m *Manager) Add(r manager.Runnable) error {
 	if w, ok := r.(*Webhook); ok {
 		return m.addWebhook(w)
 	}
-	c, built := r.(*Controller)
-	h, made := r.(hosted)
-	switch {
-	case !built && !made:
-		return fmt.Errorf("runnable %T: a wasmop guest runs no runnables of its own; the host runs its one controller", r)
-	case m.controller != nil || m.hosted != nil:
-		return fmt.Errorf("a second controller (%T): a wasmop plugin has one controller; build one plugin per controller", r)
-	case made:
-		m.hosted = h
-	default:
-		m.controller = c
+	_, built := r.(*Controller)
+	_, made := r.(hosted)
+	if !built && !made {
+		return fmt.Errorf("runnable %T: a wasmop guest runs no runnables of its own; the host runs its controllers", r)
 	}
+	m.controllers = append(m.controllers, r)
 	return nil
 }
 

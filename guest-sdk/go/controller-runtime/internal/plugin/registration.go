@@ -41,19 +41,24 @@ func (p *Plugin) ReconcilerType() string {
 	return t.PkgPath() + "." + t.Name()
 }
 
-// Build is the plugin named name at version of the controller m's setup completed, declaring
-// permissions. A kind whose one source the host can map and filter itself (the For kind's own
+// Build is the plugin named name at version of the controller m's setup completed (of several,
+// the one selection names: the plugin's name then ends in the controller's, and only the first
+// controller's plugin serves the setup's webhooks), declaring permissions. A kind whose one source the host can map and filter itself (the For kind's own
 // key, an owned kind's controller owner, with the change predicates the host evaluates) is the
 // host's; the guest handles every other kind's changes, running its handlers and predicates.
-func Build(name, version string, m *Manager, permissions []guest.Permission) (*Plugin, error) {
-	c := m.Controller()
-	if c == nil {
-		return nil, fmt.Errorf("the setup completed no controller: call ctrl.NewControllerManagedBy(mgr).For(…).Complete(r)")
+func Build(name, version string, m *Manager, permissions []guest.Permission, selection string) (*Plugin, error) {
+	c, suffix, first, err := m.selected(selection)
+	if err != nil {
+		return nil, err
+	}
+	if suffix != "" {
+		name += "-" + suffix
 	}
 	if paths := m.server.Paths; len(paths) > 0 {
 		return nil, fmt.Errorf("mgr.GetWebhookServer().Register(%q): the host serves only the webhooks ctrl.NewWebhookManagedBy declares", paths[0])
 	}
 	var sources []Watch
+	var primary schema.GroupVersionKind
 	if c.For != nil {
 		predicates := slices.Concat(c.ForPredicates, c.EventFilter)
 		sources = append(sources, Watch{Object: c.For, Handler: handler.EnqueueRequestForObject{}, Predicates: predicates})
@@ -67,7 +72,7 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 		return nil, fmt.Errorf("the controller watches nothing: call For(), Watches() or WatchesRawSource()")
 	}
 	// The primary kind: For's, else (a controller of only Watches) the first watched kind's.
-	primary, err := apiutil.GVKForObject(sources[0].Object, m.scheme)
+	primary, err = apiutil.GVKForObject(sources[0].Object, m.scheme)
 	if err != nil {
 		return nil, fmt.Errorf("the reconciled kind: %w", err)
 	}
@@ -81,7 +86,9 @@ func Build(name, version string, m *Manager, permissions []guest.Permission) (*P
 		Permissions: permissions, MaxConcurrentReconciles: c.Options.MaxConcurrentReconciles,
 		ReconcileTimeout: c.Options.ReconciliationTimeout,
 	}
-	p.Webhooks = m.GuestWebhooks()
+	if first {
+		p.Webhooks = m.GuestWebhooks()
+	}
 	kinds, byKind, err := grouped(m.scheme, sources)
 	if err != nil {
 		return nil, err

@@ -94,10 +94,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// In a production environment, the requeue period is set to five minutes by default, which is relatively infrequent.
 	// TODO: We probably should not shorten RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV here just to make tests pass.
 	// Instead, we should fix the reconciliation if any unexpected happened.
-	// wasmop: instead of a manager, the wasmop host runs the RayCluster controller, built into a
-	// plugin (tests/operators/kuberay/plugin) as the manager above would have run it, with the
-	// suite's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV in the plugin's environment. The RayService
-	// and RayJob controllers, other plugins, are not run: their specs are not selected.
+	// wasmop: instead of a manager, the wasmop host runs the RayCluster controller, built with the
+	// operator's other controllers into one module (tests/operators/kuberay/plugin) and loaded as
+	// a plugin selecting it, with the suite's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV in the
+	// plugin's environment. The RayService and RayJob controllers, the module's other plugins,
+	// are not run: their specs are not selected.
 	startWasmop(context.Background(), cfg)
 })
 

@@ -36,6 +36,7 @@ test-operators:
 	tests/operators/run external-secrets
 	tests/operators/run kuberay
 	tests/operators/run kueue
+	tests/operators/run jobset
 
 control-plane:
 	@tests/k8s/build.sh >/dev/null

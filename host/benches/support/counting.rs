@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasmop::contract::imports::{
-    Answer, ApiError, ApiWriter, CacheReader, Forward, Json, ListOptions, ResourceKind, Services,
-    Write,
+    Answer, AnswerRoom, ApiError, ApiWriter, CacheReader, Forward, Json, ListOptions, ResourceKind,
+    Services, Write,
 };
 use wasmop::contract::object::{GroupVersionKind, ObjectRef};
 
@@ -72,8 +72,8 @@ impl ApiWriter for Writer {
         self.0.resource_kind(group, version, resource).await
     }
 
-    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
-        self.0.forward(request, max_bytes).await
+    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
+        self.0.forward(request, room).await
     }
 }
 

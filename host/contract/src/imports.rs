@@ -307,11 +307,19 @@ pub trait ApiWriter: Send + Sync + 'static {
         Err(no_transport())
     }
 
-    /// Sends `request` as the plugin and reads at most `max_bytes` of the answer.
-    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
-        let _ = (request, max_bytes);
+    /// Sends `request` as the plugin and reads the answer into bytes `room` admits, each before
+    /// it is taken.
+    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
+        let _ = (request, room);
         Err(no_transport())
     }
+}
+
+/// What may hold an apiserver's answer as it is read for a plugin: the reader asks for each
+/// growth of its buffer before making it.
+pub trait AnswerRoom: Send + Sync {
+    /// Admits `more` bytes, or says why not (the error the plugin is given).
+    fn admit(&self, more: usize) -> Result<(), ApiError>;
 }
 
 /// Why a writer without an apiserver (an offline test's) answers no raw request.

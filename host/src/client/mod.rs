@@ -33,8 +33,8 @@ use serde_json::Value;
 use crate::cache::{Cache, Informer, View};
 use crate::shard;
 use wasmop_contract::imports::{
-    Answer, ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Forward, Json, ListOptions,
-    Patch, Propagation, ResourceKind, Write,
+    Answer, AnswerRoom, ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Forward, Json,
+    ListOptions, Patch, Propagation, ResourceKind, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
@@ -362,8 +362,8 @@ impl ApiWriter for PluginClient {
         self.discover(group, version, resource).await
     }
 
-    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
-        self.send_raw(request, max_bytes).await
+    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
+        self.send_raw(request, room).await
     }
 }
 

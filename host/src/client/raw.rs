@@ -6,12 +6,12 @@
 //! These requests bypass the read-your-writes overlay and the shard label of [`super`]'s writes:
 //! what a plugin sends this way is what the apiserver gets.
 
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use kube::core::GroupVersion;
 use kube::discovery::{self, Scope};
 
 use super::{PluginClient, api_error};
-use wasmop_contract::imports::{Answer, ApiError, ApiErrorKind, Forward, ResourceKind};
+use wasmop_contract::imports::{Answer, AnswerRoom, ApiError, ApiErrorKind, Forward, ResourceKind};
 use wasmop_contract::object::GroupVersionKind;
 
 impl PluginClient {
@@ -56,11 +56,11 @@ impl PluginClient {
         Ok(found)
     }
 
-    /// Sends `request` and reads at most `max_bytes` of the answer.
+    /// Sends `request` and reads the answer into bytes `room` admits, each before it is taken.
     pub(super) async fn send_raw(
         &self,
         request: Forward,
-        max_bytes: usize,
+        room: &dyn AnswerRoom,
     ) -> Result<Answer, ApiError> {
         let path = match request.method {
             "POST" | "PUT" | "PATCH" => with_field_manager(&request.path, &self.field_manager),
@@ -88,27 +88,50 @@ impl PluginClient {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        let body = Limited::new(answer.into_body(), max_bytes)
-            .collect()
-            .await
-            .map_err(|e| {
-                ApiError::new(
-                    ApiErrorKind::Unavailable,
-                    format!(
-                        "reading the apiserver's answer to {} {}: {e} (at most {max_bytes} \
-                         bytes are read; page a list with limit and continue)",
-                        request.method, request.path
-                    ),
-                )
-            })?
-            .to_bytes()
-            .into();
+        let reading = |e: String| {
+            ApiError::new(
+                ApiErrorKind::Unavailable,
+                format!(
+                    "reading the apiserver's answer to {} {}: {e}",
+                    request.method, request.path
+                ),
+            )
+        };
+        let body = read_admitted(answer.into_body(), room, reading).await?;
         Ok(Answer {
             status,
             content_type,
             body,
         })
     }
+}
+
+/// `body` read whole into a buffer each growth of which `room` admits before it is made: what is
+/// admitted is the buffer's capacity, as the allocator holds it.
+async fn read_admitted<B>(
+    mut body: B,
+    room: &dyn AnswerRoom,
+    reading: impl Fn(String) -> ApiError,
+) -> Result<Vec<u8>, ApiError>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    let mut read: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| reading(e.to_string()))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let needed = read.len() + data.len();
+        if needed > read.capacity() {
+            let grown = needed.max(read.capacity().saturating_mul(2));
+            room.admit(grown - read.capacity())?;
+            read.reserve_exact(grown - read.len());
+        }
+        read.extend_from_slice(&data);
+    }
+    Ok(read)
 }
 
 /// `path` with the plugin's field manager added to its query: a write is made as the plugin,
@@ -120,5 +143,71 @@ fn with_field_manager(path: &str, field_manager: &str) -> String {
     match path.contains('?') {
         true => format!("{path}&{manager}"),
         false => format!("{path}?{manager}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use std::sync::Mutex;
+
+    use bytes::Bytes;
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+
+    /// A room of `most` bytes that counts what it admitted.
+    struct Counted {
+        admitted: Mutex<usize>,
+        most: usize,
+    }
+
+    impl AnswerRoom for Counted {
+        fn admit(&self, more: usize) -> Result<(), ApiError> {
+            let mut admitted = self.admitted.lock().unwrap();
+            if *admitted + more > self.most {
+                return Err(ApiError::new(ApiErrorKind::Unavailable, "no room"));
+            }
+            *admitted += more;
+            Ok(())
+        }
+    }
+
+    async fn read_chunks(
+        chunks: &[&'static [u8]],
+        most: usize,
+    ) -> (Result<Vec<u8>, ApiError>, usize) {
+        let frames = chunks
+            .iter()
+            .map(|c| Ok::<_, Infallible>(Frame::data(Bytes::from_static(c))));
+        let body = StreamBody::new(futures::stream::iter(frames.collect::<Vec<_>>()));
+        let room = Counted {
+            admitted: Mutex::new(0),
+            most,
+        };
+        let read = read_admitted(body, &room, |e| ApiError::new(ApiErrorKind::Unavailable, e));
+        let read = read.await;
+        let admitted = *room.admitted.lock().unwrap();
+        (read, admitted)
+    }
+
+    #[tokio::test]
+    async fn every_growth_of_an_answer_is_admitted_before_it_is_made() {
+        let chunks: [&[u8]; 4] = [b"{\"items\"", b":[", b"1,2,3,4,5,6,7,8,9", b"]}"];
+        let (read, admitted) = read_chunks(&chunks, 1000).await;
+        let read = read.unwrap();
+        assert_eq!(read, chunks.concat());
+        assert_eq!(
+            admitted,
+            read.capacity(),
+            "the buffer's capacity is what was admitted"
+        );
+
+        let (refused, admitted) = read_chunks(&chunks, 12).await;
+        assert_eq!(refused.unwrap_err().message, "no room");
+        assert!(
+            admitted <= 12,
+            "nothing past the room was taken: {admitted}"
+        );
     }
 }

@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use crate::record::{self, Recorder};
 use crate::runtime::{Reconciled, Wrap};
 use wasmop_contract::imports::{
-    Answer, ApiError, ApiWriter, CacheReader, Event, EventRecorder, Forward, Json, ListOptions,
-    ResourceKind, Services, Write,
+    Answer, AnswerRoom, ApiError, ApiWriter, CacheReader, Event, EventRecorder, Forward, Json,
+    ListOptions, ResourceKind, Services, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
@@ -96,8 +96,8 @@ impl ApiWriter for Writes {
         self.0.resource_kind(group, version, resource).await
     }
 
-    async fn forward(&self, request: Forward, max_bytes: usize) -> Result<Answer, ApiError> {
-        self.0.forward(request, max_bytes).await
+    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
+        self.0.forward(request, room).await
     }
 }
 

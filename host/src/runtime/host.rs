@@ -600,9 +600,9 @@ impl MemoryLimiter {
         }
     }
 
-    /// Holds up to `most` bytes of the plugin's share for what the host reads for this instance.
-    pub(crate) fn hold_up_to(&self, most: usize) -> Held {
-        self.share.hold_up_to(most)
+    /// An empty hold on the plugin's share, for what the host reads for this instance.
+    pub(crate) fn holding(&self) -> Held {
+        self.share.holding()
     }
 
     /// Takes `asked` more bytes for the instance, within its cap and its plugin's share.

@@ -138,28 +138,8 @@ impl MemoryShare {
     /// Takes `asked` more bytes for one of the plugin's instances: from its share, then from the
     /// budget no plugin reserved or borrowed (a tenant's: outside the operator's reserve).
     pub(crate) fn take(&self, asked: usize) -> Result<(), GuestMemoryExhausted> {
-        let mut totals = self.memory.totals();
-        self.take_locked(&mut totals, asked)
-    }
-
-    /// Holds as much of `most` bytes as [`take`](Self::take) would give, for what the host reads
-    /// on one of the plugin's instances' behalf (a transport answer) before handing it over;
-    /// given back when the hold is dropped.
-    pub(crate) fn hold_up_to(self: &Arc<Self>, most: usize) -> Held {
-        let mut totals = self.memory.totals();
-        let held = self.held.load(Ordering::Acquire);
-        let own = self.reserved.saturating_sub(held);
-        let borrowable = self.memory.bound.left(totals.committed(), self.claimant());
-        let bytes = most.min(own.saturating_add(borrowable));
-        let taken = self.take_locked(&mut totals, bytes).is_ok();
-        Held {
-            share: self.clone(),
-            bytes: if taken { bytes } else { 0 },
-        }
-    }
-
-    fn take_locked(&self, totals: &mut Totals, asked: usize) -> Result<(), GuestMemoryExhausted> {
         let memory = &self.memory;
+        let mut totals = memory.totals();
         let held = self.held.load(Ordering::Acquire);
         let exhausted = || GuestMemoryExhausted {
             asked,
@@ -180,6 +160,16 @@ impl MemoryShare {
         totals.held += asked;
         self.held.store(wanted, Ordering::Release);
         Ok(())
+    }
+
+    /// An empty hold on the share, for what the host reads on one of the plugin's instances'
+    /// behalf (a transport answer) before handing it over: it grows as [`take`](Self::take)
+    /// would, and what it holds is given back when it is dropped.
+    pub(crate) fn holding(self: &Arc<Self>) -> Held {
+        Held {
+            share: self.clone(),
+            bytes: AtomicUsize::new(0),
+        }
     }
 
     /// Gives back `bytes` an instance held.
@@ -211,19 +201,26 @@ impl MemoryShare {
 #[derive(Debug)]
 pub(crate) struct Held {
     share: Arc<MemoryShare>,
-    bytes: usize,
+    bytes: AtomicUsize,
 }
 
 impl Held {
-    /// The bytes held: the most the host may read into them.
+    /// Takes `more` bytes of the share into the hold.
+    pub(crate) fn grow(&self, more: usize) -> Result<(), GuestMemoryExhausted> {
+        self.share.take(more)?;
+        self.bytes.fetch_add(more, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// The bytes held.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes.load(Ordering::Acquire)
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.share.give(self.bytes);
+        self.share.give(self.bytes());
     }
 }
 
@@ -248,24 +245,25 @@ mod tests {
         let memory = Arc::new(GuestMemory::new(Some(100), 30));
         let tenant = Arc::new(memory.reserve(20, TENANT).unwrap());
         tenant.take(15).unwrap();
-        let held = tenant.hold_up_to(1000);
-        assert_eq!(
-            held.bytes(),
-            55,
-            "5 of its share and the 50 tenants may borrow"
+        let held = tenant.holding();
+        held.grow(40)
+            .expect("5 of its share and 35 of the 50 tenants may borrow");
+        held.grow(15).expect("the rest tenants may borrow");
+        assert!(
+            held.grow(1).is_err(),
+            "the operator's reserve is not a tenant's to hold"
         );
-        assert_eq!(
-            tenant.hold_up_to(1000).bytes(),
-            0,
-            "nothing is left for a second"
+        assert_eq!(held.bytes(), 55);
+        assert!(
+            tenant.take(1).is_err(),
+            "what is held counts as the plugin's"
         );
-        assert!(tenant.take(1).is_err(), "the answer counts as the plugin's");
         let operator = memory.reserve(0, OPERATOR).unwrap();
         operator
             .take(30)
             .expect("the operator's reserve is untouched");
         drop(held);
-        tenant.take(5).expect("the answer's bytes came back");
+        tenant.take(5).expect("the held bytes came back");
         assert_eq!(memory.held(), 50);
     }
 

@@ -7,20 +7,23 @@
 //! what was parsed — so what the check saw is what the apiserver gets.
 //!
 //! Every request reaches the apiserver, so each waits for the plugin's write rate. An answer is
-//! read into memory held, before the request is sent, from the plugin's share of the guest
-//! memory budget (what the guest will hold it in), up to [`MAX_ANSWER_BYTES`]: a plugin with no
-//! memory left to take an answer sends nothing.
+//! read into memory held from the plugin's share of the guest memory budget (what the guest will
+//! hold it in), each growth of the buffer taken before it is made, up to [`MAX_ANSWER_BYTES`]:
+//! an answer the plugin has no memory left for is refused as it arrives.
 
 use std::sync::Arc;
 use wasmop_contract::boundary::{self, PatchText, invalid};
 use wasmop_contract::capability::Power;
 
-use wasmop_contract::imports::{ApiError, ApiErrorKind, ApiWriter, Forward, ResourceKind, Write};
+use wasmop_contract::imports::{
+    AnswerRoom, ApiError, ApiErrorKind, ApiWriter, Forward, ResourceKind, Write,
+};
 use wasmop_contract::object::{GroupVersionKind, ObjectRef};
 use wasmop_contract::request_info::{self, RequestInfo, RequestVerb, ResourceRequest};
 
 use crate::runtime::bindings::{transport, types};
 use crate::runtime::host::{StoreState, wait};
+use crate::runtime::memory::Held;
 
 /// The most of one apiserver answer the host reads for a guest: a longer list is paged
 /// (`limit` and `continue`, as client-go's pager does).
@@ -37,12 +40,9 @@ impl transport::Host for StoreState {
     ) -> Result<transport::HttpResponse, types::Error> {
         let checked = self.checked(request).await;
         let (forward, writer) = self.refused(checked)?;
-        let room = self.limiter.hold_up_to(MAX_ANSWER_BYTES);
-        if room.bytes() == 0 {
-            return Err(no_room(&self.context.name).into());
-        }
         wait(self.context.budget.write_delay()).await;
-        let answer = writer.forward(forward, room.bytes()).await?;
+        let room = Room(self.limiter.holding());
+        let answer = writer.forward(forward, &room).await?;
         Ok(transport::HttpResponse {
             status: answer.status,
             content_type: answer.content_type,
@@ -159,16 +159,23 @@ impl StoreState {
     }
 }
 
-/// Why a request is not sent: the plugin has no memory left for its answer.
-fn no_room(plugin: &str) -> ApiError {
-    ApiError::new(
-        ApiErrorKind::Unavailable,
-        format!(
-            "plugin {plugin} has no memory left for the apiserver's answer: its instances hold \
-             all of its share of the guest memory budget, and the rest is held by other plugins \
-             (--guest-memory-budget)"
-        ),
-    )
+/// What an answer is read into: bytes of the plugin's share of the guest memory budget, held
+/// until the answer is handed to the guest, up to [`MAX_ANSWER_BYTES`].
+struct Room(Held);
+
+impl AnswerRoom for Room {
+    fn admit(&self, more: usize) -> Result<(), ApiError> {
+        let unavailable = |why: String| ApiError::new(ApiErrorKind::Unavailable, why);
+        if self.0.bytes().saturating_add(more) > MAX_ANSWER_BYTES {
+            return Err(unavailable(format!(
+                "the answer is over {MAX_ANSWER_BYTES} bytes, the most the host reads for a \
+                 guest: page a list with limit and continue"
+            )));
+        }
+        self.0
+            .grow(more)
+            .map_err(|e| unavailable(format!("no memory left for the answer: {e}")))
+    }
 }
 
 /// The namespace the request acts in, for the check: its path's, or none for a cluster-scoped

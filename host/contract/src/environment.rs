@@ -85,6 +85,40 @@ impl Environment {
     pub fn vars(&self) -> &[(String, String)] {
         &self.vars
     }
+
+    /// The controller of a module of several it selects ([`CONTROLLER_VARIABLE`]'s value).
+    pub fn controller(&self) -> Option<&str> {
+        let selected = self
+            .vars
+            .iter()
+            .find(|(name, _)| name == CONTROLLER_VARIABLE);
+        selected.map(|(_, value)| value.as_str())
+    }
+
+    /// This environment with `controller` selected: [`CONTROLLER_VARIABLE`] set to it, checked
+    /// as every variable is (set already, it is set twice).
+    pub fn selecting(&self, controller: &str) -> Result<Self, InvalidEnvironment> {
+        let mut vars = self.vars.clone();
+        vars.push((CONTROLLER_VARIABLE.to_owned(), controller.to_owned()));
+        Environment::new(self.args.clone(), vars)
+    }
+}
+
+/// The variable naming which of a module's controllers a plugin loaded from it runs (a module
+/// built from an operator's setup of several; the Go SDK's controller-runtime layer reads it).
+pub const CONTROLLER_VARIABLE: &str = "WASMOP_CONTROLLER";
+
+/// `controller` as the end of the name of the plugin that runs it (`<module>-<label>`): lower
+/// case, every character but a letter, digit or dash a dash — as the Go SDK names it.
+pub fn controller_label(controller: &str) -> String {
+    controller
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect()
 }
 
 /// Whether `name` is a portable environment variable name.
@@ -128,5 +162,21 @@ mod tests {
         }
         assert!(refused(vec![], vars(&[("A", "x\0")])).contains("variable A holds a NUL"));
         assert!(refused(vec![], vars(&[("A", "1"), ("A", "2")])).contains("A is set twice"));
+    }
+
+    #[test]
+    fn selecting_a_controller_sets_its_variable_once() {
+        let base = Environment::new(vec!["-v".into()], vars(&[("A", "1")])).unwrap();
+        let selected = base.selecting("rayjob").unwrap();
+        assert_eq!(selected.args(), ["-v"]);
+        assert_eq!(
+            selected.vars(),
+            vars(&[("A", "1"), ("WASMOP_CONTROLLER", "rayjob")])
+        );
+        assert_eq!(selected.controller(), Some("rayjob"));
+        assert_eq!(base.controller(), None);
+        assert_eq!(controller_label("Secret_Keeper.v2"), "secret-keeper-v2");
+        let twice = selected.selecting("raycluster").unwrap_err();
+        assert!(matches!(twice, InvalidEnvironment::Twice(name) if name == CONTROLLER_VARIABLE));
     }
 }

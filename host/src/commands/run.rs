@@ -38,7 +38,9 @@ pub(crate) async fn run(args: RunArgs, mut options: ManagerOptions) -> anyhow::R
     registries.engine = Some(manager.handle().runtime().engine_fingerprint());
     manager.serve().await?;
     for file in &args.plugins {
-        load(&mut manager, &args, &registries, file).await?;
+        for options in plugin_options(&args, file)? {
+            load(&mut manager, &args, &registries, (file, options)).await?;
+        }
     }
     if args.wasm_reconcilers {
         let (plugins, limits, ceiling) =
@@ -66,14 +68,37 @@ fn options_for(args: &RunArgs, file: &Path) -> wasmop::runtime::PluginOptions {
     plugins::options(&args.plugin_limits(file), &args.plugin_environment(file))
 }
 
+/// The options of each plugin the module in `file` runs as: one, or one per controller its
+/// entry lists (each selecting it).
+fn plugin_options(
+    args: &RunArgs,
+    file: &Path,
+) -> anyhow::Result<Vec<wasmop::runtime::PluginOptions>> {
+    let options = options_for(args, file);
+    let controllers = args.plugin_controllers(file);
+    if controllers.is_empty() {
+        return Ok(vec![options]);
+    }
+    controllers
+        .iter()
+        .map(|controller| {
+            let environment = options.environment.selecting(controller)?;
+            Ok(wasmop::runtime::PluginOptions {
+                environment,
+                ..options.clone()
+            })
+        })
+        .collect()
+}
+
 async fn load(
     manager: &mut Manager,
     args: &RunArgs,
     registries: &Registries,
-    file: &Path,
+    (file, options): (&Path, wasmop::runtime::PluginOptions),
 ) -> anyhow::Result<()> {
-    tracing::info!(file = %file.display(), "loading plugin");
-    let options = options_for(args, file);
+    let controller = options.environment.controller().unwrap_or_default();
+    tracing::info!(file = %file.display(), controller, "loading plugin");
     let Some(reference) = file.to_str().filter(|f| f.starts_with(oci::SCHEME)) else {
         manager.load_plugin(file, options).await?;
         return Ok(());

@@ -162,6 +162,29 @@ fn plugins(value: &Value, out: &mut Settings) -> Result<(), SettingError> {
     Ok(())
 }
 
+/// The controllers a `plugins` entry runs, each a plugin of its own: names as controller-runtime
+/// gives them (letters, digits, `.`, `_`, `-`; at most 63), each once.
+fn controllers(text: &str) -> Result<Vec<String>, SettingError> {
+    let names: Vec<String> = text.split(',').map(str::trim).map(str::to_owned).collect();
+    for (index, name) in names.iter().enumerate() {
+        let valid = (1..=63).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !valid {
+            return Err(SettingError::Refused(format!(
+                "{name:?} is not a controller's name (letters, digits, `.`, `_` and `-`, at most 63)"
+            )));
+        }
+        if names[..index].contains(name) {
+            return Err(SettingError::Refused(format!(
+                "controller {name} is listed twice"
+            )));
+        }
+    }
+    Ok(names)
+}
+
 /// One `plugins` mapping.
 fn plugin(
     index: usize,
@@ -179,17 +202,25 @@ fn plugin(
         if environment::KEYS.contains(&key.as_str()) {
             continue;
         }
-        let text = field(key, value)?;
+        let text = match (key.as_str(), value) {
+            ("controllers", Value::Array(names)) => names
+                .iter()
+                .map(|name| field(key, name))
+                .collect::<Result<Vec<_>, _>>()?
+                .join(","),
+            _ => field(key, value)?,
+        };
         let at = |error: SettingError| error.at(format!("plugins[{index}].{key}"));
         match key.as_str() {
             "file" => file = Some(text),
+            "controllers" => overrides.set_controllers(controllers(&text).map_err(at)?),
             setting if OVERRIDES.iter().any(|(flag, _)| *flag == setting) => {
                 overrides.set(setting, &text).map_err(at)?
             }
             _ => {
                 return Err(at(SettingError::Unknown {
                     name: String::new(),
-                    known: format!("file, args, env, {}", overrides::overrides()),
+                    known: format!("file, controllers, args, env, {}", overrides::overrides()),
                 }));
             }
         }
@@ -278,6 +309,31 @@ plugins:
                     && refused.to_string().contains("needs --leader-elect"),
                 "{refused}"
             );
+        }
+    }
+
+    #[test]
+    fn an_entry_lists_the_controllers_of_a_module_each_run_as_a_plugin() {
+        let run = with_file(
+            "plugins:\n- {file: k.wasm, controllers: [raycluster, ray_job]}\n",
+            &[],
+        );
+        let run = run.unwrap();
+        let controllers = run.plugin_controllers(std::path::Path::new("k.wasm"));
+        assert_eq!(controllers, ["raycluster", "ray_job"]);
+        assert!(
+            run.plugin_controllers(std::path::Path::new("other.wasm"))
+                .is_empty()
+        );
+        for (listed, why) in [
+            ("[a, a]", "controller a is listed twice"),
+            ("['a b']", "is not a controller's name"),
+            ("['']", "is not a controller's name"),
+        ] {
+            let yaml = format!("plugins:\n- {{file: k.wasm, controllers: {listed}}}\n");
+            let refused = with_file(&yaml, &[]).unwrap_err().to_string();
+            assert!(refused.contains(why), "{listed}: {refused}");
+            assert!(refused.contains("plugins[0].controllers"), "{refused}");
         }
     }
 

@@ -30,6 +30,7 @@ pub const OVERRIDES: [(&str, &str); 6] = [
 pub struct PluginOverrides {
     args: Vec<OsString>,
     environment: Environment,
+    controllers: Vec<String>,
 }
 
 /// The flags of [`PluginLimits`] with no default and no environment variable, so that parsing
@@ -93,6 +94,17 @@ impl PluginOverrides {
     /// The arguments and environment variables the plugin's guests start with.
     pub fn environment(&self) -> &Environment {
         &self.environment
+    }
+
+    /// Runs each of `controllers`, of a module of several, as a plugin of its own.
+    pub(super) fn set_controllers(&mut self, controllers: Vec<String>) {
+        self.controllers = controllers;
+    }
+
+    /// The controllers of the module each run as a plugin of its own (none: the module is one
+    /// plugin).
+    pub fn controllers(&self) -> &[String] {
+        &self.controllers
     }
 
     /// Applies the overrides to `limits`.

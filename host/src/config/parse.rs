@@ -76,6 +76,9 @@ pub enum SettingError {
     /// A value the flag's own parser refuses: the first line of clap's message.
     #[error("{0}")]
     Flag(String),
+    /// A value of a setting that is no flag, refused for what it says.
+    #[error("{0}")]
+    Refused(String),
     /// What is wrong under `key` (`plugins[0].file`, `spec.memoryLimit`).
     #[error("`{key}`: {problem}")]
     At {

@@ -176,7 +176,7 @@ impl RunArgs {
     /// The limits of the plugin in `file`: the common limits with its own overrides.
     pub fn plugin_limits(&self, file: &Path) -> PluginLimits {
         let mut limits = self.limits.clone();
-        if let Some((_, overrides)) = self.overrides.iter().find(|(f, _)| f == file) {
+        if let Some(overrides) = self.entry(file) {
             overrides.apply(&mut limits);
         }
         limits
@@ -185,11 +185,25 @@ impl RunArgs {
     /// The arguments and environment variables the guests of the plugin in `file` start with:
     /// its config file entry's `args` and `env`.
     pub fn plugin_environment(&self, file: &Path) -> Environment {
+        self.entry(file)
+            .map(|overrides| overrides.environment().clone())
+            .unwrap_or_default()
+    }
+
+    /// The controllers of the module in `file` its config file entry runs, each as a plugin of
+    /// its own; none when the module is one plugin.
+    pub fn plugin_controllers(&self, file: &Path) -> Vec<String> {
+        self.entry(file)
+            .map(|overrides| overrides.controllers().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The config file entry of the plugin in `file`, if it has one.
+    fn entry(&self, file: &Path) -> Option<&PluginOverrides> {
         self.overrides
             .iter()
             .find(|(f, _)| f == file)
-            .map(|(_, overrides)| overrides.environment().clone())
-            .unwrap_or_default()
+            .map(|(_, overrides)| overrides)
     }
 
     /// The namespaces to watch.

@@ -16,6 +16,7 @@ use crate::events::Events;
 use crate::identity::{Identities, Installer};
 use crate::metrics::{Metrics, PluginMetrics};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError};
+use wasmop_contract::environment::controller_label;
 use wasmop_contract::{Observer, Refusal, Registration, Reviewer, Rights, Services};
 
 /// Turns modules into plugins wired to the manager's cache and client.
@@ -83,7 +84,7 @@ impl Loader {
         mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
         if self.identities.is_some() {
-            options.identity = Some(source_identity(file));
+            options.identity = Some(source_identity(file, &options));
         }
         let home = options.home.clone();
         let installer = Installer::of(options.tenant.is_some(), home.as_deref());
@@ -169,10 +170,16 @@ impl Loader {
 }
 
 /// The identity a module from `file` runs as: its file name without `.wasm` (a
-/// `WasmReconciler`'s module is named after the object), never the name the module declares.
-fn source_identity(file: &Path) -> String {
-    file.file_stem()
-        .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned())
+/// `WasmReconciler`'s module is named after the object), never the name the module declares; for
+/// one of an operator's modules of several controllers, that and the selected controller's label.
+fn source_identity(file: &Path, options: &PluginOptions) -> String {
+    let stem = file
+        .file_stem()
+        .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned());
+    match (options.environment.controller(), &options.tenant) {
+        (Some(controller), None) => format!("{stem}-{}", controller_label(controller)),
+        _ => stem,
+    }
 }
 
 /// The task reviewing a plugin identity's rights, stopped when the rights are dropped.

@@ -65,6 +65,15 @@ pub struct Supervisor {
     stopping: JoinSet<(Option<String>, bool)>,
 }
 
+/// The source a plugin loaded from `file` is named by: its path, and the controller its
+/// environment selects of a module of several (`kuberay.wasm#raycluster`).
+fn source(file: &Path, options: &PluginOptions) -> String {
+    match options.environment.controller() {
+        Some(controller) => format!("{}#{controller}", file.display()),
+        None => file.display().to_string(),
+    }
+}
+
 impl Supervisor {
     /// A supervisor of no plugins yet, loading with `loader` and preparing versions over
     /// `cache` (handing objects over through `handover` on a sharded replica).
@@ -93,7 +102,8 @@ impl Supervisor {
     }
 
     /// Reads the plugin in `file` once (its signature checked on those bytes), compiles,
-    /// validates and describes it, the source named by its path, and installs it (prepared first
+    /// validates and describes it, the source named by its path (and the controller it
+    /// selects, [`source`]), and installs it (prepared first
     /// when controllers run), counting the shares of the version it replaces as given back. A
     /// failure is also recorded as the source's last error.
     pub async fn load(
@@ -101,9 +111,10 @@ impl Supervisor {
         file: &Path,
         mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
-        options.replaces = self.replaced(file);
+        let source = source(file, &options);
+        options.replaces = self.replaced(&source);
         let loaded = self.loader.load_file(file, options).await;
-        self.installed(file, loaded).await
+        self.installed(source, loaded).await
     }
 
     /// Like [`Supervisor::load`], for the module `bytes` already read (and checked) from `file`:
@@ -114,25 +125,25 @@ impl Supervisor {
         bytes: Vec<u8>,
         mut options: PluginOptions,
     ) -> Result<Arc<Plugin>, PluginError> {
-        options.replaces = self.replaced(file);
+        let source = source(file, &options);
+        options.replaces = self.replaced(&source);
         let digest = digest(&bytes);
         let loaded = self.loader.load(file, bytes, options).await;
-        self.installed(file, loaded.map(|plugin| (plugin, digest)))
+        self.installed(source, loaded.map(|plugin| (plugin, digest)))
             .await
     }
 
-    /// The shares of the version loaded from `file` now, which a new one replaces.
-    fn replaced(&self, file: &Path) -> Option<Shares> {
-        self.registry.statuses().shares(&file.display().to_string())
+    /// The shares of the version loaded from `source` now, which a new one replaces.
+    fn replaced(&self, source: &str) -> Option<Shares> {
+        self.registry.statuses().shares(source)
     }
 
-    /// Installs the plugin `loaded` from `file`, or records its failure as the source's last.
+    /// Installs the plugin `loaded` from `source`, or records its failure as the source's last.
     async fn installed(
         &mut self,
-        file: &Path,
+        source: String,
         loaded: Result<(Arc<Plugin>, String), PluginError>,
     ) -> Result<Arc<Plugin>, PluginError> {
-        let source = file.display().to_string();
         let (plugin, digest) = match loaded {
             Ok(loaded) => loaded,
             Err(error) => {

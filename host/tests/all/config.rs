@@ -1,6 +1,7 @@
 //! The `wasmop` binary configured by a `--config` file on the real control plane: it watches only
 //! the namespaces listed, applies a plugin's own limits, starts a plugin with its own arguments
-//! and environment, and refuses invalid settings at start naming the setting.
+//! and environment, runs each controller of a module of several as a plugin of its own, and
+//! refuses invalid settings at start naming the setting.
 
 use crate::common;
 
@@ -104,6 +105,70 @@ async fn a_config_file_scopes_the_host_to_its_namespaces_and_limits_a_plugin() -
         assert!(deployments.get_opt("ignored").await?.is_none());
         let ignored = apps_out.get("ignored").await?;
         assert!(ignored.data.get("status").is_none(), "{:?}", ignored.data);
+        Ok(())
+    })
+    .await
+}
+
+/// One module of two controllers (tests/guests/pair, set up as an operator's main sets them up)
+/// runs as two plugins from one `plugins` entry listing both: both mark a new ConfigMap, each
+/// named after its controller and its source after the file and the controller. A host given
+/// the module with none selected does not start, and says why, naming both.
+#[tokio::test]
+async fn a_module_of_two_controllers_runs_each_as_a_plugin_of_its_own() -> anyhow::Result<()> {
+    within(LIMIT, "two controllers of one module", async {
+        let plane = &shared_by(module_path!()).await?;
+        let namespace = plane.create_namespace("pair").await?;
+        let dir = tempfile::tempdir()?;
+        let pair = dir.path().join("pair.wasm");
+        std::fs::copy(common::component("pair-go"), &pair)?;
+        let metrics = free_address();
+        let config = dir.path().join("wasmop.yaml");
+        let yaml = format!(
+            "namespaces: [{namespace}]\nmetrics-bind-address: {metrics}\n\
+             health-probe-bind-address: '0'\nplugins:\n\
+             - file: {}\n\x20 controllers: [first, second]\n",
+            pair.display()
+        );
+        std::fs::write(&config, yaml)?;
+        let _host = common::host(plane).arg("--config").arg(&config).spawn()?;
+
+        let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &namespace);
+        let object = serde_json::from_value(serde_json::json!({"metadata": {"name": "both"}}))?;
+        configmaps.create(&PostParams::default(), &object).await?;
+        let marks = ["pair.wasmop.dev/first", "pair.wasmop.dev/second"];
+        loop {
+            let annotations = configmaps.get("both").await?.metadata.annotations;
+            let annotations = annotations.unwrap_or_default();
+            if marks
+                .iter()
+                .all(|m| annotations.get(*m).map(String::as_str) == Some("seen"))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let sources = ["pair.wasm#first", "pair.wasm#second"];
+        let listed = |body: &str| sources.iter().all(|s| body.contains(s));
+        let plugins = common::scrape::plugins_until(&metrics, listed).await?;
+        for name in ["pair-first", "pair-second"] {
+            assert!(plugins.contains(name), "{name} in {plugins}");
+        }
+
+        let unselected = common::host(plane)
+            .args(common::NO_PORTS)
+            .args(["--namespaces", &namespace, "--plugin"])
+            .arg(&pair)
+            .output()
+            .await?;
+        let said = String::from_utf8_lossy(&unselected.stderr);
+        assert!(!unselected.status.success(), "{said}");
+        let why = "the setup completed 2 controllers (first, second) and a plugin runs one";
+        assert!(
+            said.contains(why) && said.contains("WASMOP_CONTROLLER=<name>"),
+            "{said}"
+        );
+        println!("PAIR: one entry ran the module's two controllers as pair-first and pair-second");
         Ok(())
     })
     .await

@@ -297,7 +297,10 @@ async fn an_event_storm_is_deduplicated_into_few_reconciles() -> anyhow::Result<
         settled("the storm to be worked off").await;
         let reconciles = slow.stats().total() - before;
         println!("{updates} updates of one ConfigMap led to {reconciles} reconciles of a 50 ms reconciler");
-        assert!(reconciles < updates / 2, "{reconciles} reconciles for {updates} updates: no deduplication");
+        // Without deduplication each update is a reconcile; how many merge depends on how fast the
+        // apiserver delivers them against the 50 ms reconciles (45-49 of 200 on a quiet machine,
+        // 104 with four integration tests at once on a cold clean-clone run).
+        assert!(reconciles < updates * 3 / 4, "{reconciles} reconciles for {updates} updates: no deduplication");
         assert!(reconciles >= 1, "the storm was never reconciled");
         let final_state = api.get("stormy").await?;
         assert_eq!(final_state.data.unwrap_or_default().len(), 2, "the last update is there");

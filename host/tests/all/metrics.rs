@@ -42,17 +42,20 @@ async fn metrics_and_probes_of_a_running_host() -> anyhow::Result<()> {
         webapps.create(&PostParams::default(), &app).await?;
         common::converged(&webapps, "scraped").await?;
 
-        // The status is written before the reconcile returns and is counted.
+        // The status is written before the reconcile returns and is counted; the queue records
+        // the work's duration when the reconcile hands the key back, just after.
         let success = [("controller", "webapp"), ("result", "success")];
         let text = loop {
             let (status, text) = get(&metrics, "/metrics").await?;
             assert_eq!(status, 200);
-            let counted = value(
-                &parse(&text),
-                "controller_runtime_reconcile_total",
-                &success,
+            let samples = parse(&text);
+            let counted = value(&samples, "controller_runtime_reconcile_total", &success);
+            let worked = value(
+                &samples,
+                "workqueue_work_duration_seconds",
+                &[("name", "webapp")],
             );
-            if counted.is_some_and(|n| n > 0.0) {
+            if counted.is_some_and(|n| n > 0.0) && worked.is_some_and(|s| s > 0.0) {
                 break text;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

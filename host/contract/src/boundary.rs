@@ -63,10 +63,20 @@ pub fn invalid(message: impl Into<String>) -> ApiError {
 /// Checks a kind: group a DNS subdomain (or empty for the core group), version a DNS label,
 /// kind an alphanumeric word starting with a letter.
 pub fn kind(kind: &GroupVersionKind) -> Result<(), Malformed> {
+    permitted_kind(kind)?;
+    match kind.version.is_empty() {
+        true => Err(Malformed::Version(String::new())),
+        false => Ok(()),
+    }
+}
+
+/// Checks a kind a permission names: as [`kind`], but its version may be empty (every version
+/// the apiserver serves, as an RBAC rule grants).
+pub fn permitted_kind(kind: &GroupVersionKind) -> Result<(), Malformed> {
     if !kind.group.is_empty() && !dns_subdomain(&kind.group) {
         return Err(Malformed::Group(cut(&kind.group).to_owned()));
     }
-    if !dns_label(&kind.version) {
+    if !kind.version.is_empty() && !dns_label(&kind.version) {
         return Err(Malformed::Version(cut(&kind.version).to_owned()));
     }
     let word = kind.kind.len() <= MAX_LABEL

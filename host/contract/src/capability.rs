@@ -19,7 +19,7 @@
 
 use std::net::IpAddr;
 
-use crate::object::GroupVersionKind;
+use crate::object::{self, GroupVersionKind};
 use crate::policy::Ceiling;
 use crate::registration::{Registration, Verb};
 use crate::rights::{REVIEW_TTL, Rights};
@@ -406,7 +406,7 @@ impl Subject<'_> {
             .registration
             .into_iter()
             .flat_map(|r| &r.permissions)
-            .filter(|p| &p.kind == kind)
+            .filter(|p| object::includes(&p.kind, kind))
             .flat_map(|p| p.namespaces.iter().map(String::as_str));
         let mut refusal = Denied::Undeclared(what.to_owned());
         for namespace in std::iter::once("").chain(named) {
@@ -442,7 +442,7 @@ impl Subject<'_> {
 
 /// What `power` asks for, in words.
 fn what(power: Power<'_>) -> String {
-    let kind = |k: &GroupVersionKind| format!("{}.{}", k.kind, k.api_version());
+    let kind = object::shown;
     let place = |namespace: &str| match namespace {
         "" => "across namespaces".to_owned(),
         n => format!("in namespace {n}"),
@@ -584,6 +584,46 @@ mod tests {
         let own = [Ceiling::default(), policy[0].clone()];
         let reason = refused(&writer, None, &own).unwrap();
         assert!(reason.contains("WasmReconciler's policy"), "{reason}");
+    }
+
+    #[test]
+    fn a_grant_of_every_version_needs_a_policy_of_every_version() {
+        let mut elector = Registration::minimal("elector");
+        let lease = |version| GroupVersionKind::gvk("coordination.k8s.io", version, "Lease");
+        elector.permissions.push(Permission {
+            kind: lease(""),
+            verbs: vec![Verb::Get, Verb::Update],
+            namespaces: vec![],
+        });
+        let policy = |lease: &str| {
+            let mut ceiling = only(lease, vec![Verb::Get, Verb::Update]);
+            let configmaps = only("core/ConfigMap", vec![Verb::Get, Verb::List, Verb::Watch]);
+            let allow = ceiling.allow.as_mut().unwrap();
+            allow.extend(configmaps.allow.unwrap());
+            [ceiling]
+        };
+        let reason = refused(&elector, None, &policy("coordination.k8s.io/v1/Lease")).unwrap();
+        assert!(
+            reason.contains("Get Lease.coordination.k8s.io/* across namespaces"),
+            "{reason}"
+        );
+        assert_eq!(
+            refused(&elector, None, &policy("coordination.k8s.io/Lease")),
+            None
+        );
+        let subject = Subject {
+            registration: Some(&elector),
+            policies: &policy("coordination.k8s.io/*/Lease"),
+            rights: None,
+            tenant: None,
+            home: None,
+        };
+        let update = |version| check(subject, Power::Call(Verb::Update, &lease(version), "ns"));
+        assert_eq!(update("v1"), Ok(()));
+        assert_eq!(update("v1beta1"), Ok(()));
+        let other = GroupVersionKind::gvk("coordination.k8s.io", "v1", "LeaseCandidate");
+        let refused = check(subject, Power::Call(Verb::Update, &other, "ns"));
+        assert!(matches!(refused, Err(Denied::Undeclared(_))), "{refused:?}");
     }
 
     #[test]

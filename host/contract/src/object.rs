@@ -52,6 +52,25 @@ impl ObjectRef {
     }
 }
 
+/// Whether `declared`, a kind as a plugin's permission names it, includes `kind`: the same group
+/// and kind, at the same version or at any (an empty version declares every version the
+/// apiserver serves, as an RBAC rule does).
+pub fn includes(declared: &GroupVersionKind, kind: &GroupVersionKind) -> bool {
+    declared.group == kind.group
+        && declared.kind == kind.kind
+        && (declared.version.is_empty() || declared.version == kind.version)
+}
+
+/// `kind` as messages name it: `Kind.apiVersion`, or `Kind.group/*` (`Kind.*` in the core group)
+/// when it names every version.
+pub fn shown(kind: &GroupVersionKind) -> String {
+    match (kind.version.is_empty(), kind.group.is_empty()) {
+        (false, _) => format!("{}.{}", kind.kind, kind.api_version()),
+        (true, true) => format!("{}.*", kind.kind),
+        (true, false) => format!("{}.{}/*", kind.kind, kind.group),
+    }
+}
+
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (kind, api_version) = (&self.kind.kind, self.kind.api_version());
@@ -71,5 +90,24 @@ mod tests {
             key: ObjectKey::new("shop", "web"),
         };
         assert_eq!(web.to_string(), "Deployment.apps/v1 shop/web");
+    }
+
+    #[test]
+    fn a_kind_without_a_version_includes_every_version_of_it() {
+        let lease = |version| GroupVersionKind::gvk("coordination.k8s.io", version, "Lease");
+        assert!(includes(&lease(""), &lease("v1")));
+        assert!(includes(&lease(""), &lease("v1beta1")));
+        assert!(includes(&lease("v1"), &lease("v1")));
+        assert!(!includes(&lease("v1"), &lease("v1beta1")));
+        let elsewhere = GroupVersionKind::gvk("example.com", "v1", "Lease");
+        assert!(!includes(&lease(""), &elsewhere));
+        let other = GroupVersionKind::gvk("coordination.k8s.io", "v1", "LeaseCandidate");
+        assert!(!includes(&lease(""), &other));
+        assert_eq!(shown(&lease("")), "Lease.coordination.k8s.io/*");
+        assert_eq!(shown(&lease("v1")), "Lease.coordination.k8s.io/v1");
+        assert_eq!(
+            shown(&GroupVersionKind::gvk("", "", "ConfigMap")),
+            "ConfigMap.*"
+        );
     }
 }

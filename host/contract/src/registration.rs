@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::boundary::{self, MAX_SHORT_TEXT, Malformed};
-use crate::object::GroupVersionKind;
+use crate::object::{self, GroupVersionKind};
 
 /// The longest plugin version string.
 const MAX_VERSION: usize = 64;
@@ -116,7 +116,7 @@ impl Verb {
 /// A declared permission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Permission {
-    /// The kind.
+    /// The kind; an empty version grants it at every version the apiserver serves.
     pub kind: GroupVersionKind,
     /// The allowed verbs.
     pub verbs: Vec<Verb>,
@@ -183,10 +183,12 @@ impl Registration {
         let kinds = std::iter::once(&self.primary)
             .chain(&self.owns)
             .chain(self.watches.iter().map(|w| &w.kind))
-            .chain(self.permissions.iter().map(|p| &p.kind))
             .chain(self.indexes.iter().map(|i| &i.kind));
         for kind in kinds {
             boundary::kind(kind)?;
+        }
+        for permission in &self.permissions {
+            boundary::permitted_kind(&permission.kind)?;
         }
         let namespaces = self.permissions.iter().flat_map(|p| &p.namespaces);
         for namespace in namespaces {
@@ -248,7 +250,7 @@ impl Registration {
             return true;
         }
         self.permissions.iter().any(|p| {
-            &p.kind == kind
+            object::includes(&p.kind, kind)
                 && p.verbs.contains(&verb)
                 && (p.namespaces.is_empty() || p.namespaces.iter().any(|n| n == namespace))
         })
@@ -291,7 +293,9 @@ impl Registration {
     }
 
     /// The kinds the host lists and watches for this plugin, each once: the cached kinds, every
-    /// kind it may read and every kind it indexes.
+    /// kind it may read and every kind it indexes. A kind it may read at every version (an empty
+    /// one) is left to the host to inform at the version the apiserver prefers, unless the plugin
+    /// already has it informed at a version of its choice.
     pub fn informed_kinds(&self) -> Vec<&GroupVersionKind> {
         let readable = self
             .permissions
@@ -301,7 +305,10 @@ impl Registration {
         let indexed = self.indexes.iter().map(|i| &i.kind);
         let mut kinds: Vec<&GroupVersionKind> = Vec::new();
         for kind in self.cached_kinds().chain(readable).chain(indexed) {
-            if !kinds.contains(&kind) {
+            let informed = |k: &&GroupVersionKind| {
+                *k == kind || (kind.version.is_empty() && object::includes(kind, k))
+            };
+            if !kinds.iter().any(informed) {
                 kinds.push(kind);
             }
         }
@@ -311,7 +318,7 @@ impl Registration {
 
 /// A kind as an error names it: `Kind.apiVersion`, cut to a bounded length.
 fn shown(kind: &GroupVersionKind) -> String {
-    boundary::cut(&format!("{}.{}", kind.kind, kind.api_version())).to_owned()
+    boundary::cut(&object::shown(kind)).to_owned()
 }
 
 impl Registration {
@@ -368,6 +375,35 @@ mod tests {
             "an all-namespace call"
         );
         assert!(!registration.allows(Verb::Delete, &secret, "team-a"));
+    }
+
+    #[test]
+    fn a_permission_without_a_version_holds_at_every_version_and_is_informed_once() {
+        let lease = |version| GroupVersionKind::gvk("coordination.k8s.io", version, "Lease");
+        let mut registration = Registration::minimal("elector");
+        let every = |kind: GroupVersionKind| Permission {
+            kind,
+            verbs: vec![Verb::Get, Verb::List],
+            namespaces: vec![],
+        };
+        registration.permissions.push(every(lease("")));
+        registration
+            .permissions
+            .push(every(GroupVersionKind::gvk("", "", "ConfigMap")));
+        assert_eq!(registration.validate(), Ok(()));
+        assert!(registration.allows(Verb::Get, &lease("v1"), "any"));
+        assert!(registration.allows(Verb::List, &lease("v1beta1"), ""));
+        assert!(!registration.allows(Verb::Update, &lease("v1"), "any"));
+        let informed = registration.informed_kinds();
+        assert_eq!(
+            informed,
+            [&configmap(), &lease("")],
+            "ConfigMaps are informed at v1 already"
+        );
+        let mut versionless = Registration::minimal("elector");
+        versionless.owns.push(lease(""));
+        let refused = versionless.validate();
+        assert_eq!(refused, Err(Malformed::Version(String::new()).into()));
     }
 
     #[test]

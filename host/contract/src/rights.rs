@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
-use crate::object::GroupVersionKind;
+use crate::object::{self, GroupVersionKind};
 
 /// How often a plugin identity's reads are reviewed again, and so how long a revoked identity
 /// may still read the cache (the metrics listener's decisions live as long).
@@ -71,9 +71,9 @@ impl Rights {
     /// refused: the identity lost a read of the kind there, or anywhere when reading across.
     pub fn refuses(&self, kind: &GroupVersionKind, namespace: &str) -> bool {
         let refused = self.refused.read().unwrap_or_else(|e| e.into_inner());
-        refused
-            .iter()
-            .any(|(k, n)| k == kind && (n.is_empty() || namespace.is_empty() || n == namespace))
+        refused.iter().any(|(k, n)| {
+            object::includes(k, kind) && (n.is_empty() || namespace.is_empty() || n == namespace)
+        })
     }
 
     /// Stops `task`, the one reviewing these rights, when they are dropped (and a previous

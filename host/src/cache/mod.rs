@@ -9,7 +9,8 @@
 //! and owned kinds use), and [`View::All`] (what every other read uses); a kind is watched once
 //! per view in use. Without a shard both views are the same informer.
 //!
-//! Kinds are resolved through discovery (any built-in kind or CRD). Objects are kept as their
+//! Kinds are resolved through discovery (any built-in kind or CRD); a kind named without a
+//! version is informed at the version the apiserver prefers. Objects are kept as their
 //! JSON text (managedFields stripped, streamed from the response without building a tree) beside
 //! the few parsed fields the indexes use, so a guest gets its JSON without re-serialisation.
 //!
@@ -35,7 +36,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use kube::Client;
-use kube::discovery::{self, Scope};
+use kube::core::ApiResource;
+use kube::discovery::{self, ApiCapabilities, Scope};
 
 pub use gauges::CacheGauges;
 pub use informer::{Change, Handler, Informer, Subscription};
@@ -238,18 +240,19 @@ impl Cache {
         kind: &GroupVersionKind,
         view: View,
     ) -> Result<Arc<Informer>, CacheError> {
-        let key = (kind.clone(), self.served(view));
         if let Some(informer) = self.running_in(kind, view) {
             return Ok(informer);
         }
         let (resource, capabilities) =
-            discovery::pinned_kind(&self.client, kind)
+            discover(&self.client, kind)
                 .await
                 .map_err(|source| CacheError::Discovery {
                     kind: kind.kind.clone(),
                     api_version: api_version(kind),
                     source,
                 })?;
+        let kind = &GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
+        let key = (kind.clone(), self.served(view));
         let mut informers = self.informers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(informer) = informers.get(&key).and_then(Weak::upgrade) {
             return Ok(informer);
@@ -308,10 +311,35 @@ impl Cache {
     }
 }
 
+/// The resource of `kind` the apiserver serves: at its version, or, when it names none (a
+/// permission of every version), at its group's preferred version if that serves the kind, else at
+/// the most stable version that does.
+pub async fn discover(
+    client: &Client,
+    kind: &GroupVersionKind,
+) -> Result<(ApiResource, ApiCapabilities), kube::Error> {
+    if !kind.version.is_empty() {
+        return discovery::pinned_kind(client, kind).await;
+    }
+    let group = discovery::group(client, &kind.group).await?;
+    let most_stable = || {
+        (group.resources_by_stability().into_iter())
+            .find(|(resource, _)| resource.kind == kind.kind)
+    };
+    group
+        .recommended_kind(&kind.kind)
+        .or_else(most_stable)
+        .ok_or_else(|| {
+            let missing = format!("{} in group {:?}", kind.kind, kind.group);
+            kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(missing))
+        })
+}
+
 fn api_version(kind: &GroupVersionKind) -> String {
-    if kind.group.is_empty() {
-        kind.version.clone()
-    } else {
-        format!("{}/{}", kind.group, kind.version)
+    match (kind.version.is_empty(), kind.group.is_empty()) {
+        (false, true) => kind.version.clone(),
+        (false, false) => format!("{}/{}", kind.group, kind.version),
+        (true, true) => "every version".to_owned(),
+        (true, false) => format!("{}/*", kind.group),
     }
 }

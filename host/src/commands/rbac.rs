@@ -4,6 +4,7 @@ use anyhow::Context;
 
 use wasmop::config::RbacArgs;
 use wasmop::runtime::RuntimeConfig;
+use wasmop_contract::object::shown;
 
 use super::connect;
 
@@ -22,9 +23,9 @@ pub(crate) async fn print_rbac(args: RbacArgs) -> anyhow::Result<()> {
     for kind in kinds {
         let plural = match &client {
             Some(client) => {
-                kube::discovery::pinned_kind(client, kind)
+                wasmop::cache::discover(client, kind)
                     .await
-                    .with_context(|| format!("looking up {} {}", kind.api_version(), kind.kind))?
+                    .with_context(|| format!("looking up {}", shown(kind)))?
                     .0
                     .plural
             }

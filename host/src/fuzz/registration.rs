@@ -32,7 +32,7 @@ fn fuzz_registrations() {
                 .chain(registration.permissions.iter().map(|p| &p.kind))
                 .chain(registration.indexes.iter().map(|i| &i.kind));
             for kind in kinds {
-                let list = ObjectRef::new(kind, "", "x");
+                let list = ObjectRef::new(&at_a_version(kind), "", "x");
                 request_has_the_segments(&list, Request::Get)?;
             }
             for namespace in registration.permissions.iter().flat_map(|p| &p.namespaces) {
@@ -74,9 +74,12 @@ fn fuzz_registrations() {
                     .cached_kinds()
                     .chain(registration.permissions.iter().map(|p| &p.kind))
                     .collect();
-                let kind = kinds[which.index(kinds.len())];
+                let picked = kinds[which.index(kinds.len())];
+                let kind = &at_a_version(picked);
                 let declared = registration.permissions.iter().any(|p| {
-                    &p.kind == kind
+                    // An empty version declares every version of the group's kind.
+                    (&p.kind.group, &p.kind.kind) == (&kind.group, &kind.kind)
+                        && [kind.version.as_str(), ""].contains(&p.kind.version.as_str())
                         && p.verbs.contains(&verb)
                         && (p.namespaces.is_empty() || p.namespaces.contains(&namespace))
                 });
@@ -94,6 +97,14 @@ fn fuzz_registrations() {
             Ok(())
         },
     );
+}
+
+/// `kind`, or, when it names every version (a permission may), the same kind at `v1`.
+fn at_a_version(kind: &GroupVersionKind) -> GroupVersionKind {
+    match kind.version.is_empty() {
+        true => GroupVersionKind::gvk(&kind.group, "v1", &kind.kind),
+        false => kind.clone(),
+    }
 }
 
 /// The bytes a registration's strings hold.
@@ -206,7 +217,14 @@ fn namespace() -> impl Strategy<Value = String> {
 fn permission() -> impl Strategy<Value = Permission> {
     let verbs = prop::collection::vec(verb(), 0..4);
     let namespaces = prop::collection::vec(namespace(), 0..3);
-    (kind(), verbs, namespaces).prop_map(|(kind, verbs, namespaces)| Permission {
+    // A third of them name every version of their kind, as a marker-derived permission does.
+    let every_version = (kind(), prop::bool::weighted(0.3)).prop_map(|(mut kind, every)| {
+        if every {
+            kind.version.clear();
+        }
+        kind
+    });
+    (every_version, verbs, namespaces).prop_map(|(kind, verbs, namespaces)| Permission {
         kind,
         verbs,
         namespaces,

@@ -22,10 +22,10 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::api::{Api, PostParams};
 use kube::core::ApiResource;
-use kube::discovery::{self, Scope};
+use kube::discovery::Scope;
 
 use super::error::PluginError;
-use crate::cache::Namespaces;
+use crate::cache::{self, Namespaces};
 use wasmop_contract::object::GroupVersionKind;
 use wasmop_contract::{REVIEW_TTL, Registration, Rights, Verb};
 
@@ -209,7 +209,7 @@ async fn served(client: &kube::Client, needs: Vec<Need>) -> Vec<(Need, ApiResour
     let mut kinds: HashMap<GroupVersionKind, Option<(ApiResource, bool)>> = HashMap::new();
     for need in &needs {
         if !kinds.contains_key(&need.kind) {
-            let found = discovery::pinned_kind(client, &need.kind).await;
+            let found = cache::discover(client, &need.kind).await;
             if let Err(error) = &found {
                 tracing::debug!(kind = ?need.kind, %error, "not checking access to a kind the apiserver does not serve");
             }

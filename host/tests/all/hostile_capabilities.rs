@@ -518,11 +518,13 @@ async fn a_module_runs_only_as_its_sources_identity() -> anyhow::Result<()> {
     .await
 }
 
-/// What `tests/guests/reach` (declaring ConfigMaps only) found each of its own client-go
-/// clients answered, through the `transport` import: its declared reads and write work; Secrets
-/// and Pods, a watch and an owner reference to a Secret are refused by the host.
-const REACH_ANSWERS: [(&str, &str); 10] = [
+/// What `tests/guests/reach` (declaring ConfigMaps, and Lease reads by a marker that names no
+/// version) found each of its own client-go clients answered, through the `transport` import: its
+/// declared reads and write work (a get of a Lease at v1 reaches the apiserver, which has none);
+/// Secrets and Pods, a watch and an owner reference to a Secret are refused by the host.
+const REACH_ANSWERS: [(&str, &str); 11] = [
     ("typed-get", "ok"),
+    ("typed-get-lease", "NotFound"),
     ("api-reader-get", "ok"),
     ("discovery", "ok"),
     ("discovery-finds-apps", "ok"),
@@ -709,7 +711,9 @@ async fn a_tenants_clientset_stays_in_its_namespace() -> anyhow::Result<()> {
 
 /// A plugin that may read a kind the apiserver does not serve (tests/guests/reach declares
 /// OpenShift's routes, as operators with optional integrations do) runs under the binary: the
-/// host warns that it has no informer for that kind and reconciles its ConfigMaps as before.
+/// host warns that it has no informer for that kind and reconciles its ConfigMaps as before. The
+/// Leases its marker grants at every version are informed at the version the apiserver prefers,
+/// so its cache reads one as its clientset does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_on_a_kind_the_apiserver_does_not_serve_leaves_the_plugin_running()
 -> anyhow::Result<()> {
@@ -719,6 +723,11 @@ async fn a_permission_on_a_kind_the_apiserver_does_not_serve_leaves_the_plugin_r
         let namespace = plane.create_namespace("unserved").await?;
         let kube = plane.client().await?;
         let probes = free_address();
+        // Listed before the host starts, so its informer holds it when reach reconciles.
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(kube.clone(), &namespace);
+        let lease = serde_json::from_value(json!({"metadata": {"name": "reach"}}))?;
+        leases.create(&PostParams::default(), &lease).await?;
         let log = plane.dir().join(format!("{namespace}-host.log"));
         let _host = common::host(plane)
             .arg("--plugin")
@@ -732,8 +741,18 @@ async fn a_permission_on_a_kind_the_apiserver_does_not_serve_leaves_the_plugin_r
         let configmaps: Api<ConfigMap> = Api::namespaced(kube.clone(), &namespace);
         let reach = serde_json::from_value(json!({"metadata": {"name": "reach"}}))?;
         configmaps.create(&PostParams::default(), &reach).await?;
-        while configmaps.get_opt("reach-result").await?.is_none() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let result = loop {
+            match configmaps.get_opt("reach-result").await? {
+                Some(result) => break result.data.unwrap_or_default(),
+                None => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        for read in ["typed-get-lease", "cache-get-lease"] {
+            assert_eq!(
+                result.get(read).map(String::as_str),
+                Some("ok"),
+                "{read}: {result:?}"
+            );
         }
         let text = std::fs::read_to_string(&log)?;
         let warned = text
@@ -744,7 +763,10 @@ async fn a_permission_on_a_kind_the_apiserver_does_not_serve_leaves_the_plugin_r
             warned.contains("Route") && warned.contains("route.openshift.io/v1"),
             "{warned}"
         );
-        println!("UNSERVED: reach reconciled with its Route permission unserved: {warned}");
+        println!(
+            "UNSERVED: reach reconciled with its Route permission unserved ({warned}) and read \
+             its Lease through its cache, informed at the apiserver's preferred version"
+        );
         Ok(())
     })
     .await

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"wasmop.dev/guest"
 )
 
@@ -44,9 +43,9 @@ var verbs = map[string]guest.Verb{
 
 // markerPermissions are the permissions encoded declares for the plugin's reconciler (of type
 // reconciler, import path.Name), kinds found in scheme: at the version the plugin registers the
-// kind at (its For, Owns, Watches and webhook kinds, registered), else at the kind's most stable
-// version in the scheme (v1 before v1beta1 before v1alpha1), which is the one an apiserver serves
-// longest. A marker written for another reconciler (the next method after it is another type's,
+// kind at (its For, Owns, Watches and webhook kinds, registered), else at no version, which
+// grants the kind at every version as the RBAC rule does, and which the host informs at the
+// version the apiserver prefers. A marker written for another reconciler (the next method after it is another type's,
 // as kubebuilder puts each controller's markers on its Reconcile) is not the plugin's; a marker
 // the host cannot hold (a kind not in the scheme, a subresource other than status, a URL, named
 // resources) grants nothing and is named in the warnings.
@@ -182,7 +181,7 @@ func permission(scheme *runtime.Scheme, registered []guest.Kind, group, resource
 }
 
 // kindOfResource is the kind of group whose resource is resource: at the version the plugin
-// registers it at, else at its most stable version in the scheme.
+// registers it at, else at none (every version).
 func kindOfResource(scheme *runtime.Scheme, registered []guest.Kind, group, resource string) (guest.Kind, error) {
 	var found []guest.Kind
 	for gvk := range scheme.AllKnownTypes() {
@@ -201,9 +200,7 @@ func kindOfResource(scheme *runtime.Scheme, registered []guest.Kind, group, reso
 			return k, nil
 		}
 	}
-	return slices.MaxFunc(found, func(a, b guest.Kind) int {
-		return version.CompareKubeAwareVersionStrings(a.Version, b.Version)
-	}), nil
+	return guest.Kind{Group: found[0].Group, Kind: found[0].Kind}, nil
 }
 
 func guestKind(gvk schema.GroupVersionKind) guest.Kind {

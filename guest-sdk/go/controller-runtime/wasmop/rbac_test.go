@@ -23,6 +23,12 @@ func encode(t *testing.T, bodies ...string) string {
 	return base64.StdEncoding.EncodeToString(data)
 }
 
+// everyVersion is kind at no version.
+func everyVersion(kind guest.Kind) guest.Kind {
+	kind.Version = ""
+	return kind
+}
+
 func TestMarkersBecomeThePermissionsOfTheirKinds(t *testing.T) {
 	perms, _, err := markerPermissions(encode(t,
 		"groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete",
@@ -38,15 +44,16 @@ func TestMarkersBecomeThePermissionsOfTheirKinds(t *testing.T) {
 	for _, p := range perms {
 		byKind[p.Kind] = p
 	}
-	deploy := byKind[guest.Deployment]
+	// None of the kinds is registered: each is granted at every version, as the RBAC rule does.
+	deploy := byKind[everyVersion(guest.Deployment)]
 	if len(perms) != 3 || len(deploy.Verbs) != 8 || !slices.Contains(deploy.Verbs, guest.VerbStatus) || deploy.Namespaces != nil {
 		t.Fatalf("permissions %+v", perms)
 	}
-	cm := byKind[guest.ConfigMap]
+	cm := byKind[everyVersion(guest.ConfigMap)]
 	if !slices.Equal(cm.Verbs, []guest.Verb{guest.VerbGet, guest.VerbCreate, guest.VerbDelete}) || !slices.Equal(cm.Namespaces, []string{"shop"}) {
 		t.Fatalf("configmaps %+v", cm)
 	}
-	if s := byKind[guest.Secret]; !slices.Equal(s.Verbs, []guest.Verb{guest.VerbGet, guest.VerbCreate}) {
+	if s := byKind[everyVersion(guest.Secret)]; !slices.Equal(s.Verbs, []guest.Verb{guest.VerbGet, guest.VerbCreate}) {
 		t.Fatalf("secrets %+v", s)
 	}
 }
@@ -145,18 +152,20 @@ func TestNoMarkersNoPermissions(t *testing.T) {
 	}
 }
 
-func TestAMarkersKindIsAtTheVersionThePluginRegistersElseTheMostStable(t *testing.T) {
+func TestAMarkersKindIsAtTheVersionThePluginRegistersElseAtEveryVersion(t *testing.T) {
 	hpa := func(version string) guest.Kind {
 		return guest.Kind{Group: "autoscaling", Version: version, Kind: "HorizontalPodAutoscaler"}
 	}
-	lease := guest.Kind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}
+	// client-go's scheme lists Lease at v1, v1beta1 and v1alpha2; the apiserver may serve any
+	// of them, so the marker names none and the host informs the one it prefers.
+	lease := guest.Kind{Group: "coordination.k8s.io", Kind: "Lease"}
 	for _, c := range []struct {
 		marker     string
 		registered []guest.Kind
 		want       guest.Kind
 	}{
 		{"groups=coordination.k8s.io,resources=leases,verbs=get;create", nil, lease},
-		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", nil, hpa("v2")},
+		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", nil, hpa("")},
 		{"groups=autoscaling,resources=horizontalpodautoscalers,verbs=get", []guest.Kind{guest.ConfigMap, hpa("v1")}, hpa("v1")},
 	} {
 		perms, _, err := markerPermissions(encode(t, c.marker), scheme(t), c.registered, "")

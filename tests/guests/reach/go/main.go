@@ -1,9 +1,10 @@
 // Command reach is a controller-runtime plugin that reaches the apiserver with client-go's own
 // clients, as operators do beside their controller-runtime client: a typed clientset and a
 // dynamic client built from ctrl.GetConfig, discovery, and mgr.GetAPIReader. It declares
-// ConfigMaps only. Reconciling the ConfigMap `reach` of a namespace, it tries each client on
+// ConfigMaps, and reads of Leases by a marker, which names no version: the host informs the one
+// the apiserver prefers. Reconciling the ConfigMap `reach` of a namespace, it tries each client on
 // what it declared and on what it did not (Secrets, Pods, a watch, an owner reference to a
-// Secret), lists ConfigMaps in `default` and in every namespace (which a tenant's plugin
+// Secret), reads the Lease `reach` through its clientset and its cache, lists ConfigMaps in `default` and in every namespace (which a tenant's plugin
 // confined to its namespace may not), and writes what each answered (`ok` or the apiserver's
 // reason) into the ConfigMap `reach-result` beside it, created through the clientset, with the
 // arguments and the variable REACH_MARK it started with (`args`, `mark`), as an operator's main
@@ -16,14 +17,17 @@ import (
 	"slices"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,8 +36,11 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
 type reacher struct {
+	cache     client.Reader
+	leases    coordinationv1client.CoordinationV1Interface
 	core      corev1client.CoreV1Interface
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
@@ -78,6 +85,10 @@ func (r *reacher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	note("api-reader-get", r.api.Get(ctx, req.NamespacedName, &read))
 	var secretList corev1.SecretList
 	note("api-reader-list-secrets", r.api.List(ctx, &secretList, client.InNamespace(ns)))
+
+	_, err = r.leases.Leases(ns).Get(ctx, "reach", metav1.GetOptions{})
+	note("typed-get-lease", err)
+	note("cache-get-lease", r.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: "reach"}, &coordinationv1.Lease{}))
 
 	results["args"] = strings.Join(os.Args[1:], " ")
 	results["mark"] = os.Getenv("REACH_MARK")
@@ -126,7 +137,11 @@ func init() {
 			if err != nil {
 				return err
 			}
-			r := &reacher{core: core, dynamic: dyn, discovery: disc, api: mgr.GetAPIReader()}
+			leases, err := coordinationv1client.NewForConfig(mgr.GetConfig())
+			if err != nil {
+				return err
+			}
+			r := &reacher{cache: mgr.GetClient(), leases: leases, core: core, dynamic: dyn, discovery: disc, api: mgr.GetAPIReader()}
 			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(r)
 		},
 	})

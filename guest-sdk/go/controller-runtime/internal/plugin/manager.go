@@ -28,15 +28,15 @@ var _ manager.Manager = (*Manager)(nil)
 
 // Manager is the manager a guest's setup wires its controller to.
 type Manager struct {
-	scheme     *runtime.Scheme
-	mapper     meta.RESTMapper
-	client     client.HostClient
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+	client client.HostClient
 	// controllers are those the setup completed, in order: built by the builder (*Controller)
 	// or made by controller.New (hosted).
 	controllers []any
 	webhooks    []*Webhook
-	server     webhook.Refusing
-	elected    chan struct{}
+	server      webhook.Refusing
+	elected     chan struct{}
 }
 
 // NewManager is a manager of the kinds in scheme.

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasmop::contract::imports::{
-    Answer, AnswerRoom, ApiError, ApiWriter, CacheReader, Forward, Json, ListOptions, ResourceKind,
-    Services, Write,
+    ApiError, ApiWriter, CacheReader, Json, ListOptions, Services, Write,
 };
 use wasmop::contract::object::{GroupVersionKind, ObjectRef};
 
@@ -62,19 +61,6 @@ impl ApiWriter for Writer {
         self.1.add(&stored);
         Ok(stored)
     }
-
-    async fn resource_kind(
-        &self,
-        group: &str,
-        version: &str,
-        resource: &str,
-    ) -> Result<ResourceKind, ApiError> {
-        self.0.resource_kind(group, version, resource).await
-    }
-
-    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
-        self.0.forward(request, room).await
-    }
 }
 
 /// `services` with its cache and writer counting into `counter`.
@@ -82,8 +68,6 @@ pub fn counted(services: Services, counter: &Arc<Counter>) -> Services {
     Services {
         cache: Arc::new(Cache(services.cache, counter.clone())),
         writer: Arc::new(Writer(services.writer, counter.clone())),
-        events: services.events,
-        observer: services.observer,
-        rights: services.rights,
+        ..services
     }
 }

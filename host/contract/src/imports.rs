@@ -295,22 +295,35 @@ pub struct Answer {
 pub trait ApiWriter: Send + Sync + 'static {
     /// Performs `write` on `target`; returns the stored object (`None` after a delete).
     async fn write(&self, target: &ObjectRef, write: Write) -> Result<Option<Json>, ApiError>;
+}
 
+/// The `transport` import's way to the apiserver: a plugin's own requests, checked by the host
+/// before they get here, sent as the plugin.
+#[async_trait::async_trait]
+pub trait Transport: Send + Sync + 'static {
     /// The kind `resource` of `group`/`version` holds, from discovery.
     async fn resource_kind(
         &self,
         group: &str,
         version: &str,
         resource: &str,
-    ) -> Result<ResourceKind, ApiError> {
-        let _ = (group, version, resource);
-        Err(no_transport())
-    }
+    ) -> Result<ResourceKind, ApiError>;
 
     /// Sends `request` as the plugin and reads the answer into bytes `room` admits, each before
     /// it is taken.
-    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
-        let _ = (request, room);
+    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError>;
+}
+
+/// No apiserver to send to (an offline test's host): every request is answered unavailable.
+pub struct NoTransport;
+
+#[async_trait::async_trait]
+impl Transport for NoTransport {
+    async fn resource_kind(&self, _: &str, _: &str, _: &str) -> Result<ResourceKind, ApiError> {
+        Err(no_transport())
+    }
+
+    async fn forward(&self, _: Forward, _: &dyn AnswerRoom) -> Result<Answer, ApiError> {
         Err(no_transport())
     }
 }
@@ -388,6 +401,8 @@ pub struct Services {
     pub cache: Arc<dyn CacheReader>,
     /// Apiserver writes.
     pub writer: Arc<dyn ApiWriter>,
+    /// The plugin's own requests (the `transport` import).
+    pub transport: Arc<dyn Transport>,
     /// Events.
     pub events: Arc<dyn EventRecorder>,
     /// Counts.

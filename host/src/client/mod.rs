@@ -34,7 +34,7 @@ use crate::cache::{Cache, Informer, View};
 use crate::shard;
 use wasmop_contract::imports::{
     Answer, AnswerRoom, ApiError, ApiErrorKind, ApiWriter, CacheReader, DeniedBy, Forward, Json,
-    ListOptions, Patch, Propagation, ResourceKind, Write,
+    ListOptions, Patch, Propagation, ResourceKind, Transport, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
@@ -352,7 +352,10 @@ impl ApiWriter for PluginClient {
             }
         }
     }
+}
 
+#[async_trait::async_trait]
+impl Transport for PluginClient {
     async fn resource_kind(
         &self,
         group: &str,

@@ -102,7 +102,8 @@ impl Loader {
             let _ = reviewed.set(rights.clone());
             Services {
                 cache: Arc::new(plugin.clone()),
-                writer: Arc::new(plugin),
+                writer: Arc::new(plugin.clone()),
+                transport: Arc::new(plugin),
                 events: Arc::new(Events::new(client, &registration.name)),
                 observer: Arc::new(self.metrics.plugin(&registration.name)),
                 rights,

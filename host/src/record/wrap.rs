@@ -12,8 +12,7 @@ use futures::future::BoxFuture;
 use crate::record::{self, Recorder};
 use crate::runtime::{Reconciled, Wrap};
 use wasmop_contract::imports::{
-    Answer, AnswerRoom, ApiError, ApiWriter, CacheReader, Event, EventRecorder, Forward, Json,
-    ListOptions, ResourceKind, Services, Write,
+    ApiError, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Services, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
@@ -85,19 +84,6 @@ impl ApiWriter for Writes {
         let answer = self.0.write(target, write).await;
         record::wrote(target, noted, answer.as_ref().err());
         answer
-    }
-
-    async fn resource_kind(
-        &self,
-        group: &str,
-        version: &str,
-        resource: &str,
-    ) -> Result<ResourceKind, ApiError> {
-        self.0.resource_kind(group, version, resource).await
-    }
-
-    async fn forward(&self, request: Forward, room: &dyn AnswerRoom) -> Result<Answer, ApiError> {
-        self.0.forward(request, room).await
     }
 }
 

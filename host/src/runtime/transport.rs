@@ -16,7 +16,7 @@ use wasmop_contract::boundary::{self, PatchText, invalid};
 use wasmop_contract::capability::Power;
 
 use wasmop_contract::imports::{
-    AnswerRoom, ApiError, ApiErrorKind, ApiWriter, Forward, ResourceKind, Write,
+    AnswerRoom, ApiError, ApiErrorKind, Forward, ResourceKind, Transport, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectRef};
 use wasmop_contract::request_info::{self, RequestInfo, RequestVerb, ResourceRequest};
@@ -39,10 +39,10 @@ impl transport::Host for StoreState {
         request: transport::HttpRequest,
     ) -> Result<transport::HttpResponse, types::Error> {
         let checked = self.checked(request).await;
-        let (forward, writer) = self.refused(checked)?;
+        let (forward, transport) = self.refused(checked)?;
         wait(self.context.budget.write_delay()).await;
         let room = Room(self.limiter.holding());
-        let answer = writer.forward(forward, &room).await?;
+        let answer = transport.forward(forward, &room).await?;
         Ok(transport::HttpResponse {
             status: answer.status,
             content_type: answer.content_type,
@@ -52,12 +52,12 @@ impl transport::Host for StoreState {
 }
 
 impl StoreState {
-    /// `request` as the host will send it, if the plugin may, and the writer that sends it.
+    /// `request` as the host will send it, if the plugin may, and the transport that sends it.
     async fn checked(
         &mut self,
         request: transport::HttpRequest,
-    ) -> Result<(Forward, Arc<dyn ApiWriter>), ApiError> {
-        let writer = self.may(Power::Discover)?.writer.clone();
+    ) -> Result<(Forward, Arc<dyn Transport>), ApiError> {
+        let transport = self.may(Power::Discover)?.transport.clone();
         boundary::bounded("the method", &request.method, MAX_METHOD)?;
         boundary::bounded("the content type", &request.content_type, MAX_CONTENT_TYPE)?;
         let resource = match request_info::parse(&request.method, &request.path)? {
@@ -68,13 +68,13 @@ impl StoreState {
                     body: None,
                 };
                 return match request.body.is_empty() {
-                    true => Ok((forward, writer)),
+                    true => Ok((forward, transport)),
                     false => Err(invalid("a GET carries no body")),
                 };
             }
             RequestInfo::Resource(resource) => resource,
         };
-        let found = writer
+        let found = transport
             .resource_kind(&resource.group, &resource.version, &resource.resource)
             .await?;
         let namespace = scope(&resource, &found)?;
@@ -88,7 +88,7 @@ impl StoreState {
             path: resource.path_and_query(),
             body,
         };
-        Ok((forward, writer))
+        Ok((forward, transport))
     }
 
     /// The body to send: none for a read; for a write the object or patch parsed, checked like

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::fixture::{FixtureWrite, RecordedWrite, Rejection, object_ref};
 use wasmop_contract::imports::{
-    ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions, Patch,
-    Services, Write,
+    ApiError, ApiErrorKind, ApiWriter, CacheReader, Event, EventRecorder, Json, ListOptions,
+    NoTransport, Patch, Services, Write,
 };
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 use wasmop_contract::selector::FieldSelector;
@@ -53,6 +53,7 @@ impl MemoryHost {
         Services {
             cache: self.clone(),
             writer: self.clone(),
+            transport: Arc::new(NoTransport),
             events: self.clone(),
             observer: Arc::new(()),
             rights: None,

@@ -278,7 +278,8 @@ pub fn production_services(
         let client = wasmop::client::PluginClient::new(kube.clone(), cache, &registration.name);
         wasmop::contract::Services {
             cache: Arc::new(client.clone()),
-            writer: Arc::new(client),
+            writer: Arc::new(client.clone()),
+            transport: Arc::new(client),
             events: Arc::new(wasmop::events::Events::new(kube, &registration.name)),
             observer: Arc::new(()),
             rights: None,

@@ -164,8 +164,7 @@ fn plugins(value: &Value, out: &mut Settings) -> Result<(), SettingError> {
 
 /// The controllers a `plugins` entry runs, each a plugin of its own: names as controller-runtime
 /// gives them (letters, digits, `.`, `_`, `-`; at most 63), each once.
-fn controllers(text: &str) -> Result<Vec<String>, SettingError> {
-    let names: Vec<String> = text.split(',').map(str::trim).map(str::to_owned).collect();
+fn controllers(names: Vec<String>) -> Result<Vec<String>, SettingError> {
     for (index, name) in names.iter().enumerate() {
         let valid = (1..=63).contains(&name.len())
             && name
@@ -202,18 +201,20 @@ fn plugin(
         if environment::KEYS.contains(&key.as_str()) {
             continue;
         }
-        let text = match (key.as_str(), value) {
-            ("controllers", Value::Array(names)) => names
-                .iter()
-                .map(|name| field(key, name))
-                .collect::<Result<Vec<_>, _>>()?
-                .join(","),
-            _ => field(key, value)?,
-        };
         let at = |error: SettingError| error.at(format!("plugins[{index}].{key}"));
+        if let ("controllers", Value::Array(items)) = (key.as_str(), value) {
+            let names = items.iter().map(|name| field(key, name));
+            let names = controllers(names.collect::<Result<_, _>>()?).map_err(at)?;
+            overrides.set_controllers(names);
+            continue;
+        }
+        let text = field(key, value)?;
         match key.as_str() {
             "file" => file = Some(text),
-            "controllers" => overrides.set_controllers(controllers(&text).map_err(at)?),
+            "controllers" => {
+                let names = text.split(',').map(|name| name.trim().to_owned());
+                overrides.set_controllers(controllers(names.collect()).map_err(at)?)
+            }
             setting if OVERRIDES.iter().any(|(flag, _)| *flag == setting) => {
                 overrides.set(setting, &text).map_err(at)?
             }
@@ -325,10 +326,20 @@ plugins:
             run.plugin_controllers(std::path::Path::new("other.wasm"))
                 .is_empty()
         );
+        let scalar = with_file("plugins:\n- {file: k.wasm, controllers: 'a, b'}\n", &[]);
+        let scalar = scalar
+            .unwrap()
+            .plugin_controllers(std::path::Path::new("k.wasm"));
+        assert_eq!(
+            scalar,
+            ["a", "b"],
+            "a comma-separated scalar lists them too"
+        );
         for (listed, why) in [
             ("[a, a]", "controller a is listed twice"),
             ("['a b']", "is not a controller's name"),
             ("['']", "is not a controller's name"),
+            ("['a,b']", "\"a,b\" is not a controller's name"),
         ] {
             let yaml = format!("plugins:\n- {{file: k.wasm, controllers: {listed}}}\n");
             let refused = with_file(&yaml, &[]).unwrap_err().to_string();

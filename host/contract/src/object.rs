@@ -61,13 +61,18 @@ pub fn includes(declared: &GroupVersionKind, kind: &GroupVersionKind) -> bool {
         && (declared.version.is_empty() || declared.version == kind.version)
 }
 
-/// `kind` as messages name it: `Kind.apiVersion`, or `Kind.group/*` (`Kind.*` in the core group)
-/// when it names every version.
+/// `kind` as messages name it: `Kind.apiVersion` ([`shown_api_version`]).
 pub fn shown(kind: &GroupVersionKind) -> String {
+    format!("{}.{}", kind.kind, shown_api_version(kind))
+}
+
+/// `kind`'s apiVersion as messages name it: `group/*` (`*` in the core group) when it names every
+/// version.
+pub fn shown_api_version(kind: &GroupVersionKind) -> String {
     match (kind.version.is_empty(), kind.group.is_empty()) {
-        (false, _) => format!("{}.{}", kind.kind, kind.api_version()),
-        (true, true) => format!("{}.*", kind.kind),
-        (true, false) => format!("{}.{}/*", kind.kind, kind.group),
+        (false, _) => kind.api_version(),
+        (true, true) => "*".to_owned(),
+        (true, false) => format!("{}/*", kind.group),
     }
 }
 

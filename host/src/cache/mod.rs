@@ -47,7 +47,7 @@ pub use object::{CachedObject, ControllerRef, ResourceVersion, StringMap};
 pub(crate) use resource::dynamic_resource;
 pub use store::IndexSpec;
 
-use wasmop_contract::object::GroupVersionKind;
+use wasmop_contract::object::{GroupVersionKind, shown_api_version};
 
 /// The cache could not serve a kind.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +91,7 @@ impl CacheError {
     pub(crate) fn refused(kind: &GroupVersionKind, reason: String) -> Self {
         CacheError::Refused {
             kind: kind.kind.clone(),
-            api_version: api_version(kind),
+            api_version: shown_api_version(kind),
             reason,
         }
     }
@@ -104,7 +104,7 @@ impl CacheError {
     ) -> Self {
         CacheError::NotSynced {
             kind: kind.kind.clone(),
-            api_version: api_version(kind),
+            api_version: shown_api_version(kind),
             after,
             reason,
         }
@@ -248,7 +248,7 @@ impl Cache {
                 .await
                 .map_err(|source| CacheError::Discovery {
                     kind: kind.kind.clone(),
-                    api_version: api_version(kind),
+                    api_version: shown_api_version(kind),
                     source,
                 })?;
         let kind = &GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
@@ -333,13 +333,4 @@ pub async fn discover(
             let missing = format!("{} in group {:?}", kind.kind, kind.group);
             kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(missing))
         })
-}
-
-fn api_version(kind: &GroupVersionKind) -> String {
-    match (kind.version.is_empty(), kind.group.is_empty()) {
-        (false, true) => kind.version.clone(),
-        (false, false) => format!("{}/{}", kind.group, kind.version),
-        (true, true) => "every version".to_owned(),
-        (true, false) => format!("{}/*", kind.group),
-    }
 }

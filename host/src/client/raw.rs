@@ -107,7 +107,9 @@ impl PluginClient {
 }
 
 /// `body` read whole into a buffer each growth of which `room` admits before it is made: what is
-/// admitted is the buffer's capacity, as the allocator holds it.
+/// admitted is the buffer's capacity, as the allocator holds it. The buffer starts at the
+/// length the answer announces and doubles as it grows, but never past what `room` admits: when
+/// the doubled buffer has no room, it grows by exactly what the next frame needs.
 async fn read_admitted<B>(
     mut body: B,
     room: &dyn AnswerRoom,
@@ -118,20 +120,37 @@ where
     B::Error: std::fmt::Display,
 {
     let mut read: Vec<u8> = Vec::new();
+    let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    grow(&mut read, announced, room)?;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| reading(e.to_string()))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        let needed = read.len() + data.len();
-        if needed > read.capacity() {
-            let grown = needed.max(read.capacity().saturating_mul(2));
-            room.admit(grown - read.capacity())?;
-            read.reserve_exact(grown - read.len());
-        }
+        let needed = read.len().saturating_add(data.len());
+        grow(&mut read, needed, room)?;
         read.extend_from_slice(&data);
     }
     Ok(read)
+}
+
+/// `read`'s capacity made at least `needed`, doubled when `room` admits that and exactly
+/// `needed` when it admits only that.
+fn grow(read: &mut Vec<u8>, needed: usize, room: &dyn AnswerRoom) -> Result<(), ApiError> {
+    let held = read.capacity();
+    if needed <= held {
+        return Ok(());
+    }
+    let doubled = held.saturating_mul(2);
+    let capacity = match doubled > needed && room.admit(doubled - held).is_ok() {
+        true => doubled,
+        false => {
+            room.admit(needed - held)?;
+            needed
+        }
+    };
+    read.reserve_exact(capacity - read.len());
+    Ok(())
 }
 
 /// `path` with the plugin's field manager added to its query: a write is made as the plugin,
@@ -209,5 +228,40 @@ mod tests {
             admitted <= 12,
             "nothing past the room was taken: {admitted}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_answer_fits_a_room_just_larger_than_itself() {
+        let chunks: [&[u8]; 5] = [b"{\"items\"", b":[", b"1,2,3,4,5,6,7,8,9", b",10,11", b"]}"];
+        let length: usize = chunks.iter().map(|c| c.len()).sum();
+        let (read, admitted) = read_chunks(&chunks, length + 1).await;
+        assert_eq!(read.unwrap(), chunks.concat());
+        assert!(
+            admitted <= length + 1,
+            "the room was kept: {admitted} admitted"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_announced_length_is_taken_at_once() {
+        let answer = Bytes::from_static(b"{\"kind\":\"ConfigMap\",\"data\":{}}");
+        let room = Counted {
+            admitted: Mutex::new(0),
+            most: answer.len(),
+        };
+        let body = http_body_util::Full::new(answer.clone());
+        let read = read_admitted(body, &room, |e| ApiError::new(ApiErrorKind::Unavailable, e));
+        let read = read.await.unwrap();
+        assert_eq!(read, answer);
+        assert_eq!(*room.admitted.lock().unwrap(), answer.len());
+
+        let room = Counted {
+            admitted: Mutex::new(0),
+            most: answer.len() - 1,
+        };
+        let body = http_body_util::Full::new(answer);
+        let read = read_admitted(body, &room, |e| ApiError::new(ApiErrorKind::Unavailable, e));
+        assert_eq!(read.await.unwrap_err().message, "no room");
+        assert_eq!(*room.admitted.lock().unwrap(), 0, "nothing was taken");
     }
 }

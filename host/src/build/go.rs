@@ -57,7 +57,8 @@ pub(super) fn build(
         let name = &plugin.name;
         let dir = &plugin.dir;
         say(Language::Go, format!("building {} ...", dir.display()));
-        let file = |stage: &str| work.join(format!("{name}.{stage}.wasm"));
+        let pid = std::process::id();
+        let file = |stage: &str| work.join(format!("{name}.{pid}.{stage}.wasm"));
         let mut go = Command::new("go");
         go.args(["build", "-buildmode=c-shared", "-trimpath"])
             .args(flags(&tool, dir)?)
@@ -97,6 +98,9 @@ pub(super) fn build(
             name: format!("{name}-go.wasm"),
             took: started.elapsed(),
         })?;
+        for stage in ["core", "arena", "embedded", "component"] {
+            step::unstage(&file(stage));
+        }
     }
     Ok(())
 }

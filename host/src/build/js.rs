@@ -41,8 +41,7 @@ pub(super) fn build(
             format!("building {} ...", plugin.dir.display()),
         );
         type_check(&bin, &plugin.dir)?;
-        let stage = checkout.target().join("js").join(&plugin.name);
-        step::fresh_dir(&stage)?;
+        let stage = step::stage(&checkout.target().join("js"), &plugin.name)?;
         let mut bundle = Command::new("node");
         bundle
             .arg(sdk.join("tools/bundle.mjs"))
@@ -68,6 +67,7 @@ pub(super) fn build(
             name: format!("{}-js.wasm", plugin.name),
             took: started.elapsed(),
         })?;
+        step::unstage(&stage);
     }
     Ok(())
 }

@@ -42,8 +42,7 @@ pub(super) fn build(
             Language::Python,
             format!("building {} ...", plugin.dir.display()),
         );
-        let entry = checkout.target().join("python/plugins").join(&plugin.name);
-        step::fresh_dir(&entry)?;
+        let entry = step::stage(&checkout.target().join("python/plugins"), &plugin.name)?;
         write_entry(&entry, plugin)?;
         let wasm = entry.join("component.wasm");
         let mut command = Command::new(&componentize);
@@ -70,6 +69,7 @@ pub(super) fn build(
             name: format!("{}-python.wasm", plugin.name),
             took: started.elapsed(),
         })?;
+        step::unstage(&entry);
     }
     Ok(())
 }
@@ -87,12 +87,15 @@ fn write_entry(entry: &Path, plugin: &Plugin) -> Result<(), BuildError> {
 }
 
 /// The Python bindings of the WIT package, in `target/python/bindings`, for the SDK's unit tests
-/// and editors (componentize-py generates its own copy inside each component).
+/// and editors (componentize-py generates its own copy inside each component). They are
+/// generated beside the folder and swapped in, so a build running beside another never sees (or
+/// removes) a half-written folder.
 fn bindings(checkout: &Checkout, componentize: &Path) -> Result<(), BuildError> {
     let out = checkout.target().join("python/bindings");
-    if out.exists() {
-        std::fs::remove_dir_all(&out).map_err(|source| BuildError::Io {
-            path: out.clone(),
+    let fresh = out.with_extension(format!("new-{}", std::process::id()));
+    if fresh.exists() {
+        std::fs::remove_dir_all(&fresh).map_err(|source| BuildError::Io {
+            path: fresh.clone(),
             source,
         })?;
     }
@@ -101,9 +104,37 @@ fn bindings(checkout: &Checkout, componentize: &Path) -> Result<(), BuildError> 
         .arg("-d")
         .arg(checkout.root.join("wit"))
         .args(["-w", "webhook-reconciler", "bindings"])
-        .arg(&out);
+        .arg(&fresh);
     let wit = checkout.root.join("wit");
-    step::run(Language::Python, "generating bindings", &wit, &mut command)
+    step::run(Language::Python, "generating bindings", &wit, &mut command)?;
+    swap_in(&fresh, &out)
+}
+
+/// `fresh` in `out`'s place, the folder it replaces removed; when another build swapped its own
+/// in meanwhile, that one is kept (both were generated from the same WIT).
+fn swap_in(fresh: &Path, out: &Path) -> Result<(), BuildError> {
+    let old = out.with_extension(format!("old-{}", std::process::id()));
+    match std::fs::rename(out, &old) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(BuildError::Io {
+                path: out.to_owned(),
+                source: e,
+            });
+        }
+        _ => {}
+    }
+    let swapped = std::fs::rename(fresh, out);
+    let _ = std::fs::remove_dir_all(&old);
+    match swapped {
+        Err(source) if !out.is_dir() => Err(BuildError::Io {
+            path: out.to_owned(),
+            source,
+        }),
+        _ => {
+            let _ = std::fs::remove_dir_all(fresh);
+            Ok(())
+        }
+    }
 }
 
 /// The componentize-py to use: the toolchain virtualenv's, else one on PATH, of the pinned minor

@@ -145,8 +145,24 @@ pub(super) fn path_with(dir: &Path) -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap_or(rest)
 }
 
+/// A fresh, empty folder under `parent` for this process's build of `name`: builds running beside
+/// each other never share one. [`unstage`] removes it once the component is installed.
+pub(super) fn stage(parent: &Path, name: &str) -> Result<PathBuf, BuildError> {
+    let dir = parent.join(format!("{name}.{}", std::process::id()));
+    fresh_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Removes what a build staged; what cannot be removed is left for the next build of the name.
+pub(super) fn unstage(staged: &Path) {
+    let _ = match staged.is_dir() {
+        true => std::fs::remove_dir_all(staged),
+        false => std::fs::remove_file(staged),
+    };
+}
+
 /// A fresh, empty `dir`.
-pub(super) fn fresh_dir(dir: &Path) -> Result<(), BuildError> {
+fn fresh_dir(dir: &Path) -> Result<(), BuildError> {
     let io = |source| BuildError::Io {
         path: dir.to_owned(),
         source,

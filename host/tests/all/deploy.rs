@@ -359,7 +359,7 @@ async fn the_identities_overlay_applies_and_matches_wasmop_rbac() -> anyhow::Res
             let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
                 .arg("rbac")
                 .arg(common::component(plugin))
-                .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+                .env("WASMOP_COMPILE_CACHE", common::compile_cache())
                 .env_remove("WASMOP_KUBECONFIG")
                 .output()
                 .await?;

@@ -92,7 +92,7 @@ impl Rig {
             deployments: Api::namespaced(client.clone(), &namespace),
             services: Api::namespaced(client.clone(), &namespace),
             configmaps: Api::namespaced(client, &namespace),
-            host: spawn(plane, &command)?,
+            host: spawn(&command)?,
             metrics,
             command,
             expected: BTreeSet::new(),
@@ -102,10 +102,10 @@ impl Rig {
     }
 
     /// Kills the host with SIGKILL and starts it again.
-    async fn kill_and_restart(&mut self, plane: &ControlPlane) -> anyhow::Result<()> {
+    async fn kill_and_restart(&mut self) -> anyhow::Result<()> {
         self.host.child.start_kill()?;
         self.host.child.wait().await?;
-        self.host = spawn(plane, &self.command)?;
+        self.host = spawn(&self.command)?;
         Ok(())
     }
 
@@ -237,11 +237,8 @@ impl Rig {
 }
 
 /// `wasmop run` with `args`, speaking with `kubeconfig`.
-fn spawn(
-    plane: &ControlPlane,
-    (args, kubeconfig): &(Vec<OsString>, PathBuf),
-) -> anyhow::Result<Logged> {
-    let mut command = common::host_as(plane, kubeconfig);
+fn spawn((args, kubeconfig): &(Vec<OsString>, PathBuf)) -> anyhow::Result<Logged> {
+    let mut command = common::host_as(kubeconfig);
     command.args(args);
     Logged::spawn("wasmop", command)
 }
@@ -662,7 +659,7 @@ async fn the_host_killed_mid_reconcile_and_restarted() -> anyhow::Result<()> {
             rig.scale(&name, 3).await?;
         }
         let in_flight = rig.unconverged().await?;
-        rig.kill_and_restart(plane).await?;
+        rig.kill_and_restart().await?;
         let after = Instant::now();
         println!(
             "killed with {}",

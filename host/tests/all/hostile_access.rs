@@ -49,7 +49,7 @@ async fn made_up_tokens_cost_the_apiserver_no_more_than_the_review_rate() -> any
         let certs = tempfile::tempdir()?;
         let tls = connector(write_certificates(certs.path())?)?;
         let (metrics, probes) = (free_address(), free_address());
-        let mut command = common::host_as(plane, &operator);
+        let mut command = common::host_as(&operator);
         command
             .arg("--plugin")
             .arg(common::component("guest-good"))

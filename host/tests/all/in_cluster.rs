@@ -59,7 +59,7 @@ async fn reconciles_with_only_what_a_pod_gets_and_reports_rbac_refusals() -> any
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
             .env("KUBERNETES_SERVICE_PORT", port)
-            .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+            .env("WASMOP_COMPILE_CACHE", common::compile_cache())
             .env("RUST_LOG", "info")
             .stderr(Stdio::piped())
             .kill_on_drop(true)

@@ -152,7 +152,7 @@ async fn a_version_asking_for_more_than_the_operators_rbac_is_refused() -> anyho
         let dir = tempfile::tempdir()?;
         common::publish("webapp", dir.path(), "webapp.wasm")?;
         let (address, metrics) = (free_address(), free_address());
-        let _host = common::host_as(plane, &kubeconfig)
+        let _host = common::host_as(&kubeconfig)
             .arg("--plugin-dir")
             .arg(dir.path())
             .args([

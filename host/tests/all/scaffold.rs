@@ -1,5 +1,5 @@
-//! `wasmop new`, as an author starts a plugin: for each language (and Go against
-//! controller-runtime's API) the next steps it prints run as printed on a machine where `wasmop`
+//! `wasmop new`, as an author starts a plugin, one test per language (and Go against
+//! controller-runtime's API): the next steps it prints run as printed on a machine where `wasmop`
 //! is not on `PATH` — the language's `build .` writes the component into the plugin's folder and
 //! it passes its own fixtures with `wasmop test` — and, loaded into a running host, it marks a
 //! real ConfigMap with its generation. A custom kind scaffolds to a plugin that passes its
@@ -16,7 +16,7 @@ use kube::Api;
 use kube::api::PostParams;
 use wasmop_envtest::{shared_by, within};
 
-/// Building the four components is the slow part.
+/// Building a component is the slow part.
 const LIMIT: Duration = Duration::from_secs(900);
 
 /// Runs `command` in `dir` on a `PATH` without wasmop; returns what it printed, failing on a
@@ -97,75 +97,95 @@ fn scaffold(parent: &Path, language: &str, name: &str, kind: &str) -> anyhow::Re
     Ok(component)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_language_scaffolds_a_plugin_that_builds_passes_its_fixtures_and_runs() {
-    within(LIMIT, "scaffolded plugins", async {
+#[test]
+fn a_custom_kind_scaffolds_a_plugin_that_passes_its_fixtures_and_builds_where_asked() {
+    let parent = tempfile::tempdir().unwrap();
+    let custom = scaffold(
+        parent.path(),
+        "rust",
+        "scaffold-widgets",
+        "example.wasmop.dev/v1/Widget",
+    )
+    .unwrap();
+    let elsewhere = parent.path().join("elsewhere/widgets.wasm");
+    let built = bash(
+        &parent.path().join("scaffold-widgets/rust"),
+        &format!(
+            "{} build -o {} .",
+            env!("CARGO_BIN_EXE_wasmop"),
+            elsewhere.display()
+        ),
+    )
+    .unwrap();
+    assert!(elsewhere.is_file(), "-o wrote no {}", elsewhere.display());
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap(),
+        std::fs::read(&custom).unwrap()
+    );
+    let path = elsewhere.display().to_string();
+    assert_eq!(
+        built.lines().collect::<Vec<_>>(),
+        [path.as_str()],
+        "stdout: the path"
+    );
+}
+
+/// Scaffolds a `language` plugin of ConfigMaps, follows its next steps, and loads it into a host
+/// on a namespace of its own: it marks a real ConfigMap with its generation.
+async fn scaffolds_and_runs(language: &str) {
+    within(LIMIT, "a scaffolded plugin", async {
         let parent = tempfile::tempdir()?;
-        let custom = scaffold(
-            parent.path(),
-            "rust",
-            "scaffold-widgets",
-            "example.wasmop.dev/v1/Widget",
-        )?;
-        let elsewhere = parent.path().join("elsewhere/widgets.wasm");
-        let built = bash(
-            &parent.path().join("scaffold-widgets/rust"),
-            &format!(
-                "{} build -o {} .",
-                env!("CARGO_BIN_EXE_wasmop"),
-                elsewhere.display()
-            ),
-        )?;
-        assert!(elsewhere.is_file(), "-o wrote no {}", elsewhere.display());
-        assert_eq!(std::fs::read(&elsewhere)?, std::fs::read(&custom)?);
-        let path = elsewhere.display().to_string();
-        assert_eq!(
-            built.lines().collect::<Vec<_>>(),
-            [path.as_str()],
-            "stdout: the path"
-        );
-        let mut components = Vec::new();
-        for language in ["rust", "python", "ts", "go", "go-controller-runtime"] {
-            let name = format!("scaffold-{language}");
-            components.push((
-                name.clone(),
-                scaffold(parent.path(), language, &name, "v1/ConfigMap")?,
-            ));
-        }
+        let name = format!("scaffold-{language}");
+        let component = scaffold(parent.path(), language, &name, "v1/ConfigMap")?;
 
         let plane = &shared_by(module_path!()).await?;
-        let namespace = plane.create_namespace("scaffold").await?;
+        let namespace = plane.create_namespace(&name).await?;
         let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, &namespace);
         let mut host = common::host(plane);
-        host.args(["--namespaces", &namespace]);
-        host.args([
-            "--health-probe-bind-address",
-            "0",
-            "--metrics-bind-address",
-            "0",
-        ]);
-        for (_, component) in &components {
-            host.arg("--plugin").arg(component);
-        }
-        let host = host.spawn()?;
+        host.args(["--namespaces", &namespace])
+            .args(common::NO_PORTS);
+        let host = host.arg("--plugin").arg(&component).spawn()?;
         let config: ConfigMap = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "scaffolded"}, "data": {"k": "v"}
         }))?;
         configmaps.create(&PostParams::default(), &config).await?;
-        for (name, _) in &components {
-            let annotation = format!("{name}.wasmop.dev/observed-generation");
-            loop {
-                let current = configmaps.get("scaffolded").await?;
-                let annotations = current.metadata.annotations.unwrap_or_default();
-                if annotations.contains_key(&annotation) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+        let annotation = format!("{name}.wasmop.dev/observed-generation");
+        loop {
+            let current = configmaps.get("scaffolded").await?;
+            let annotations = current.metadata.annotations.unwrap_or_default();
+            if annotations.contains_key(&annotation) {
+                break;
             }
-            eprintln!("[scaffold] {name} marked the ConfigMap in the cluster");
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        eprintln!("[scaffold] {name} marked the ConfigMap in the cluster");
         common::terminate(host).await
     })
     .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_plugin_scaffolds_builds_passes_its_fixtures_and_runs() {
+    scaffolds_and_runs("rust").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_plugin_scaffolds_builds_passes_its_fixtures_and_runs() {
+    scaffolds_and_runs("python").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typescript_plugin_scaffolds_builds_passes_its_fixtures_and_runs() {
+    scaffolds_and_runs("ts").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_plugin_scaffolds_builds_passes_its_fixtures_and_runs() {
+    scaffolds_and_runs("go").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_runtime_plugin_scaffolds_builds_passes_its_fixtures_and_runs() {
+    scaffolds_and_runs("go-controller-runtime").await;
 }

@@ -45,7 +45,7 @@ async fn metrics_answer_only_callers_rbac_lets_read_them() -> anyhow::Result<()>
         let certs = tempfile::tempdir()?;
         let tls = connector(write_certificates(certs.path())?)?;
         let (metrics, probes) = (free_address(), free_address());
-        let host = common::host_as(plane, &operator)
+        let host = common::host_as(&operator)
             .arg("--plugin")
             .arg(common::component("webapp"))
             .args(["--metrics-bind-address", &metrics])

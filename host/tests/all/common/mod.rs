@@ -102,10 +102,17 @@ pub async fn converged(
     }
 }
 
+/// The compile cache of every host the tests start: an artifact is keyed by its component and the
+/// engine's settings, so each component compiles once for the checkout's target folder, not once
+/// per control plane. Tests of the cache itself give their hosts a folder of their own.
+pub fn compile_cache() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compiled")
+}
+
 /// `wasmop run` against `plane`, with the shared compile cache, logging to the test's stderr and
 /// killed when dropped; callers add plugins and settings.
 pub fn host(plane: &wasmop_envtest::ControlPlane) -> tokio::process::Command {
-    host_as(plane, plane.kubeconfig_path())
+    host_as(plane.kubeconfig_path())
 }
 
 /// `wasmop run` options that serve metrics and probes on no port, for hosts that run beside
@@ -118,15 +125,12 @@ pub const NO_PORTS: [&str; 4] = [
 ];
 
 /// [`host`] speaking to the apiserver with the identity in `kubeconfig`.
-pub fn host_as(
-    plane: &wasmop_envtest::ControlPlane,
-    kubeconfig: &std::path::Path,
-) -> tokio::process::Command {
+pub fn host_as(kubeconfig: &std::path::Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
     command
         .args(["run", "--kubeconfig"])
         .arg(kubeconfig)
-        .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+        .env("WASMOP_COMPILE_CACHE", compile_cache())
         .stderr(std::process::Stdio::inherit())
         .kill_on_drop(true);
     command
@@ -155,7 +159,7 @@ pub async fn rbac_with(
         .args(options)
         .args(["--namespace", namespace, "--kubeconfig"])
         .arg(plane.kubeconfig_path())
-        .env("WASMOP_COMPILE_CACHE", plane.dir().join("compiled"))
+        .env("WASMOP_COMPILE_CACHE", compile_cache())
         .stderr(std::process::Stdio::inherit())
         .output()
         .await?;

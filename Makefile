@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo demo-cluster test test-build test-cluster test-operators bench bench-large bench-profile fuzz soak guests control-plane image down install docs
+.PHONY: help demo demo-cluster test test-build test-binaries comparators toolchains wasmop-binary test-cluster test-operators bench bench-large bench-profile fuzz soak guests control-plane image down install docs
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
@@ -20,13 +20,19 @@ help:
 	@echo "make install  wasmop on your PATH (cargo install --path host, into ~/.cargo/bin)"
 	@echo "make docs   each guest SDK's API reference, into target/docs/<rust|go|python|ts>/"
 
-guests:
+guests: toolchains wasmop-binary
+	target/debug/wasmop build
+
+# Each guest language's toolchain, installed under the checkout on first use.
+toolchains:
 	@guest-sdk/rust/install-toolchain
 	@guest-sdk/python/install-toolchain
 	@guest-sdk/js/install-toolchain
 	@guest-sdk/go/install-toolchain
+
+# The host binary, which builds the guests and which the tests run.
+wasmop-binary:
 	cargo build --bin wasmop
-	target/debug/wasmop build
 
 # The compatibility corpus: each operator's controller compiled unchanged into a plugin, and its
 # own envtest suite run with wasmop where its manager was (tests/operators/README.md).
@@ -44,15 +50,20 @@ control-plane:
 	@tests/k8s/build.sh --registry >/dev/null
 	@tests/k8s/build.sh --tools >/dev/null
 
-# What `make test` runs against, built while the control plane's Go tools build beside it: each
-# keeps the two cores busy through the other's serial stretches (links, the largest crates).
-test-build: guests
+# What `make test` runs against, built while the control plane's Go tools build beside it, and
+# the guests beside the test binaries once the host binary is built: each keeps the two cores
+# busy through the others' serial stretches (links, the largest crates, the guest toolchains).
+test-build: guests test-binaries comparators
+
+test-binaries: wasmop-binary
+	cargo test --workspace --no-run
+	cargo test --manifest-path plugins/Cargo.toml --no-run
+
+comparators: test-binaries
 	@echo "[test] the benchmark's comparators, for the conformance suite (tests/conformance/tests/comparators.rs)"
 	tests/bench/controller-runtime/build
 	cargo build -p webapp-kube-rs
 	tests/bench/kopf/install
-	cargo test --workspace --no-run
-	cargo test --manifest-path plugins/Cargo.toml --no-run
 
 test:
 	@$(MAKE) --no-print-directory -j3 control-plane test-build

@@ -48,17 +48,13 @@ pub(super) fn build(
         .arg("-check");
     step::run(Language::Go, "checking the bindings", &sdk, &mut bindgen)?;
     let work = checkout.target().join("go-guests");
-    std::fs::create_dir_all(&work).map_err(|source| BuildError::Io {
-        path: work.clone(),
-        source,
-    })?;
     for plugin in plugins {
         let started = Instant::now();
         let name = &plugin.name;
         let dir = &plugin.dir;
         say(Language::Go, format!("building {} ...", dir.display()));
-        let pid = std::process::id();
-        let file = |stage: &str| work.join(format!("{name}.{pid}.{stage}.wasm"));
+        let stage = step::Stage::new(&work, name)?;
+        let file = |step: &str| stage.join(format!("{step}.wasm"));
         let mut go = Command::new("go");
         go.args(["build", "-buildmode=c-shared", "-trimpath"])
             .args(flags(&tool, dir)?)
@@ -98,9 +94,6 @@ pub(super) fn build(
             name: format!("{name}-go.wasm"),
             took: started.elapsed(),
         })?;
-        for stage in ["core", "arena", "embedded", "component"] {
-            step::unstage(&file(stage));
-        }
     }
     Ok(())
 }

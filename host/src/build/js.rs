@@ -41,7 +41,7 @@ pub(super) fn build(
             format!("building {} ...", plugin.dir.display()),
         );
         type_check(&bin, &plugin.dir)?;
-        let stage = step::stage(&checkout.target().join("js"), &plugin.name)?;
+        let stage = step::Stage::new(&checkout.target().join("js"), &plugin.name)?;
         let mut bundle = Command::new("node");
         bundle
             .arg(sdk.join("tools/bundle.mjs"))
@@ -67,7 +67,6 @@ pub(super) fn build(
             name: format!("{}-js.wasm", plugin.name),
             took: started.elapsed(),
         })?;
-        step::unstage(&stage);
     }
     Ok(())
 }

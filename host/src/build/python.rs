@@ -42,7 +42,7 @@ pub(super) fn build(
             Language::Python,
             format!("building {} ...", plugin.dir.display()),
         );
-        let entry = step::stage(&checkout.target().join("python/plugins"), &plugin.name)?;
+        let entry = step::Stage::new(&checkout.target().join("python/plugins"), &plugin.name)?;
         write_entry(&entry, plugin)?;
         let wasm = entry.join("component.wasm");
         let mut command = Command::new(&componentize);
@@ -69,7 +69,6 @@ pub(super) fn build(
             name: format!("{}-python.wasm", plugin.name),
             took: started.elapsed(),
         })?;
-        step::unstage(&entry);
     }
     Ok(())
 }
@@ -92,13 +91,7 @@ fn write_entry(entry: &Path, plugin: &Plugin) -> Result<(), BuildError> {
 /// removes) a half-written folder.
 fn bindings(checkout: &Checkout, componentize: &Path) -> Result<(), BuildError> {
     let out = checkout.target().join("python/bindings");
-    let fresh = out.with_extension(format!("new-{}", std::process::id()));
-    if fresh.exists() {
-        std::fs::remove_dir_all(&fresh).map_err(|source| BuildError::Io {
-            path: fresh.clone(),
-            source,
-        })?;
-    }
+    let fresh = step::Stage::new(&checkout.target().join("python"), "bindings")?;
     let mut command = Command::new(componentize);
     command
         .arg("-d")
@@ -111,7 +104,8 @@ fn bindings(checkout: &Checkout, componentize: &Path) -> Result<(), BuildError> 
 }
 
 /// `fresh` in `out`'s place, the folder it replaces removed; when another build swapped its own
-/// in meanwhile, that one is kept (both were generated from the same WIT).
+/// in meanwhile, that one is kept (both were generated from the same WIT) and `fresh` is left to
+/// its stage's removal.
 fn swap_in(fresh: &Path, out: &Path) -> Result<(), BuildError> {
     let old = out.with_extension(format!("old-{}", std::process::id()));
     match std::fs::rename(out, &old) {
@@ -130,10 +124,7 @@ fn swap_in(fresh: &Path, out: &Path) -> Result<(), BuildError> {
             path: out.to_owned(),
             source,
         }),
-        _ => {
-            let _ = std::fs::remove_dir_all(fresh);
-            Ok(())
-        }
+        _ => Ok(()),
     }
 }
 

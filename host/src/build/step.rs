@@ -145,20 +145,44 @@ pub(super) fn path_with(dir: &Path) -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap_or(rest)
 }
 
-/// A fresh, empty folder under `parent` for this process's build of `name`: builds running beside
-/// each other never share one. [`unstage`] removes it once the component is installed.
-pub(super) fn stage(parent: &Path, name: &str) -> Result<PathBuf, BuildError> {
-    let dir = parent.join(format!("{name}.{}", std::process::id()));
-    fresh_dir(&dir)?;
-    Ok(dir)
+/// A folder of this process's own under its parent, for one build: builds running beside each
+/// other never share one, and it is removed when dropped, once the component is installed or the
+/// build has failed.
+pub(super) struct Stage(PathBuf);
+
+impl Stage {
+    /// A fresh, empty folder under `parent` for this process's build of `name`.
+    pub(super) fn new(parent: &Path, name: &str) -> Result<Self, BuildError> {
+        let dir = parent.join(format!("{name}.{}", std::process::id()));
+        fresh_dir(&dir)?;
+        Ok(Stage(dir))
+    }
 }
 
-/// Removes what a build staged; what cannot be removed is left for the next build of the name.
-pub(super) fn unstage(staged: &Path) {
-    let _ = match staged.is_dir() {
-        true => std::fs::remove_dir_all(staged),
-        false => std::fs::remove_file(staged),
-    };
+impl std::ops::Deref for Stage {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Stage {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Stage {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A fresh, empty `dir`.

@@ -30,15 +30,22 @@ toolchains:
 	@guest-sdk/js/install-toolchain
 	@guest-sdk/go/install-toolchain
 
+# Cargo resolves features once per command: `cargo test --workspace` turns on what the
+# dev-dependencies ask for (tokio's test clock), and a plain `cargo build --bin wasmop` does not,
+# so each compiled the host and everything above tokio (kube, hyper, wasmtime-wasi) again.
+# `--examples` asks for the dev-dependencies' features (the workspace has no examples to build):
+# the binaries below share every crate with the test build.
+AS_TESTED := --workspace --examples
+
 # The host binary, which builds the guests and which the tests run.
 wasmop-binary:
-	cargo build --bin wasmop
+	cargo build $(AS_TESTED) --bin wasmop
 
 # The compatibility corpus: each operator's controller compiled unchanged into a plugin, and its
 # own envtest suite run with wasmop where its manager was (tests/operators/README.md).
 test-operators:
 	@tests/k8s/build.sh >/dev/null
-	cargo build --bin wasmop
+	@$(MAKE) --no-print-directory wasmop-binary
 	tests/operators/run external-secrets
 	tests/operators/run kuberay
 	tests/operators/run kueue
@@ -62,7 +69,7 @@ test-binaries: wasmop-binary
 comparators: test-binaries
 	@echo "[test] the benchmark's comparators, for the conformance suite (tests/conformance/tests/comparators.rs)"
 	tests/bench/controller-runtime/build
-	cargo build -p webapp-kube-rs
+	cargo build $(AS_TESTED) --bin webapp-kube-rs
 	tests/bench/kopf/install
 
 test:
@@ -146,7 +153,6 @@ test-cluster: image
 	cargo test -p wasmop --features cluster-tests --test all -- pods:: pods_registry:: pods_chart::
 
 demo: control-plane guests
-	cargo build --bin wasmop
 	deploy/demo
 
 down:

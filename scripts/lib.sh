@@ -20,8 +20,8 @@ die() {
 use_wasmop() {
   local checkout=${root:-${repo:?set root or repo before use_wasmop}}
   if [[ -z ${WASMOP:-} ]]; then
-    say "building wasmop (cargo build --bin wasmop), which the fixture tests build and run plugins with ..."
-    (cd "$checkout" && cargo build --quiet --bin wasmop) || die "could not build wasmop"
+    say "building wasmop (make wasmop-binary), which the fixture tests build and run plugins with ..."
+    make -C "$checkout" --no-print-directory -s wasmop-binary || die "could not build wasmop"
     WASMOP="$checkout/target/debug/wasmop"
   fi
   [[ -x $WASMOP ]] || die "WASMOP=$WASMOP is not an executable"

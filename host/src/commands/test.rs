@@ -33,13 +33,27 @@ pub(crate) async fn test_plugin(args: TestArgs) -> anyhow::Result<bool> {
     let files = fixture_files(&paths)?;
     anyhow::ensure!(!files.is_empty(), "no fixture files in {paths:?}");
     let report = Report(args.format);
-    let mut failed = 0;
+    let (mut failed, mut accepted) = (0, 0);
     for file in &files {
-        let passed = test_fixture(&tester, file, args.accept, report).await?;
-        failed += usize::from(!passed);
+        match test_fixture(&tester, file, args.accept, report).await? {
+            Verdict::Passed => {}
+            Verdict::Failed => failed += 1,
+            Verdict::Accepted => accepted += 1,
+        }
     }
-    report.summary(tester.plugin().name(), files.len(), failed);
+    report.summary(tester.plugin().name(), files.len(), failed, accepted);
     Ok(failed == 0)
+}
+
+/// What became of one fixture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// The plugin did what it expects.
+    Passed,
+    /// It did not (or the file is no fixture).
+    Failed,
+    /// It did not, and `--accept` rewrote it to expect what was done: the run still succeeds.
+    Accepted,
 }
 
 /// Prints results as [`ReportFormat`] says.
@@ -74,11 +88,19 @@ impl Report {
     }
 
     /// The run's totals.
-    fn summary(self, plugin: &str, fixtures: usize, failed: usize) {
+    fn summary(self, plugin: &str, fixtures: usize, failed: usize, accepted: usize) {
         match self.0 {
+            ReportFormat::Text if accepted > 0 => println!(
+                "{plugin}: {fixtures} fixtures, {failed} failed, {accepted} accepted (rewritten)"
+            ),
             ReportFormat::Text => println!("{plugin}: {fixtures} fixtures, {failed} failed"),
             ReportFormat::Json => {
-                let line = json!({"plugin": plugin, "fixtures": fixtures, "failed": failed});
+                let line = json!({
+                    "plugin": plugin,
+                    "fixtures": fixtures,
+                    "failed": failed,
+                    "accepted": accepted,
+                });
                 println!("{line}");
             }
         }
@@ -87,18 +109,18 @@ impl Report {
 
 /// Runs the fixture in `file`, printing its verdict and differences (a file that is no fixture
 /// fails with what is wrong), and with `accept`, rewriting the expectations that differ in the
-/// file's own text; whether it passed.
+/// file's own text.
 async fn test_fixture(
     tester: &Tester,
     file: &Path,
     accept: bool,
     report: Report,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Verdict> {
     let fixture = match Fixture::load(file) {
         Ok(fixture) => fixture,
         Err(error) => {
             report.fixture(file, None, false, &[error.to_string()]);
-            return Ok(false);
+            return Ok(Verdict::Failed);
         }
     };
     let checked = tester.check(&fixture).await;
@@ -123,7 +145,13 @@ async fn test_fixture(
             "accepted: {} now expects what was done",
             file.display()
         ));
+        report.fixture(file, Some(&shown), false, &notes);
+        return Ok(Verdict::Accepted);
     }
     report.fixture(file, Some(&shown), checked.passed(), &notes);
-    Ok(checked.passed())
+    Ok(if checked.passed() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    })
 }

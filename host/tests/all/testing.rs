@@ -255,7 +255,7 @@ fn a_json_report_has_a_line_per_fixture_and_the_totals_last() {
     let (totals, fixtures) = lines.split_last().expect("lines");
     assert_eq!(
         *totals,
-        serde_json::json!({"plugin": "webapp", "fixtures": 5, "failed": 2})
+        serde_json::json!({"plugin": "webapp", "fixtures": 5, "failed": 2, "accepted": 0})
     );
     assert_eq!(fixtures.len(), 5);
     let failed: Vec<&serde_json::Value> =
@@ -303,8 +303,13 @@ fn accept_rewrites_a_failing_fixture_to_what_was_sent() {
     let mut accept = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"));
     accept.args(["test", "--accept"]).arg(&webapp).arg(&fixture);
     let accepted = accept.env("RUST_LOG", "error").output().unwrap();
-    assert_eq!(accepted.status.code(), Some(1), "{}", stdout(&accepted));
-    assert!(stdout(&accepted).contains("now expects what was done"));
+    let text = stdout(&accepted);
+    assert!(accepted.status.success(), "{text}");
+    assert!(text.contains("now expects what was done"), "{text}");
+    assert!(
+        text.ends_with("webapp: 1 fixtures, 0 failed, 1 accepted (rewritten)\n"),
+        "{text}"
+    );
 
     let rerun = wasmop_test(&[&webapp, &fixture]);
     assert!(rerun.status.success(), "{}", stdout(&rerun));
@@ -356,7 +361,7 @@ fn accept_changes_only_the_lines_that_differ() {
         .env("RUST_LOG", "error")
         .output()
         .unwrap();
-    assert_eq!(accepted.status.code(), Some(1), "{}", stdout(&accepted));
+    assert!(accepted.status.success(), "{}", stdout(&accepted));
     let rewritten = std::fs::read_to_string(&fixture).unwrap();
     let (before, after): (Vec<&str>, Vec<&str>) =
         (authored.lines().collect(), rewritten.lines().collect());
@@ -366,4 +371,26 @@ fn accept_changes_only_the_lines_that_differ() {
     for (was, now) in changed {
         assert_eq!(was.replace("webapp/0.1.0", "webapp/0.2.0"), **now);
     }
+}
+
+#[test]
+fn a_user_error_is_one_line_of_causes_without_a_backtrace() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.wasm");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .arg("test")
+        .arg(&missing)
+        .arg(fixtures())
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains("missing.wasm"),
+        "{stderr}"
+    );
 }

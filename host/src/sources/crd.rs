@@ -590,7 +590,7 @@ impl Installer {
             Err(
                 error @ (ModuleError::Digest
                 | ModuleError::Oci {
-                    source: OciError::Digest(_),
+                    source: OciError::Digest { .. },
                     ..
                 }),
             ) => return Err(("DigestMismatch", error.to_string())),

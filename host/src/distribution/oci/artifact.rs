@@ -117,8 +117,10 @@ pub(super) fn component_layer(reference: &OciRef, raw: &[u8]) -> Result<OciDescr
     if raw.len() > MAX_MANIFEST_BYTES {
         return Err(OciError::TooLarge("manifest", MAX_MANIFEST_BYTES));
     }
-    if digest(raw) != reference.digest() {
-        return Err(OciError::Digest("manifest"));
+    let found = digest(raw);
+    if found != reference.digest() {
+        let found = format!("its bytes hash to {found}");
+        return Err(OciError::digest("manifest", reference.digest(), found));
     }
     let manifest: OciImageManifest =
         serde_json::from_slice(raw).map_err(|_| OciError::Layout("not an OCI image manifest"))?;
@@ -228,7 +230,13 @@ mod tests {
         let elsewhere = format!("r.example/webapp@{}", digest(b"another manifest"));
         let moved = component_layer(&OciRef::parse(&elsewhere).unwrap(), &artifact.manifest);
         assert!(
-            matches!(moved, Err(OciError::Digest("manifest"))),
+            matches!(
+                moved,
+                Err(OciError::Digest {
+                    what: "manifest",
+                    ..
+                })
+            ),
             "{moved:?}"
         );
         let precompiled = Precompiled {

@@ -3,9 +3,12 @@
 
 use std::time::Duration;
 
-use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 
 use super::proxy::Proxy;
+
+/// The most of a digest an error shows: `sha256:` and 64 hex digits (a manifest may say more).
+const SHOWN_DIGEST_CHARS: usize = 71;
 
 /// A pull or push failed.
 #[derive(Debug, thiserror::Error)]
@@ -32,8 +35,15 @@ pub enum OciError {
     #[error("the {0} is larger than {1} bytes")]
     TooLarge(&'static str, usize),
     /// A manifest or blob is not what its digest names.
-    #[error("the {0} does not match its digest")]
-    Digest(&'static str),
+    #[error("the {what} {expected} does not match its digest: {found}")]
+    Digest {
+        /// Which: the manifest, the component, a precompiled component, a blob.
+        what: &'static str,
+        /// The digest it was asked for by (at most a sha256 digest's length of it).
+        expected: String,
+        /// What came instead: its own digest, or its size when that is already wrong.
+        found: String,
+    },
     /// The manifest is not a Wasm artifact the host loads.
     #[error("not a Wasm component artifact: {0}")]
     Layout(&'static str),
@@ -72,6 +82,17 @@ pub enum OciError {
 }
 
 impl OciError {
+    /// The `what` asked for by the digest `expected` came as `found` says.
+    pub(super) fn digest(what: &'static str, expected: &str, found: String) -> Self {
+        let expected = expected.chars().take(SHOWN_DIGEST_CHARS).collect();
+        let found = found.chars().take(SHOWN_DIGEST_CHARS + 20).collect();
+        OciError::Digest {
+            what,
+            expected,
+            found,
+        }
+    }
+
     /// What `error` says that is safe to show; a refusal by the `proxy` the pull went through
     /// explains a failed connection.
     pub(super) fn registry(error: OciDistributionError, proxy: Option<&Proxy>) -> Self {
@@ -102,7 +123,10 @@ impl OciError {
                 let codes: Vec<String> = envelope.errors.iter().map(|e| code(&e.code)).collect();
                 format!("answered {}", codes.join(", "))
             }
-            E::DigestError(_) => return OciError::Digest("blob"),
+            E::DigestError(DigestError::VerificationError { expected, actual }) => {
+                return OciError::digest("blob", &expected, format!("its bytes hash to {actual}"));
+            }
+            E::DigestError(_) => "sent a digest the host cannot check".to_owned(),
             E::RequestError(e) if e.is_timeout() => {
                 return OciError::Unreachable("did not answer in time");
             }

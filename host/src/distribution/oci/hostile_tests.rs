@@ -194,12 +194,18 @@ async fn a_blob_that_is_not_its_digest_is_refused() {
     let manifest = manifest(COMPONENT, 0);
     let mut other = COMPONENT.to_vec();
     other[9] ^= 1;
+    let sent = digest(&other);
     let registry = Hostile::start("127.0.0.1", manifest.clone(), Blob::Bytes(other)).await;
     let error = pull(&registry, &manifest, &RegistryAuth::Anonymous)
         .await
         .unwrap_err();
-    println!("blob not its digest: {error}");
-    assert!(matches!(error, OciError::Digest(_)), "{error}");
+    let text = error.to_string();
+    assert!(matches!(error, OciError::Digest { .. }), "{text}");
+    let pinned = digest(COMPONENT);
+    assert_eq!(
+        text,
+        format!("the component {pinned} does not match its digest: its bytes hash to {sent}")
+    );
 }
 
 #[tokio::test]
@@ -312,7 +318,7 @@ async fn a_spooled_layer_is_checked_as_a_held_one_and_leaves_no_file_behind() {
     let mut other = COMPONENT.to_vec();
     other[9] ^= 1;
     let error = spooled(Blob::Bytes(other), dir.path()).await.unwrap_err();
-    assert!(matches!(error, OciError::Digest(_)), "{error}");
+    assert!(matches!(error, OciError::Digest { .. }), "{error}");
     let error = spooled(Blob::Endless, dir.path()).await.unwrap_err();
     assert!(matches!(error, OciError::TooLarge(..)), "{error}");
 

@@ -519,19 +519,31 @@ impl Pull<'_> {
         self.client
             .pull_blob(self.reference.oci(), layer, &mut out)
             .await
-            .or_else(|e| match out.overflowed {
-                true => Ok(()),
-                false => Err(self.failed(e)),
+            .or_else(|e| match (out.overflowed, self.failed(e)) {
+                (true, _) => Ok(()),
+                (
+                    false,
+                    OciError::Digest {
+                        expected, found, ..
+                    },
+                ) => Err(OciError::Digest {
+                    what,
+                    expected,
+                    found,
+                }),
+                (false, error) => Err(error),
             })?;
         if out.overflowed {
             return Err(OciError::TooLarge(what, size));
         }
         let spooled = |e: std::io::Error| OciError::Spool(what, e.to_string());
         out.inner.flush().await.map_err(spooled)?;
-        match out.written == size && crate::distribution::digest_of(out.hasher) == layer.digest {
-            true => Ok(out.inner),
-            false => Err(OciError::Digest(what)),
-        }
+        let found = match crate::distribution::digest_of(out.hasher) {
+            _ if out.written != size => format!("it is {} bytes, not {size}", out.written),
+            found if found != layer.digest => format!("its bytes hash to {found}"),
+            _ => return Ok(out.inner),
+        };
+        Err(OciError::digest(what, &layer.digest, found))
     }
 
     /// The cosign signatures of the pinned digest in its repository (none when it has none).

@@ -453,14 +453,14 @@ fn what(power: Power<'_>) -> String {
         }
         Power::Validate(k, namespace) => {
             format!(
-                "asks for a validating webhook on {} {}",
+                "asks for a validating webhook on {} {}, which needs `get` on it",
                 kind(k),
                 place(namespace)
             )
         }
         Power::Default(k, namespace) => {
             format!(
-                "asks for a defaulting webhook on {} {}",
+                "asks for a defaulting webhook on {} {}, which needs `update` or `patch` on it",
                 kind(k),
                 place(namespace)
             )
@@ -470,7 +470,11 @@ fn what(power: Power<'_>) -> String {
              operator",
             kind(k)
         ),
-        Power::Convert(k) => format!("asks to convert {}", kind(k)),
+        Power::Convert(k) => format!(
+            "asks to convert {}, which needs `get` and `update` or `patch` on it across \
+             namespaces, and the operator's policy naming the conversion",
+            kind(k)
+        ),
         Power::Event(namespace) => format!("may not record events {}", place(namespace)),
         Power::Own(k, namespace) => {
             format!(
@@ -696,12 +700,18 @@ mod tests {
         let secrets = on(vec![rule(secret())], vec![]);
         let reason = refused(&plugin, Some(&secrets), &policy).unwrap();
         assert!(
-            reason.contains("validating webhook on Secret.v1") && reason.contains("declared"),
+            reason.contains("validating webhook on Secret.v1")
+                && reason.contains("needs `get` on it")
+                && reason.contains("declared"),
             "{reason}"
         );
         let pods = on(vec![], vec![rule(GroupVersionKind::gvk("", "v1", "Pod"))]);
         let reason = refused(&plugin, Some(&pods), &policy).unwrap();
-        assert!(reason.contains("defaulting webhook on Pod.v1"), "{reason}");
+        assert!(
+            reason.contains("defaulting webhook on Pod.v1")
+                && reason.contains("needs `update` or `patch` on it"),
+            "{reason}"
+        );
 
         let reader = Registration::minimal("reader");
         let rewrites = on(vec![], vec![rule(configmap())]);

@@ -77,6 +77,7 @@ struct Families {
     webhook_latency: HistogramVec,
     webhook_in_flight: IntGaugeVec,
     webhook_failures: IntCounterVec,
+    webhook_denials: IntCounterVec,
     review_refusals: IntCounterVec,
 }
 
@@ -268,6 +269,12 @@ impl Families {
                 "Webhook calls the plugin failed to answer (trap, timeout, garbage), answered by its failure policy",
                 &["webhook", "failure_policy"],
             ),
+            webhook_denials: counter(
+                r,
+                "wasmop_webhook_denials_total",
+                "Admission requests refused: by the plugin's verdict, or an object nested too deep to review (a failing plugin's failure policy counts in wasmop_webhook_plugin_failures_total)",
+                &["webhook"],
+            ),
             review_refusals: counter(
                 r,
                 "wasmop_http_review_refusals_total",
@@ -390,6 +397,7 @@ impl Metrics {
         forget(&f.webhook_latency, webhook);
         forget(&f.webhook_in_flight, webhook);
         forget(&f.webhook_failures, webhook);
+        forget(&f.webhook_denials, webhook);
     }
 
     /// Removes the load failure series of `source`, once it is gone.
@@ -448,9 +456,9 @@ pub struct WebhookRequest {
 }
 
 impl WebhookRequest {
-    /// Counts the answer: its HTTP status, its latency, and the failure policy that answered for
-    /// a plugin that failed, if one did.
-    pub fn answered(self, code: u16, failure_policy: Option<&str>) {
+    /// Counts the answer: its HTTP status, its latency, the failure policy that answered for
+    /// a plugin that failed, if one did, and whether it refused the admission.
+    pub fn answered(self, code: u16, failure_policy: Option<&str>, denied: bool) {
         let families = &self.metrics.families;
         let webhook = [self.webhook.as_str()];
         families
@@ -466,6 +474,9 @@ impl WebhookRequest {
                 .webhook_failures
                 .with_label_values(&[self.webhook.as_str(), policy])
                 .inc();
+        }
+        if denied {
+            families.webhook_denials.with_label_values(&webhook).inc();
         }
     }
 }
@@ -709,7 +720,10 @@ mod tests {
             metrics.plugin(name).memory(1 << 20);
             metrics
                 .webhook_request(&format!("/validate/{name}"))
-                .answered(500, Some("Fail"));
+                .answered(500, Some("Fail"), false);
+            metrics
+                .webhook_request(&format!("/validate/{name}"))
+                .answered(200, None, true);
             metrics.load_failed(&format!("clusterwasmreconciler/{name}"));
         }
         let series = |text: &str, name: &str| {

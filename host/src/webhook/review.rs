@@ -67,6 +67,9 @@ pub struct Answer {
     pub json: Vec<u8>,
     /// The plugin trapped, ran out of time or answered garbage.
     pub plugin_failed: bool,
+    /// The admission was refused, by the plugin's verdict or by the host (an object nested too
+    /// deep to review), not by the failure policy of a plugin that failed.
+    pub denied: bool,
 }
 
 /// Answers an AdmissionReview `body` with `plugin`'s `hook`.
@@ -85,7 +88,7 @@ pub async fn admission(
     if let Err(too_deep) = depth::check("the object under review", body, 2) {
         let mut response = AdmissionResponse::invalid(too_deep);
         response.uid = uid(body).map_err(malformed)?;
-        return Ok(answer(&response.into_review(), false));
+        return Ok(answer(&response.into_review(), false, true));
     }
     let review: AdmissionReview<DynamicObject> =
         serde_json::from_slice(body).map_err(|e| malformed(e.into()))?;
@@ -112,7 +115,8 @@ pub async fn admission(
             true,
         ),
     };
-    Ok(answer(&response.into_review(), plugin_failed))
+    let denied = !plugin_failed && !response.allowed;
+    Ok(answer(&response.into_review(), plugin_failed, denied))
 }
 
 /// Answers a ConversionReview `body` with `plugin`'s `convert`.
@@ -127,7 +131,7 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewEr
         let status = Status::failure(&too_deep.to_string(), "ConversionFailed");
         let mut response = ConversionResponse::invalid(status);
         response.uid = uid(body).map_err(malformed)?;
-        return Ok(answer(&response.into_review(), false));
+        return Ok(answer(&response.into_review(), false, false));
     }
     let review: ConversionReview = serde_json::from_slice(body).map_err(|e| malformed(e.into()))?;
     let mut request =
@@ -142,14 +146,15 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewEr
             failed,
         ),
     };
-    Ok(answer(&response.into_review(), plugin_failed))
+    Ok(answer(&response.into_review(), plugin_failed, false))
 }
 
 /// The review to send back.
-fn answer(review: &impl serde::Serialize, plugin_failed: bool) -> Answer {
+fn answer(review: &impl serde::Serialize, plugin_failed: bool, denied: bool) -> Answer {
     Answer {
         json: serde_json::to_vec(review).expect("a review serialises"),
         plugin_failed,
+        denied,
     }
 }
 

@@ -2,7 +2,8 @@
 //! `/convert/<plugin>`, each answered by the plugin of that name loaded now (a hot swap changes
 //! the answer at once), with the failure policy the operator chose for it. Bodies are read up to
 //! [`MAX_BODY`]; anything else is answered with the HTTP status that says what is wrong. Every
-//! request to a served route is counted under controller-runtime's webhook metrics, by path.
+//! request to a served route is counted under controller-runtime's webhook metrics, by path, and
+//! each refused admission in `wasmop_webhook_denials_total`.
 
 use std::sync::Arc;
 
@@ -35,15 +36,17 @@ impl WebhookServer {
             return text(StatusCode::NOT_FOUND, format!("no webhook at {path}"));
         };
         let counted = self.metrics.webhook_request(&path);
-        let (response, failed) = match request.method() {
+        let (response, outcome) = match request.method() {
             &Method::POST => self.review(hook, &plugin, request.into_body()).await,
             _ => (
                 text(StatusCode::METHOD_NOT_ALLOWED, "webhooks take POST".into()),
-                false,
+                Outcome::default(),
             ),
         };
-        let policy = failed.then(|| plugin.failure_policy().as_str());
-        counted.answered(response.status().as_u16(), policy);
+        let policy = outcome
+            .plugin_failed
+            .then(|| plugin.failure_policy().as_str());
+        counted.answered(response.status().as_u16(), policy, outcome.denied);
         response
     }
 
@@ -55,19 +58,19 @@ impl WebhookServer {
         (known && plugin.webhooks().is_some()).then_some((hook, plugin))
     }
 
-    /// The plugin's answer to the review in `body`, and whether the plugin failed to give it.
+    /// The plugin's answer to the review in `body`, and what became of it.
     async fn review(
         &self,
         hook: &str,
         plugin: &Plugin,
         body: Incoming,
-    ) -> (Response<Full<Bytes>>, bool) {
+    ) -> (Response<Full<Bytes>>, Outcome) {
         let body = match Limited::new(body, MAX_BODY).collect().await {
             Ok(body) => body.to_bytes(),
             Err(error) => {
                 return (
                     text(StatusCode::PAYLOAD_TOO_LARGE, error.to_string()),
-                    false,
+                    Outcome::default(),
                 );
             }
         };
@@ -82,11 +85,27 @@ impl WebhookServer {
                 let mut response = Response::new(Full::new(Bytes::from(answer.json)));
                 let kind = HeaderValue::from_static("application/json");
                 response.headers_mut().insert(CONTENT_TYPE, kind);
-                (response, answer.plugin_failed)
+                let outcome = Outcome {
+                    plugin_failed: answer.plugin_failed,
+                    denied: answer.denied,
+                };
+                (response, outcome)
             }
-            Err(error) => (text(StatusCode::BAD_REQUEST, error.to_string()), false),
+            Err(error) => (
+                text(StatusCode::BAD_REQUEST, error.to_string()),
+                Outcome::default(),
+            ),
         }
     }
+}
+
+/// What became of a review, for its metrics.
+#[derive(Debug, Default, Clone, Copy)]
+struct Outcome {
+    /// The plugin failed to answer; its failure policy did.
+    plugin_failed: bool,
+    /// The admission was refused.
+    denied: bool,
 }
 
 impl Handler for WebhookServer {

@@ -220,6 +220,12 @@ async fn webapps_are_validated_defaulted_and_converted_by_the_plugin_and_its_swa
             .await?;
             assert!(answered >= 1.0, "{hook} answered {answered} times");
         }
+        // crowded (twice), bad-image and crowded in v1beta1 were refused by the plugin's verdict.
+        let name = "wasmop_webhook_denials_total";
+        let denied = metric(&metrics, name, &[("webhook", "/validate/webapp")]).await?;
+        assert!(denied >= 4.0, "4 refusals counted as {denied}");
+        let defaulted = metric(&metrics, name, &[("webhook", "/default/webapp")]).await?;
+        assert_eq!(defaulted, 0.0, "defaulting refused nothing");
 
         common::publish("webapp-v2", dir.path(), "webapp.wasm")?;
         let args = ["apply", "--dry-run=server", "-n", ns, "-f", "-"];
@@ -335,6 +341,9 @@ async fn spin_with(
         failures >= 1.0,
         "the failure is counted under {policy}: {failures}"
     );
+    let labels = [("webhook", "/validate/guest-spin")];
+    let denials = metric(&metrics, "wasmop_webhook_denials_total", &labels).await?;
+    assert_eq!(denials, 0.0, "a failure policy's answer is no denial");
     host.kill().await?;
     plane
         .run_kubectl(&["delete", "validatingwebhookconfiguration", &name], None)

@@ -50,6 +50,8 @@ struct Shape {
 
 /// The variable `env` sets to the registry's address (`127.0.0.1:<port>`, or the node's).
 const REGISTRY_VARIABLE: &str = "WASMOP_REGISTRY";
+/// What `wasmop` reads for the registries it speaks plain HTTP to.
+const PLAIN_HTTP_VARIABLE: &str = "WASMOP_REGISTRY_PLAIN_HTTP";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -145,6 +147,9 @@ async fn serve(state: &StateDir, shape: Shape) -> anyhow::Result<()> {
         .map(|registry| registry.address().to_owned());
     if let Some(address) = &registry_address {
         env.push_str(&format!("export {REGISTRY_VARIABLE}={address}\n"));
+        // It serves plain HTTP: wasmop push, pull, sign and run read this for their
+        // --registry-plain-http, so no command needs the flag.
+        env.push_str(&format!("export {PLAIN_HTTP_VARIABLE}={address}\n"));
     }
     std::fs::write(state.env_file(), env)?;
     let [etcd, apiserver] = plane.pids();

@@ -138,3 +138,29 @@ async fn an_htpasswd_registry_over_tls_lets_in_only_the_right_password() -> anyh
     })
     .await
 }
+
+/// `tests/control-plane up --registry` then `env`: the registry's address, and that it serves
+/// plain HTTP (for wasmop's `--registry-plain-http`), so no command needs the flag.
+#[tokio::test]
+async fn the_launcher_exports_its_registry_as_one_spoken_to_over_plain_http() -> anyhow::Result<()>
+{
+    let dev = tempfile::tempdir()?;
+    let launcher = |command: &str| {
+        let mut launcher = tokio::process::Command::new(env!("CARGO_BIN_EXE_wasmop-envtest"));
+        launcher.env("WASMOP_DEV_DIR", dev.path()).arg(command);
+        launcher
+    };
+    let up = launcher("up").arg("--registry").status();
+    ensure!(within(LIMIT, "the launcher", up).await?.success());
+    let env = String::from_utf8(launcher("env").output().await?.stdout)?;
+    ensure!(launcher("down").status().await?.success(), "down: {env}");
+    let exported = |name: &str| {
+        env.lines()
+            .find_map(|line| line.strip_prefix(&format!("export {name}=")))
+            .map(str::to_owned)
+    };
+    let registry = exported("WASMOP_REGISTRY").context("WASMOP_REGISTRY")?;
+    let plain_http = exported("WASMOP_REGISTRY_PLAIN_HTTP");
+    assert_eq!(plain_http.as_ref(), Some(&registry), "{env}");
+    Ok(())
+}

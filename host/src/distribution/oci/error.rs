@@ -10,6 +10,14 @@ use super::proxy::Proxy;
 /// The most of a digest an error shows: `sha256:` and 64 hex digits (a manifest may say more).
 const SHOWN_DIGEST_CHARS: usize = 71;
 
+/// Why a connection failed, when no answer came.
+pub(super) const NOT_CONNECTED: &str = "could not be connected to";
+
+/// [`NOT_CONNECTED`] for a registry reached over HTTPS, with how to reach one serving plain HTTP.
+pub(super) const NOT_CONNECTED_OVER_HTTPS: &str = "could not be connected to over HTTPS (a \
+    registry that serves plain HTTP must be named in --registry-plain-http or \
+    WASMOP_REGISTRY_PLAIN_HTTP)";
+
 /// A pull or push failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
@@ -100,7 +108,7 @@ impl OciError {
             return refusal;
         }
         if proxy.is_some_and(Proxy::unreachable) {
-            return OciError::Unreachable("could not be connected to");
+            return OciError::Unreachable(NOT_CONNECTED);
         }
         use OciDistributionError as E;
         let said = match error {
@@ -131,7 +139,7 @@ impl OciError {
                 return OciError::Unreachable("did not answer in time");
             }
             E::RequestError(e) if e.is_connect() => {
-                return OciError::Unreachable("could not be connected to");
+                return OciError::Unreachable(NOT_CONNECTED);
             }
             E::RequestError(e) if e.is_redirect() => "redirected too often".to_owned(),
             E::RequestError(_) | E::IoError(_) => "connection failed".to_owned(),

@@ -167,7 +167,8 @@ impl Registries {
         let fetch = self.fetch(reference, auth, &access, policy, verify);
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, fetch)
             .await
-            .unwrap_or(Err(OciError::Unreachable("did not answer in time")));
+            .unwrap_or(Err(OciError::Unreachable("did not answer in time")))
+            .map_err(|error| self.hinted(reference.registry(), error));
         let (fetched, unreachable) = match fetched {
             Ok(fetched) => (fetched, None),
             Err(error @ OciError::Unreachable(_)) => {
@@ -331,7 +332,9 @@ impl Registries {
         let artifact = artifact::Artifact::of(module, precompiled)?;
         let digest = artifact.digest();
         let (blobs, manifest) = artifact.into_parts();
-        upload(&self.client(None)?, reference, blobs, manifest, auth).await?;
+        upload(&self.client(None)?, reference, blobs, manifest, auth)
+            .await
+            .map_err(|error| self.hinted(reference.resolve_registry(), error))?;
         Ok(digest)
     }
 
@@ -344,7 +347,7 @@ impl Registries {
         auth: &RegistryAuth,
     ) -> Result<String, OciError> {
         let client = self.client(None)?;
-        let registry = |e| OciError::registry(e, None);
+        let registry = |e| self.hinted(reference.registry(), OciError::registry(e, None));
         client
             .fetch_manifest_digest(reference.oci(), auth)
             .await
@@ -361,8 +364,22 @@ impl Registries {
         };
         let signed = Signature::sign(reference, key);
         let (manifest, blobs) = signature::manifest(existing.as_deref(), &signed)?;
-        upload(&client, &tagged, blobs, manifest, auth).await?;
+        upload(&client, &tagged, blobs, manifest, auth)
+            .await
+            .map_err(|error| self.hinted(reference.registry(), error))?;
         Ok(tagged.whole())
+    }
+
+    /// `error`, saying how to reach a registry that serves plain HTTP when a connection to
+    /// `registry` over HTTPS failed.
+    fn hinted(&self, registry: &str, error: OciError) -> OciError {
+        let over_https = !self.plain_http.iter().any(|named| named == registry);
+        match error {
+            OciError::Unreachable(error::NOT_CONNECTED) if over_https => {
+                OciError::Unreachable(error::NOT_CONNECTED_OVER_HTTPS)
+            }
+            error => error,
+        }
     }
 
     fn client(&self, proxy: Option<&Proxy>) -> Result<Client, OciError> {
@@ -699,5 +716,41 @@ mod tests {
             .await;
         let error = pulled.unwrap_err();
         assert!(error.to_string().contains("sent more than"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_plain_http_registry_reached_over_https_names_the_setting_that_reaches_it() {
+        let registry = endless().await;
+        let module = b"\0asm\x0d\0\x01\0".to_vec();
+        let tagged: oci_client::Reference = format!("{registry}/team/webapp:1").parse().unwrap();
+        let https = Registries::default();
+        let error = https
+            .push(&tagged, module.clone(), None, &RegistryAuth::Anonymous)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("the registry {}", error::NOT_CONNECTED_OVER_HTTPS),
+        );
+        let key = p256::ecdsa::SigningKey::from_slice(&[7; 32]).unwrap();
+        let pinned = OciRef::parse(&format!("{registry}/team/webapp@sha256:{}", "0".repeat(64)));
+        let error = https
+            .sign(&pinned.unwrap(), &key, &RegistryAuth::Anonymous)
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("--registry-plain-http"),
+            "{error}"
+        );
+
+        let named = Registries {
+            plain_http: vec![registry.clone()],
+            ..Registries::default()
+        };
+        let error = named
+            .push(&tagged, module, None, &RegistryAuth::Anonymous)
+            .await
+            .unwrap_err();
+        assert!(!error.to_string().contains("HTTPS"), "{error}");
     }
 }

@@ -35,8 +35,8 @@ const STDERR_TAIL: usize = 2048;
 const ALLOCATION_FAILED: &str = "memory allocation of";
 
 /// What the worker prints when the compiler's own fallible allocation fails (it exits, not
-/// aborts).
-const COMPILER_OUT_OF_MEMORY: &str = "Error: out of memory";
+/// aborts): the binary's one line for an error, `error: ` and the error's message.
+const COMPILER_OUT_OF_MEMORY: &str = "error: out of memory";
 
 /// SIGKILL on Linux: the out-of-memory killer's signal.
 const SIGKILL: i32 = 9;

@@ -1,9 +1,10 @@
 //! Leader election as the manager follows it: the group's Lease (whose holder runs the
 //! controllers and what only the leader runs) and, when sharding, this replica's member Lease
-//! (whose holder reconciles its shard).
+//! (whose holder reconciles its shard), and what the leader alone undoes when it stops.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -12,7 +13,7 @@ use super::{Manager, ManagerError};
 use crate::leader::{Campaign, Elector, LeaderConfig, Leadership};
 use crate::runtime::{Live, Plugin};
 use crate::shard::{Members, ShardedKinds, Sharder};
-use crate::webhook::Writer;
+use crate::webhook::{Endpoint, Target, Writer};
 
 impl Manager {
     /// When sharding, starts observing the group's members and returns this replica's member
@@ -90,7 +91,54 @@ impl Manager {
                 .spawn(Group::Leader, shard_plugins(sharder, live));
         }
     }
+
+    /// Whether the apiserver reaches the webhooks through a Service (or a configuration someone
+    /// else wrote), which other replicas may back, rather than at this host's own URL.
+    pub(super) fn webhooks_behind_a_service(&self) -> bool {
+        !matches!(
+            self.webhook_target(),
+            Some(Target {
+                endpoint: Endpoint::Url(_),
+                ..
+            })
+        )
+    }
+
+    /// Off-cluster, the leader is the only host its webhook configurations call: when it stops,
+    /// it deletes them and reverts the conversions it set, so no write of their kinds fails
+    /// (under `failurePolicy: Fail`) while nothing serves them; the next host to lead writes them
+    /// again. Behind a Service they stay: the other replicas still serve them, and removing them
+    /// would admit every write unchecked during a rolling update.
+    pub(super) async fn disarm_webhooks(&mut self) {
+        let Some(target) = self.webhook_target().cloned() else {
+            return;
+        };
+        let leading = self.groups.stop_group(Group::Leader).await;
+        if !leading || self.webhooks_behind_a_service() {
+            return;
+        }
+        let mut writer = Writer::new(self.client.clone(), target);
+        let none = BTreeMap::new();
+        match tokio::time::timeout(DISARM_TIMEOUT, writer.sync(&none, &[])).await {
+            Ok(Ok(())) => tracing::info!(
+                "stopping: this host's webhook configurations deleted and its conversions reverted, as no host serves them now"
+            ),
+            Ok(Err(error)) => {
+                tracing::warn!("stopping: webhook configurations not removed: {error}")
+            }
+            Err(_) => tracing::warn!(
+                "stopping: webhook configurations not removed within {DISARM_TIMEOUT:?}"
+            ),
+        }
+    }
+
+    fn webhook_target(&self) -> Option<&Target> {
+        self.options.webhook.as_ref()?.target.as_ref()
+    }
 }
+
+/// How long a stopping leader tries to remove the webhook configurations only it serves.
+const DISARM_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The next state of `campaign`; never, without one.
 pub(super) async fn changed(campaign: &mut Option<Campaign>) -> Leadership {

@@ -52,23 +52,28 @@ impl Groups {
     pub(super) async fn stop(&mut self) -> Vec<Group> {
         let mut stopped = Vec::new();
         for group in STOP_ORDER {
-            let (these, rest) = std::mem::take(&mut self.tasks)
-                .into_iter()
-                .partition(|(g, _)| *g == group);
-            self.tasks = rest;
-            let these: Vec<(Group, JoinHandle<()>)> = these;
-            if these.is_empty() {
-                continue;
+            if self.stop_group(group).await {
+                stopped.push(group);
             }
-            for (_, task) in &these {
-                task.abort();
-            }
-            for (_, task) in these {
-                let _ = task.await;
-            }
-            stopped.push(group);
         }
         stopped
+    }
+
+    /// Stops the tasks of `group` (before the others, when a step of the stop needs them gone);
+    /// whether it had any.
+    pub(super) async fn stop_group(&mut self, group: Group) -> bool {
+        let (these, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.tasks)
+            .into_iter()
+            .partition(|(g, _)| *g == group);
+        self.tasks = rest;
+        for (_, task) in &these {
+            task.abort();
+        }
+        let had = !these.is_empty();
+        for (_, task) in these {
+            let _ = task.await;
+        }
+        had
     }
 }
 

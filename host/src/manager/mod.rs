@@ -55,10 +55,20 @@ use groups::{Group, Groups};
 
 pub use options::{ManagerError, ManagerOptions};
 
-/// How long a stopping replica keeps answering webhooks after it stops reporting ready: the
-/// apiserver still calls the endpoints the Service had a moment ago, and a refused call would
-/// fail the request under `failurePolicy: Fail`.
+/// How long a stopping replica behind a Service keeps answering webhooks after it stops
+/// reporting ready: the apiserver still calls the endpoints the Service had a moment ago, and a
+/// refused call would fail the request under `failurePolicy: Fail`. A host called at a URL of its
+/// own removes its webhooks instead, and closes its ports at once.
 const WEBHOOK_DRAIN: Duration = Duration::from_secs(5);
+
+/// How a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Asked to stop (a signal).
+    Clean,
+    /// A lost Lease or an ended runnable: this replica may no longer be the one that leads.
+    Failed,
+}
 
 /// A long-running part the manager owns (controller-runtime's Runnable), such as a plugin
 /// source: started by [`Manager::run`] and stopped (dropped where it awaits) first on the way
@@ -243,23 +253,25 @@ impl Manager {
         }
         let campaigns = [member, campaign];
         match failure {
-            None => self.finish(campaigns, runnables).await,
+            None => self.finish(campaigns, runnables, Stop::Clean).await,
             Some(error) => {
                 tracing::error!("{error}; stopping at once");
                 self.options.grace_period = Duration::ZERO;
                 // Whatever was abandoned, the cause to report is `error`.
-                let _ = self.finish(campaigns, runnables).await;
+                let _ = self.finish(campaigns, runnables, Stop::Failed).await;
                 Err(error)
             }
         }
     }
 
     /// Stops in reverse start order: not ready, the runnables, the controllers (within the grace
-    /// period), the Leases, then (after the webhook drain) the served groups.
+    /// period), the webhooks only this host serves (on a clean stop), the Leases, then (after
+    /// the webhook drain, behind a Service) the served groups.
     async fn finish(
         mut self,
         campaigns: [Option<Campaign>; 2],
         mut runnables: JoinSet<(String, bool)>,
+        stop: Stop,
     ) -> Result<(), ManagerError> {
         tracing::info!(grace_period = ?self.options.grace_period, "stopping: letting in-flight reconciles finish");
         self.endpoints.set_ready(false);
@@ -267,10 +279,13 @@ impl Manager {
         let webhook_drain = Instant::now() + WEBHOOK_DRAIN;
         runnables.shutdown().await;
         let drained = self.plugins.stop(deadline).await;
+        if stop == Stop::Clean {
+            self.disarm_webhooks().await;
+        }
         for campaign in campaigns.into_iter().flatten() {
             campaign.release().await;
         }
-        if self.groups.has(Group::Webhooks) {
+        if self.groups.has(Group::Webhooks) && self.webhooks_behind_a_service() {
             // The apiserver still calls this replica until its endpoint is gone.
             tokio::time::sleep_until(webhook_drain.min(deadline)).await;
         }
@@ -308,7 +323,7 @@ impl Manager {
 
     /// Stops every controller within the grace period (as on SIGTERM, without a Lease).
     pub async fn stop(self) -> Result<(), ManagerError> {
-        self.finish([None, None], JoinSet::new()).await
+        self.finish([None, None], JoinSet::new(), Stop::Clean).await
     }
 }
 

@@ -55,6 +55,22 @@ fn webapp(version: &str, name: &str, spec: Value) -> String {
     .to_string()
 }
 
+/// The module's control plane with the WebApp CRD, held by this test alone (the tests here change
+/// its conversion), and a new namespace named after `prefix`.
+async fn webapp_plane(
+    prefix: &str,
+) -> anyhow::Result<(
+    tokio::sync::MutexGuard<'static, ()>,
+    std::sync::Arc<ControlPlane>,
+    String,
+)> {
+    let crd = WEBAPP_CRD.lock().await;
+    let plane = shared_by(module_path!()).await?;
+    common::install_webapp_crd(&plane).await?;
+    let namespace = plane.create_namespace(prefix).await?;
+    Ok((crd, plane, namespace))
+}
+
 /// Server-side dry runs of `manifest` until the apiserver refuses it with `message` (the
 /// webhook it awaits is called); returns what kubectl printed.
 async fn until_refused(
@@ -114,10 +130,8 @@ async fn metric(metrics: &str, name: &str, labels: &[(&str, &str)]) -> anyhow::R
 async fn webapps_are_validated_defaulted_and_converted_by_the_plugin_and_its_swap()
 -> anyhow::Result<()> {
     within(LIMIT, "webapp's webhooks on the apiserver", async {
-        let _crd = WEBAPP_CRD.lock().await;
-        let plane = &shared_by(module_path!()).await?;
-        common::install_webapp_crd(plane).await?;
-        let namespace = plane.create_namespace("admission").await?;
+        let (_crd, plane, namespace) = webapp_plane("admission").await?;
+        let plane = &plane;
         let ns = namespace.as_str();
         let dir = tempfile::tempdir()?;
         common::publish("webapp", dir.path(), "webapp.wasm")?;
@@ -402,10 +416,8 @@ fn shared_certificate(dir: &Path) -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_follower_serves_the_webhooks_its_leader_configured() -> anyhow::Result<()> {
     within(LIMIT, "webhooks on a follower", async {
-        let _crd = WEBAPP_CRD.lock().await;
-        let plane = &shared_by(module_path!()).await?;
-        common::install_webapp_crd(plane).await?;
-        let namespace = plane.create_namespace("follower").await?;
+        let (_crd, plane, namespace) = webapp_plane("follower").await?;
+        let plane = &plane;
         let ns = namespace.as_str();
         let certs = tempfile::tempdir()?;
         shared_certificate(certs.path())?;
@@ -467,6 +479,61 @@ async fn a_follower_serves_the_webhooks_its_leader_configured() -> anyhow::Resul
             .run_kubectl(&["patch", "crd", CRD, "--type=merge", "-p", unconverted], None)
             .await?;
         Ok(())
+    })
+    .await
+}
+
+/// `wasmop run --webhook-url` serving webapp's webhooks, on `webhooks`, for `namespace`.
+fn url_host(
+    plane: &ControlPlane,
+    namespace: &str,
+    webhooks: &str,
+    name: &str,
+) -> std::io::Result<tokio::process::Child> {
+    common::host(plane)
+        .arg("--plugin")
+        .arg(common::component("webapp"))
+        .args(["--namespaces", namespace])
+        .args(common::NO_PORTS)
+        .args(["--webhook-bind-address", webhooks])
+        .args(["--webhook-url", &format!("https://{webhooks}")])
+        .args(["--webhook-configuration-name", name])
+        .args(["--webhook-timeout", "10s"])
+        .spawn()
+}
+
+#[tokio::test]
+async fn a_host_called_at_its_own_url_removes_its_webhooks_when_it_stops() -> anyhow::Result<()> {
+    within(LIMIT, "webhooks removed by a stopping host", async {
+        let (_crd, plane, namespace) = webapp_plane("disarmed").await?;
+        let plane = &plane;
+        let (ns, name, webhooks) = (namespace.as_str(), "disarmed", free_address());
+        let crowded = webapp(
+            "v1alpha1",
+            "crowded",
+            json!({"image": "nginx", "replicas": 75}),
+        );
+        let host = url_host(plane, ns, &webhooks, name)?;
+        until_refused(plane, ns, &crowded, "between 0 and 50").await?;
+
+        common::terminate(host).await?;
+        for kind in [
+            "validatingwebhookconfiguration",
+            "mutatingwebhookconfiguration",
+        ] {
+            assert!(!exists(plane, kind, name).await?, "{kind} {name} is left");
+        }
+        let (_, crd) = kubectl(plane, &["get", "crd", CRD, "-o", "json"], "").await?;
+        let crd: Value = serde_json::from_str(&crd)?;
+        assert_eq!(crd["spec"]["conversion"]["strategy"], "None", "{crd}");
+        let fine = webapp("v1alpha1", "fine", json!({"image": "nginx", "replicas": 1}));
+        let (applied, printed) = kubectl(plane, &["apply", "-n", ns, "-f", "-"], &fine).await?;
+        assert!(applied, "a write with no host up is not refused: {printed}");
+
+        // At once on the same port, a new host serves and writes them again.
+        let host = url_host(plane, ns, &webhooks, name)?;
+        until_refused(plane, ns, &crowded, "between 0 and 50").await?;
+        common::terminate(host).await
     })
     .await
 }

@@ -220,6 +220,9 @@ pub struct Fetched {
     pub unreachable: Option<String>,
     /// What a registry pull left in the pulled store, for the object to hold.
     pub held: Option<Held>,
+    /// The digest the reference pinned it by (`sha256:…`): an OCI artifact's manifest digest,
+    /// else the module's own.
+    pub pinned: String,
 }
 
 impl ModuleRef {
@@ -359,6 +362,7 @@ impl OciSource {
 
 fn unsigned(bytes: Vec<u8>) -> Fetched {
     Fetched {
+        pinned: digest(&bytes),
         bytes,
         signed_by: None,
         precompiled: None,
@@ -417,6 +421,7 @@ impl Pull<'_> {
             precompiled: pulled.precompiled,
             unreachable: pulled.unreachable.map(|error| error.to_string()),
             held: Some(pulled.held),
+            pinned: pulled.digest,
         })
     }
 }

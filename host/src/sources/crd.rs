@@ -123,9 +123,12 @@ struct Spec {
 /// How the last attempt at an object's generation went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
-    /// Loaded; with why its registry could not be reached, when it came from the copy pulled
-    /// before.
-    Installed(Option<String>),
+    /// Loaded, pinned by the digest `pinned`; with why its registry could not be reached, when
+    /// it came from the copy pulled before.
+    Installed {
+        pinned: String,
+        unreachable: Option<String>,
+    },
     Paused,
     Failed {
         reason: &'static str,
@@ -138,6 +141,9 @@ struct Handled {
     uid: Option<String>,
     generation: Option<i64>,
     outcome: Outcome,
+    /// The digest that pinned the version loaded now, which a later generation that failed to
+    /// load leaves in place.
+    pinned: Option<String>,
     reported: bool,
     failures: u32,
     retry_at: Option<Instant>,
@@ -387,7 +393,8 @@ impl Reconciler {
     /// Remembers `outcome` for `object`'s generation; failures of one generation accumulate.
     fn record(&self, name: &str, object: &DynamicObject, outcome: Outcome) {
         let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
-        let failures = match handled.get(name) {
+        let previous = handled.get(name).filter(|h| h.uid == object.metadata.uid);
+        let failures = match previous {
             Some(previous) if previous.of(object) => previous.failures,
             _ => 0,
         };
@@ -395,12 +402,18 @@ impl Reconciler {
             Outcome::Failed { .. } => failures,
             _ => 0,
         };
+        let pinned = match &outcome {
+            Outcome::Installed { pinned, .. } => Some(pinned.clone()),
+            Outcome::Paused => None,
+            Outcome::Failed { .. } => previous.and_then(|h| h.pinned.clone()),
+        };
         handled.insert(
             name.to_owned(),
             Handled {
                 uid: object.metadata.uid.clone(),
                 generation: object.metadata.generation,
                 outcome,
+                pinned,
                 reported: false,
                 failures,
                 retry_at: None,
@@ -421,7 +434,7 @@ impl Reconciler {
         let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
         let before = handled.len();
         handled.retain(|name, h| {
-            !(unloaded.contains(name) && matches!(h.outcome, Outcome::Installed(_)))
+            !(unloaded.contains(name) && matches!(h.outcome, Outcome::Installed { .. }))
         });
         handled.len() != before
     }
@@ -469,14 +482,16 @@ impl Reconciler {
             return Ok(());
         }
         let outcome = self.with(name, |h| {
-            h.filter(|h| !h.reported).map(|h| h.outcome.clone())
+            h.filter(|h| !h.reported)
+                .map(|h| (h.outcome.clone(), h.pinned.clone()))
         });
-        let Some(outcome) = outcome else {
+        let Some((outcome, pinned)) = outcome else {
             return Ok(());
         };
         let statuses = self.plugins.statuses();
         let plugin = statuses.iter().find(|s| s.source == self.source(name));
-        let patch = json!({ "status": status(object, &outcome, plugin) });
+        let loaded = plugin.map(|plugin| Loaded { plugin, pinned });
+        let patch = json!({ "status": status(object, &outcome, loaded) });
         let params = PatchParams {
             field_manager: Some(MANAGER.to_owned()),
             ..PatchParams::default()
@@ -515,7 +530,7 @@ impl Installer {
     /// One install of `watched`'s generation, in its turn of the install line.
     async fn attempt(&self, source: &str, watched: &Watched) -> Outcome {
         let _slot = self.installs.slot().await;
-        let (bytes, options, unreachable) = match self.module(source, watched).await {
+        let module = match self.module(source, watched).await {
             Ok(Some(module)) => module,
             Ok(None) => return Outcome::Paused,
             Err((reason, message)) => {
@@ -528,8 +543,17 @@ impl Installer {
         };
         // The manager records what goes wrong from here as the source's last error.
         let file = PathBuf::from(format!("{source}.wasm"));
+        let Module {
+            bytes,
+            options,
+            unreachable,
+            pinned,
+        } = module;
         match self.plugins.install(source, &file, bytes, options).await {
-            Ok(_) => Outcome::Installed(unreachable),
+            Ok(_) => Outcome::Installed {
+                pinned,
+                unreachable,
+            },
             Err(error @ PluginError::Forbidden { .. }) => failed("Forbidden", error.to_string()),
             Err(error @ PluginError::NameTaken { .. }) => failed("NameTaken", error.to_string()),
             Err(error @ PluginError::Load(RuntimeError::CompileKilled { .. })) => {
@@ -570,7 +594,7 @@ impl Installer {
         let fetched = spec
             .module
             .fetch(&self.client, &self.ceiling, &self.registries, home);
-        let (bytes, adopted, unreachable) = match fetched.await {
+        let (bytes, adopted, unreachable, pinned) = match fetched.await {
             Ok(fetched) => {
                 if let Some(key) = &fetched.signed_by {
                     tracing::info!(source, key = %key, "the module's signature verifies");
@@ -585,7 +609,7 @@ impl Installer {
                     Some(taken) => Some(self.adopt(source, taken).await),
                     None => None,
                 };
-                (fetched.bytes, adopted, fetched.unreachable)
+                (fetched.bytes, adopted, fetched.unreachable, fetched.pinned)
             }
             Err(
                 error @ (ModuleError::Digest
@@ -646,7 +670,12 @@ impl Installer {
                 .map_err(|message| ("InvalidSpec", format!("spec.policy: {message}")))?;
             options.ceiling = Some(ceiling);
         }
-        Ok(Some((bytes, options, unreachable)))
+        Ok(Some(Module {
+            bytes,
+            options,
+            unreachable,
+            pinned,
+        }))
     }
 
     /// Gives the runtime the module's signed precompiled form under all that `source` trusted
@@ -754,7 +783,21 @@ fn failed(reason: &'static str, message: String) -> Outcome {
 
 /// A module to install: its bytes, the options to load it with, and why its registry could not
 /// be reached when it came from the copy pulled before.
-type Module = (Vec<u8>, PluginOptions, Option<String>);
+/// A module fetched and checked against its pin, with the options to load it with.
+struct Module {
+    bytes: Vec<u8>,
+    options: PluginOptions,
+    /// Why the registry could not be reached, when it is the copy pulled before.
+    unreachable: Option<String>,
+    /// The digest that pinned it.
+    pinned: String,
+}
+
+/// The plugin a source has loaded now, and the digest that pinned it.
+struct Loaded<'a> {
+    plugin: &'a PluginStatus,
+    pinned: Option<String>,
+}
 
 /// The key of `object` among its kind's: `<namespace>/<name>`, or `<name>` when cluster-scoped.
 fn key(object: &DynamicObject) -> String {
@@ -770,9 +813,11 @@ fn key_of(namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// The status for `object` after `outcome`, with the running plugin `plugin` if any.
-fn status(object: &DynamicObject, outcome: &Outcome, plugin: Option<&PluginStatus>) -> Value {
+/// The status for `object` after `outcome`, with the plugin `loaded` now, if any.
+fn status(object: &DynamicObject, outcome: &Outcome, loaded: Option<Loaded>) -> Value {
     let generation = object.metadata.generation;
+    let plugin = loaded.as_ref().map(|loaded| loaded.plugin);
+    let pinned = loaded.as_ref().and_then(|loaded| loaded.pinned.clone());
     let loaded = plugin.is_some_and(|p| p.version.is_some());
     let previous = object.data["status"]["conditions"]
         .as_array()
@@ -791,11 +836,16 @@ fn status(object: &DynamicObject, outcome: &Outcome, plugin: Option<&PluginStatu
         })
     };
     let (ready, degraded) = match outcome {
-        Outcome::Installed(None) => (
+        Outcome::Installed {
+            unreachable: None, ..
+        } => (
             condition("Ready", true, "Loaded", "the latest generation is loaded"),
             condition("Degraded", false, "Loaded", ""),
         ),
-        Outcome::Installed(Some(unreachable)) => (
+        Outcome::Installed {
+            unreachable: Some(unreachable),
+            ..
+        } => (
             condition(
                 "Ready",
                 true,
@@ -829,6 +879,7 @@ fn status(object: &DynamicObject, outcome: &Outcome, plugin: Option<&PluginStatu
         "name": plugin.and_then(|p| p.name.clone()),
         "version": plugin.and_then(|p| p.version.clone()),
         "digest": plugin.and_then(|p| p.digest.clone()),
+        "pinned": pinned.filter(|_| loaded),
         "conditions": [
             condition("Loaded", loaded, if loaded { "Loaded" } else { "NotLoaded" }, loaded_message),
             ready,

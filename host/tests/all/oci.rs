@@ -144,6 +144,18 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
     let ready = |s: &Value| common::reconcilers::condition(s, "Ready")["status"] == "True";
     let status = common::reconcilers::status_until(&api, "oci-webapp", ready).await?;
     assert_eq!(status["digest"], module_digest("webapp")?);
+    let manifest = |reference: &str| reference.rsplit_once('@').unwrap().1.to_owned();
+    assert_eq!(
+        status["pinned"],
+        manifest(&v1),
+        "the digest the reference pinned"
+    );
+    let wide = ["get", "clusterwasmreconciler", "oci-webapp", "-o", "wide"];
+    let table = plane.run_kubectl(&wide, None).await?;
+    assert!(
+        table.contains(&manifest(&v1)) && table.contains(status["digest"].as_str().unwrap()),
+        "{table}"
+    );
     let held = api.get("oci-stalled").await?.data["status"].clone();
     assert!(held["conditions"].is_null(), "still in flight: {held}");
     api.delete("oci-stalled", &Default::default()).await?;
@@ -195,6 +207,11 @@ async fn pushed_modules_load_swap_and_survive_a_registry_outage(
         "TagMoved"
     );
     assert_eq!(status["digest"], v2_digest, "the running version stays");
+    assert_eq!(
+        status["pinned"],
+        manifest(&v2),
+        "and the digest that pinned it"
+    );
 
     // The registry goes down and the host restarts: both plugins load from what it pulled.
     api.patch("oci-webapp", &PatchParams::default(), &Patch::Merge(&swap))

@@ -23,7 +23,7 @@
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -212,9 +212,10 @@ async fn reconcile(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: Str
     metrics.worker_busy(true);
     let started = Instant::now();
     let in_flight = InFlight::start(plugin.name(), &key);
-    let outcome = plugin.reconcile_as(&key, &id).await;
+    let (outcome, changes) = crate::runtime::counted(plugin.reconcile_as(&key, &id)).await;
     drop(in_flight);
     let took = started.elapsed();
+    ended(&outcome, took, changes);
     match outcome {
         Ok(Outcome::Done) => {
             queue.forget(&key);
@@ -246,6 +247,24 @@ async fn reconcile(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: Str
     }
     queue.done(&key);
     metrics.worker_busy(false);
+}
+
+/// Logs how a reconcile ended and how long it took: at info when it changed something (a write
+/// the apiserver took, an event), so each change and each Event's reconcile id is found in the
+/// log at the default level; at debug when it changed nothing. A failure's error is logged (at
+/// warn) where it is handled.
+fn ended(outcome: &Result<Outcome, DispatchError>, took: Duration, changes: u32) {
+    let outcome = match outcome {
+        Ok(Outcome::Done) => "done".to_owned(),
+        Ok(Outcome::RequeueAfter { after, .. }) => format!("requeue-after {after:?}"),
+        Err(DispatchError::Failed { terminal: true, .. }) => "terminal error".to_owned(),
+        Err(_) => "error".to_owned(),
+    };
+    let took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+    match changes {
+        0 => tracing::debug!(outcome, took_ms, changes, "reconciled"),
+        _ => tracing::info!(outcome, took_ms, changes, "reconciled"),
+    }
 }
 
 #[cfg(test)]

@@ -204,6 +204,7 @@ impl StoreState {
                 .write(&target, write)
                 .await
                 .map_err(|error| error.of_write(name, &target))?;
+            super::changes::noted();
             Ok(stored.map(|json| String::from(&*json)).unwrap_or_default())
         })
     }
@@ -488,8 +489,9 @@ impl events::Host for StoreState {
                 return;
             }
         };
-        if !grant.services.events.record(&context.name, event) {
-            budget.refuse(Refusal::EventDropped);
+        match grant.services.events.record(&context.name, event) {
+            true => super::changes::noted(),
+            false => budget.refuse(Refusal::EventDropped),
         }
     }
 }

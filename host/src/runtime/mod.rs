@@ -16,6 +16,7 @@
 mod artifacts;
 mod bindings;
 mod budget;
+mod changes;
 mod clock;
 mod compiler;
 mod compiles;
@@ -34,6 +35,7 @@ mod webhooks;
 mod wrap;
 
 pub use artifacts::{Adopted, CACHE_LIMIT, default_cache_dir};
+pub use changes::counted;
 pub use clock::{HostClock, SetClock, frozen_at};
 pub use compiler::{CompileIn, CompileWorker, WORKER_COMMAND, WorkerError, run_worker};
 pub use compiles::CompileGauges;

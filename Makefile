@@ -152,7 +152,15 @@ test-cluster: image
 	cargo test -p wasmop-envtest --features node --test node
 	cargo test -p wasmop --features cluster-tests --test all -- pods:: pods_registry:: pods_chart::
 
-demo: control-plane guests
+# What the demo runs and nothing more: the apiserver, etcd and kubectl (deploy/demo's control
+# plane builds them), the host, and the two Rust plugins it loads.
+DEMO_PLUGINS := webapp configmap-sync
+
+demo: wasmop-binary
+	@guest-sdk/rust/install-toolchain
+	@for plugin in $(DEMO_PLUGINS); do \
+	  target/debug/wasmop build --language rust plugins/$$plugin -o target/components/$$plugin.wasm || exit 1; \
+	done
 	deploy/demo
 
 down:

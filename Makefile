@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help demo demo-cluster test test-build test-binaries comparators toolchains wasmop-binary test-cluster test-operators bench bench-large bench-profile fuzz soak guests control-plane image down install docs
+.PHONY: help demo demo-plane demo-plugins demo-cluster test test-build test-binaries comparators toolchains wasmop-binary test-cluster test-operators bench bench-large bench-profile fuzz soak guests control-plane image down install docs
 
 help:
 	@echo "make demo   a local control plane with wasmop running the example plugins"
@@ -152,16 +152,23 @@ test-cluster: image
 	cargo test -p wasmop-envtest --features node --test node
 	cargo test -p wasmop --features cluster-tests --test all -- pods:: pods_registry:: pods_chart::
 
-# What the demo runs and nothing more: the apiserver, etcd and kubectl (deploy/demo's control
-# plane builds them), the host, and the two Rust plugins it loads.
+# What the demo runs and nothing more: the apiserver, etcd and kubectl, built beside the host,
+# then the two Rust plugins it loads and the control plane's launcher.
 DEMO_PLUGINS := webapp configmap-sync
 
-demo: wasmop-binary
+demo:
+	@$(MAKE) --no-print-directory -j2 demo-plane demo-plugins
+	deploy/demo
+
+demo-plane:
+	@tests/k8s/build.sh >/dev/null
+
+demo-plugins: wasmop-binary
 	@guest-sdk/rust/install-toolchain
 	@for plugin in $(DEMO_PLUGINS); do \
 	  target/debug/wasmop build --language rust plugins/$$plugin -o target/components/$$plugin.wasm || exit 1; \
 	done
-	deploy/demo
+	cargo build --quiet -p wasmop-envtest --bin wasmop-envtest
 
 down:
 	tests/control-plane down

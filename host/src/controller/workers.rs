@@ -254,6 +254,9 @@ async fn reconcile(shared: &Shared, plugin: Arc<Plugin>, key: ObjectKey, id: Str
 /// log at the default level; at debug when it changed nothing. A failure's error is logged (at
 /// warn) where it is handled.
 fn ended(outcome: &Result<Outcome, DispatchError>, took: Duration, changes: u32) {
+    if changes == 0 && !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
     let outcome = match outcome {
         Ok(Outcome::Done) => "done".to_owned(),
         Ok(Outcome::RequeueAfter { after, .. }) => format!("requeue-after {after:?}"),

@@ -490,8 +490,7 @@ impl Reconciler {
         };
         let statuses = self.plugins.statuses();
         let plugin = statuses.iter().find(|s| s.source == self.source(name));
-        let loaded = plugin.map(|plugin| Loaded { plugin, pinned });
-        let patch = json!({ "status": status(object, &outcome, loaded) });
+        let patch = json!({ "status": status(object, &outcome, plugin, pinned) });
         let params = PatchParams {
             field_manager: Some(MANAGER.to_owned()),
             ..PatchParams::default()
@@ -781,8 +780,6 @@ fn failed(reason: &'static str, message: String) -> Outcome {
     Outcome::Failed { reason, message }
 }
 
-/// A module to install: its bytes, the options to load it with, and why its registry could not
-/// be reached when it came from the copy pulled before.
 /// A module fetched and checked against its pin, with the options to load it with.
 struct Module {
     bytes: Vec<u8>,
@@ -791,12 +788,6 @@ struct Module {
     unreachable: Option<String>,
     /// The digest that pinned it.
     pinned: String,
-}
-
-/// The plugin a source has loaded now, and the digest that pinned it.
-struct Loaded<'a> {
-    plugin: &'a PluginStatus,
-    pinned: Option<String>,
 }
 
 /// The key of `object` among its kind's: `<namespace>/<name>`, or `<name>` when cluster-scoped.
@@ -813,11 +804,15 @@ fn key_of(namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// The status for `object` after `outcome`, with the plugin `loaded` now, if any.
-fn status(object: &DynamicObject, outcome: &Outcome, loaded: Option<Loaded>) -> Value {
+/// The status for `object` after `outcome`, with the running plugin `plugin`, if any, and the
+/// digest that `pinned` it.
+fn status(
+    object: &DynamicObject,
+    outcome: &Outcome,
+    plugin: Option<&PluginStatus>,
+    pinned: Option<String>,
+) -> Value {
     let generation = object.metadata.generation;
-    let plugin = loaded.as_ref().map(|loaded| loaded.plugin);
-    let pinned = loaded.as_ref().and_then(|loaded| loaded.pinned.clone());
     let loaded = plugin.is_some_and(|p| p.version.is_some());
     let previous = object.data["status"]["conditions"]
         .as_array()

@@ -59,13 +59,20 @@ pub enum Malformed {
     NoRequest,
 }
 
-/// A review's answer: the JSON for the apiserver, and whether the plugin failed to answer (so
-/// its failure policy or a conversion failure spoke for it).
+/// A review's answer: the JSON for the apiserver, and what became of the review.
 #[derive(Debug)]
 pub struct Answer {
     /// The review with its response.
     pub json: Vec<u8>,
-    /// The plugin trapped, ran out of time or answered garbage.
+    /// Whether the plugin failed to answer, and whether the admission was refused.
+    pub outcome: Outcome,
+}
+
+/// What became of a review, for its metrics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The plugin trapped, ran out of time or answered garbage (so its failure policy or a
+    /// conversion failure spoke for it).
     pub plugin_failed: bool,
     /// The admission was refused, by the plugin's verdict or by the host (an object nested too
     /// deep to review), not by the failure policy of a plugin that failed.
@@ -88,7 +95,11 @@ pub async fn admission(
     if let Err(too_deep) = depth::check("the object under review", body, 2) {
         let mut response = AdmissionResponse::invalid(too_deep);
         response.uid = uid(body).map_err(malformed)?;
-        return Ok(answer(&response.into_review(), false, true));
+        let refused = Outcome {
+            plugin_failed: false,
+            denied: true,
+        };
+        return Ok(answer(&response.into_review(), refused));
     }
     let review: AdmissionReview<DynamicObject> =
         serde_json::from_slice(body).map_err(|e| malformed(e.into()))?;
@@ -116,7 +127,11 @@ pub async fn admission(
         ),
     };
     let denied = !plugin_failed && !response.allowed;
-    Ok(answer(&response.into_review(), plugin_failed, denied))
+    let outcome = Outcome {
+        plugin_failed,
+        denied,
+    };
+    Ok(answer(&response.into_review(), outcome))
 }
 
 /// Answers a ConversionReview `body` with `plugin`'s `convert`.
@@ -131,7 +146,7 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewEr
         let status = Status::failure(&too_deep.to_string(), "ConversionFailed");
         let mut response = ConversionResponse::invalid(status);
         response.uid = uid(body).map_err(malformed)?;
-        return Ok(answer(&response.into_review(), false, false));
+        return Ok(answer(&response.into_review(), Outcome::default()));
     }
     let review: ConversionReview = serde_json::from_slice(body).map_err(|e| malformed(e.into()))?;
     let mut request =
@@ -146,15 +161,18 @@ pub async fn conversion(plugin: &Plugin, body: &[u8]) -> Result<Answer, ReviewEr
             failed,
         ),
     };
-    Ok(answer(&response.into_review(), plugin_failed, false))
+    let outcome = Outcome {
+        plugin_failed,
+        denied: false,
+    };
+    Ok(answer(&response.into_review(), outcome))
 }
 
 /// The review to send back.
-fn answer(review: &impl serde::Serialize, plugin_failed: bool, denied: bool) -> Answer {
+fn answer(review: &impl serde::Serialize, outcome: Outcome) -> Answer {
     Answer {
         json: serde_json::to_vec(review).expect("a review serialises"),
-        plugin_failed,
-        denied,
+        outcome,
     }
 }
 

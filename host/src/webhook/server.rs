@@ -12,7 +12,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::review::{self, Hook, MAX_BODY};
+use super::review::{self, Hook, MAX_BODY, Outcome};
 use crate::http::{Handler, Responding};
 use crate::metrics::Metrics;
 use crate::runtime::Live;
@@ -85,11 +85,7 @@ impl WebhookServer {
                 let mut response = Response::new(Full::new(Bytes::from(answer.json)));
                 let kind = HeaderValue::from_static("application/json");
                 response.headers_mut().insert(CONTENT_TYPE, kind);
-                let outcome = Outcome {
-                    plugin_failed: answer.plugin_failed,
-                    denied: answer.denied,
-                };
-                (response, outcome)
+                (response, answer.outcome)
             }
             Err(error) => (
                 text(StatusCode::BAD_REQUEST, error.to_string()),
@@ -97,15 +93,6 @@ impl WebhookServer {
             ),
         }
     }
-}
-
-/// What became of a review, for its metrics.
-#[derive(Debug, Default, Clone, Copy)]
-struct Outcome {
-    /// The plugin failed to answer; its failure policy did.
-    plugin_failed: bool,
-    /// The admission was refused.
-    denied: bool,
 }
 
 impl Handler for WebhookServer {

@@ -517,7 +517,7 @@ async fn a_deep_object_under_review_is_refused_without_the_plugin() -> anyhow::R
                 message.contains(&format!("nested {} levels deep, over the limit of 64", POISON + 1)),
                 "{message}"
             );
-            assert!(!answer.plugin_failed);
+            assert!(!answer.outcome.plugin_failed);
         }
         let shallow = admission_review("shallow", r#"{"a":"b"}"#);
         let answer = admission(&plugin, Hook::Default, FailurePolicy::Fail, &shallow).await?;

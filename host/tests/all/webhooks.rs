@@ -418,7 +418,10 @@ async fn a_failing_plugin_gets_the_answer_of_its_failure_policy() {
 
         let answer = admission(&plugin, Hook::Validate, FailurePolicy::Fail, &body).await;
         let answer = answer.unwrap();
-        assert!(answer.plugin_failed, "the timeout is the plugin's failure");
+        assert!(
+            answer.outcome.plugin_failed,
+            "the timeout is the plugin's failure"
+        );
         let answer = response(&answer.json);
         assert_eq!(answer["allowed"], false);
         let message = answer["status"]["message"].as_str().unwrap();

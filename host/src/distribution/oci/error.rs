@@ -90,14 +90,27 @@ pub enum OciError {
 }
 
 impl OciError {
-    /// The `what` asked for by the digest `expected` came as `found` says.
+    /// The `what` asked for by the digest `expected` (a manifest's word, cut to a digest's
+    /// length) came as `found`, the host's own words, says.
     pub(super) fn digest(what: &'static str, expected: &str, found: String) -> Self {
-        let expected = expected.chars().take(SHOWN_DIGEST_CHARS).collect();
-        let found = found.chars().take(SHOWN_DIGEST_CHARS + 20).collect();
         OciError::Digest {
             what,
-            expected,
+            expected: expected.chars().take(SHOWN_DIGEST_CHARS).collect(),
             found,
+        }
+    }
+
+    /// The error, a digest mismatch naming `what` where the client could only say a blob.
+    pub(super) fn about(self, what: &'static str) -> Self {
+        match self {
+            OciError::Digest {
+                expected, found, ..
+            } => OciError::Digest {
+                what,
+                expected,
+                found,
+            },
+            error => error,
         }
     }
 

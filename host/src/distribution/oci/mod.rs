@@ -536,19 +536,9 @@ impl Pull<'_> {
         self.client
             .pull_blob(self.reference.oci(), layer, &mut out)
             .await
-            .or_else(|e| match (out.overflowed, self.failed(e)) {
-                (true, _) => Ok(()),
-                (
-                    false,
-                    OciError::Digest {
-                        expected, found, ..
-                    },
-                ) => Err(OciError::Digest {
-                    what,
-                    expected,
-                    found,
-                }),
-                (false, error) => Err(error),
+            .or_else(|e| match out.overflowed {
+                true => Ok(()),
+                false => Err(self.failed(e).about(what)),
             })?;
         if out.overflowed {
             return Err(OciError::TooLarge(what, size));

@@ -153,7 +153,7 @@ test-cluster: image
 	cargo test -p wasmop --features cluster-tests --test all -- pods:: pods_registry:: pods_chart::
 
 # What the demo runs and nothing more: the apiserver, etcd and kubectl, built beside the host,
-# then the two Rust plugins it loads and the control plane's launcher.
+# then the two Rust plugins it loads (deploy/demo builds the control plane's launcher).
 DEMO_PLUGINS := webapp configmap-sync
 
 demo:
@@ -168,7 +168,6 @@ demo-plugins: wasmop-binary
 	@for plugin in $(DEMO_PLUGINS); do \
 	  target/debug/wasmop build --language rust plugins/$$plugin -o target/components/$$plugin.wasm || exit 1; \
 	done
-	cargo build --quiet -p wasmop-envtest --bin wasmop-envtest
 
 down:
 	tests/control-plane down

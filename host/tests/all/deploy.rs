@@ -5,7 +5,7 @@
 //! admits the example plugins and refuses a greedy one, its webhooks component renders into
 //! replicas that all serve webhooks and a leader allowed to configure them, and its sharded
 //! overlay renders into three sharding replicas whose account may write the shard labels. Every
-//! field of the WasmReconciler's spec has a description, and the README's table of the spec says
+//! field of the WasmReconciler's spec has a description, and the book's table of the spec says
 //! what the CRD (and so `kubectl explain`) says.
 
 use crate::common;
@@ -99,19 +99,21 @@ fn the_shipped_settings_are_valid() -> anyhow::Result<()> {
 /// share one control plane, and a dry run that finds a CRD missing fails with AlreadyExists when
 /// another test installs it between the dry run's read and its create. can-i also resolves
 /// resources through discovery, so the CRDs must be served.
-/// The rows of the README's WasmReconciler spec table: field path, type, description.
-fn readme_spec_rows(readme: &str) -> Vec<(String, String, String)> {
-    let start = readme
+/// The rows of the book's WasmReconciler spec table (`reference/crds.md`): field path, type,
+/// description, with the HTML escapes mdBook needs undone.
+fn book_spec_rows(book: &str) -> Vec<(String, String, String)> {
+    let start = book
         .find("| field | type | description |")
-        .expect("the README has the WasmReconciler spec table");
-    readme[start..]
+        .expect("the book has the WasmReconciler spec table");
+    book[start..]
         .lines()
         .skip(2)
         .take_while(|line| line.starts_with('|'))
         .map(|line| {
             let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
             let field = cells[0].trim_matches('`').to_owned();
-            (field, cells[1].to_owned(), cells[2].to_owned())
+            let description = cells[2].replace("&lt;", "<").replace("&gt;", ">");
+            (field, cells[1].to_owned(), description)
         })
         .collect()
 }
@@ -136,8 +138,7 @@ fn crd_fields(schema: &serde_json::Value, prefix: &str, rows: &mut Vec<(String, 
 }
 
 #[test]
-fn every_wasmreconciler_spec_field_is_described_and_the_readme_says_the_same() -> anyhow::Result<()>
-{
+fn every_wasmreconciler_spec_field_is_described_and_the_book_says_the_same() -> anyhow::Result<()> {
     let crd = std::fs::read_to_string(deploy().join("crds/wasmreconciler.yaml"))?;
     let crd: serde_json::Value = serde_saphyr::from_str(&crd)?;
     let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
@@ -165,20 +166,20 @@ fn every_wasmreconciler_spec_field_is_described_and_the_readme_says_the_same() -
         paths
     };
     assert_eq!(paths(&fields), paths(&cluster_fields));
-    let readme = std::fs::read_to_string(deploy().join("../README.md"))?;
-    let mut table = readme_spec_rows(&readme);
+    let book = std::fs::read_to_string(deploy().join("../book/src/reference/crds.md"))?;
+    let mut table = book_spec_rows(&book);
     fields.sort();
     table.sort();
-    for (crd, readme) in fields.iter().zip(&table) {
+    for (crd, book) in fields.iter().zip(&table) {
         assert_eq!(
-            crd, readme,
-            "the CRD's field (left) and the README's row (right)"
+            crd, book,
+            "the CRD's field (left) and the book's row (right)"
         );
     }
     assert_eq!(
         fields.len(),
         table.len(),
-        "the CRD's fields and the README's rows"
+        "the CRD's fields and the book's rows"
     );
     Ok(())
 }

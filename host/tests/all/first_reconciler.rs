@@ -1,4 +1,4 @@
-//! Follows the README's "Write your first reconciler" guides, each as a reader would: a guide's
+//! Follows the book's tutorial, "Write your first reconciler", every guide as a reader would: a guide's
 //! shell steps and files become one bash script run in an empty folder against a control plane of
 //! its own, with `WASMOP` set to this checkout. A guide passes when
 //! its script succeeds (its own last steps wait for the greeting and list the plugin), the
@@ -36,20 +36,22 @@ fn repo() -> PathBuf {
         .expect("the checkout exists")
 }
 
-/// The guides of the README's "Write your first reconciler" section, in order.
-fn guides(readme: &str) -> Vec<Guide> {
-    let start = readme
-        .find("\n## Write your first reconciler\n")
-        .expect("the README has a \"Write your first reconciler\" section");
-    let section = &readme[start + 1..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
-    section
-        .split("\n### ")
-        .skip(1)
-        .map(|guide| {
-            let (language, body) = guide.split_once('\n').unwrap_or((guide, ""));
+/// The tutorial's guides, in the order of the book's summary: each page of `book/src/tutorial/`
+/// titled with its language.
+fn guides() -> Vec<Guide> {
+    let tutorial = repo().join("book/src/tutorial");
+    let summary = std::fs::read_to_string(repo().join("book/src/SUMMARY.md"))
+        .expect("the book has a summary");
+    summary
+        .lines()
+        .filter_map(|line| line.split_once("](tutorial/")?.1.strip_suffix(".md)"))
+        .filter(|page| !matches!(*page, "README" | "ship"))
+        .map(|page| {
+            let text = std::fs::read_to_string(tutorial.join(format!("{page}.md")))
+                .expect("the summary's page exists");
+            let (title, body) = text.split_once('\n').unwrap_or((&text, ""));
             Guide {
-                language: language.trim().to_owned(),
+                language: title.trim_start_matches("# ").trim().to_owned(),
                 script: script(body),
             }
         })
@@ -122,14 +124,13 @@ async fn follow(plane: &ControlPlane, guide: &Guide) -> anyhow::Result<String> {
     Ok(printed)
 }
 
-/// The README's guide for `language`, followed against a control plane of its own (each guide's
+/// The tutorial's guide for `language`, followed against a control plane of its own (each guide's
 /// plugin is `hello`, marking every ConfigMap).
 async fn follows_the_guide(language: &str) -> anyhow::Result<()> {
-    let readme = std::fs::read_to_string(repo().join("README.md"))?;
-    let guide = guides(&readme)
+    let guide = guides()
         .into_iter()
         .find(|guide| guide.language == language)
-        .ok_or_else(|| anyhow::anyhow!("the README has no {language} guide"))?;
+        .ok_or_else(|| anyhow::anyhow!("the tutorial has no {language} guide"))?;
     let plane = ControlPlane::start().await?;
     let configmaps: Api<ConfigMap> = Api::namespaced(plane.client().await?, "default");
     eprintln!("[first reconciler] following the {language} guide");
@@ -151,9 +152,8 @@ async fn follows_the_guide(language: &str) -> anyhow::Result<()> {
 }
 
 #[test]
-fn the_readme_guides_every_language() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let guides = guides(&readme);
+fn the_tutorial_guides_every_language() {
+    let guides = guides();
     let languages: Vec<&str> = guides.iter().map(|g| g.language.as_str()).collect();
     assert_eq!(languages, ["Rust", "Python", "TypeScript", "Go"]);
 }

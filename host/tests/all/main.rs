@@ -8,6 +8,7 @@ mod common;
 
 // Without a cluster: the runtime against the in-memory host, the CLI, the chart, the layering.
 mod bad_guests;
+mod book;
 mod chart;
 mod dashboard;
 mod handlers;

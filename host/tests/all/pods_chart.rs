@@ -213,7 +213,7 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
     }
 
     // 0.1.0 installed its CRDs from crds/, which Helm never upgrades; the chart now owns them as
-    // templates, so they are handed to the release first (README: "Upgrading the chart").
+    // templates, so they are handed to the release first (the book: "Upgrading the chart").
     let crds = ["webapps.example.wasmop.dev", "wasmreconcilers.wasmop.dev"];
     for crd in crds {
         let label = ["label", "crd", crd, "app.kubernetes.io/managed-by=Helm"];
@@ -228,7 +228,7 @@ async fn a_chart_upgrade_under_churn_loses_no_webapp() {
         plane.run_kubectl(&annotate, None).await.unwrap();
     }
     // WasmReconciler became namespaced: `wasmop migrate` moves the objects to
-    // ClusterWasmReconcilers first, and the new CRDs keep the release's metadata (README:
+    // ClusterWasmReconcilers first, and the new CRDs keep the release's metadata (the book:
     // "Upgrading the chart").
     let migrated = common::migrate(&plane).await.unwrap();
     assert!(migrated.contains("guest-good: copied"), "{migrated}");

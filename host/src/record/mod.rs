@@ -161,14 +161,18 @@ impl Recording {
             name: Some(format!("{plugin} reconciling {key}")),
             now: Some(now.to_string()),
             objects,
-            request: Request {
+            request: Some(Request {
                 namespace: key.namespace.clone(),
                 name: key.name.clone(),
-            },
+            }),
+            validate: None,
+            default: None,
+            convert: None,
             expect: Expected {
                 outcome: Some(outcome_text(result)),
                 writes,
                 events: Some(events),
+                ..Expected::default()
             },
         })
     }

@@ -19,7 +19,8 @@ use crate::fixture::{Expected, Fixture, ParseError};
 
 /// Keys placed first, in this order, when a mapping is written anew; the others follow in
 /// name order.
-const FIRST_KEYS: [&str; 16] = [
+const FIRST_KEYS: [&str; 17] = [
+    "allowed",
     "verb",
     "type",
     "reason",
@@ -143,7 +144,24 @@ fn expectations(stated: Option<&Value>, old: &Expected, new: &Expected) -> Value
         let events = new.events.as_deref().map(|e| items(old_events, e, written));
         set("events", events);
     }
+    let answers = [
+        ("allowed", json(&old.allowed), json(&new.allowed)),
+        ("message", json(&old.message), json(&new.message)),
+        ("warnings", json(&old.warnings), json(&new.warnings)),
+        ("patch", json(&old.patch), json(&new.patch)),
+        ("converted", json(&old.converted), json(&new.converted)),
+    ];
+    for (key, old, new) in answers {
+        if old != new {
+            set(key, new);
+        }
+    }
     Value::Object(expect)
+}
+
+/// `value` as JSON, `None` when it is absent.
+fn json<T: Serialize>(value: &Option<T>) -> Option<Value> {
+    value.as_ref().and_then(|v| serde_json::to_value(v).ok())
 }
 
 /// `new` items as a JSON list, each equal to one of `old` (matched in order) as `written` has it.

@@ -6,12 +6,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::fixture::{Expected, Fixture, FixtureEvent, FixtureWrite, object_ref, same_outcome};
+use crate::fixture::{
+    Call, Expected, Fixture, FixtureEvent, FixtureWrite, Request, object_ref, same_outcome,
+};
 use crate::record::{self, outcome_text};
 use crate::runtime::{Plugin, PluginOptions, Runtime, RuntimeError, SetClock};
-use crate::testing::diff;
 use crate::testing::explain::Cached;
 use crate::testing::memory::MemoryHost;
+use crate::testing::{diff, review};
 use wasmop_contract::object::ObjectKey;
 
 /// A plugin could not be tested.
@@ -40,6 +42,10 @@ pub struct Checked {
     pub writes: Vec<FixtureWrite>,
     /// Every event it recorded, in order.
     pub events: Vec<FixtureEvent>,
+    /// A webhook call's answer, every part stated; nothing for a reconcile.
+    pub answer: Expected,
+    /// Whether the fixture's call was a webhook's, whose expectations are its answer's.
+    webhook: bool,
     /// Each difference from the fixture, one line each; none when it passed.
     pub differences: Vec<String>,
     /// What the host held before it.
@@ -57,6 +63,9 @@ impl Checked {
     /// done. Metadata the host gave the fixture's objects stays unstated in the writes.
     pub fn accepted(&self, expected: &Expected) -> Expected {
         let everything = *expected == Expected::default();
+        if self.webhook {
+            return self.accepted_answer(expected, everything);
+        }
         let outcome = match &expected.outcome {
             Some(stated) if same_outcome(stated, &self.outcome) => Some(stated.clone()),
             Some(_) => Some(self.outcome.clone()),
@@ -81,6 +90,34 @@ impl Checked {
             outcome,
             writes,
             events,
+            ..self.accepted_answer(expected, everything)
+        }
+    }
+
+    /// The webhook expectations of [`Checked::accepted`]: each stated one as answered; with
+    /// nothing stated, every part of the answer (but warnings when there were none).
+    fn accepted_answer(&self, expected: &Expected, everything: bool) -> Expected {
+        fn chosen<T: Clone>(
+            stated: &Option<T>,
+            answered: &Option<T>,
+            everything: bool,
+        ) -> Option<T> {
+            (stated.is_some() || everything)
+                .then(|| answered.clone())
+                .flatten()
+        }
+        let answer = &self.answer;
+        let warned = answer
+            .warnings
+            .as_ref()
+            .filter(|w| !w.is_empty() || !everything);
+        Expected {
+            allowed: chosen(&expected.allowed, &answer.allowed, everything),
+            message: chosen(&expected.message, &answer.message, everything),
+            warnings: chosen(&expected.warnings, &warned.cloned(), everything),
+            patch: chosen(&expected.patch, &answer.patch, everything),
+            converted: chosen(&expected.converted, &answer.converted, everything),
+            ..Expected::default()
         }
     }
 
@@ -125,14 +162,55 @@ impl Tester {
     }
 
     /// Runs `fixture`: the host holds its objects alone and answers writes with the rejections
-    /// the fixture gives, the guest's clock reads its time, the plugin reconciles its request,
-    /// and what it sent is compared with what it expects.
+    /// the fixture gives, the guest's clock reads its time, the plugin reconciles its request
+    /// (or answers its webhook call), and what it did is compared with what it expects.
     pub async fn check(&self, fixture: &Fixture) -> Checked {
         self.host.reset(fixture.objects.iter().cloned());
         let cached = self.cached(fixture);
         self.host.answer_as(&fixture.expect.writes);
         self.clock.set(fixture.now());
-        let key = ObjectKey::new(&fixture.request.namespace, &fixture.request.name);
+        match fixture.call() {
+            Call::Reconcile(request) => self.reconciled(fixture, request, cached).await,
+            call => self.answered(fixture, call, cached).await,
+        }
+    }
+
+    /// The webhook `call`'s answer, compared with what `fixture` expects.
+    async fn answered(&self, fixture: &Fixture, call: Call<'_>, cached: Cached) -> Checked {
+        let (answer, error) = match review::answer(&self.plugin, call).await {
+            Ok(answer) => (answer, None),
+            Err(error) => (Expected::default(), Some(error)),
+        };
+        let answer = match call {
+            Call::Validate(_) => Expected {
+                patch: None,
+                ..answer
+            },
+            _ => answer,
+        };
+        let mut differences: Vec<String> = error.iter().cloned().collect();
+        if fixture.expect == Expected::default() {
+            let expects = call.expectations().join(", ");
+            differences.push(format!(
+                "expects nothing: state its {expects} (`wasmop test --accept` writes what it answered)"
+            ));
+        }
+        differences.extend(diff::answer(&fixture.expect, &answer));
+        Checked {
+            outcome: String::new(),
+            error,
+            writes: self.host.take_writes().iter().map(Into::into).collect(),
+            events: self.host.take_events().iter().map(Into::into).collect(),
+            answer,
+            webhook: true,
+            differences,
+            cached,
+        }
+    }
+
+    /// The reconcile of `request`, compared with what `fixture` expects.
+    async fn reconciled(&self, fixture: &Fixture, request: &Request, cached: Cached) -> Checked {
+        let key = ObjectKey::new(&request.namespace, &request.name);
         let result = self.plugin.reconcile(&key).await;
         let mut writes: Vec<FixtureWrite> =
             self.host.take_writes().iter().map(Into::into).collect();
@@ -160,6 +238,8 @@ impl Tester {
             error,
             writes,
             events,
+            answer: Expected::default(),
+            webhook: false,
             differences,
             cached,
         }

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::fixture::{FixtureEvent, FixtureWrite};
+use crate::fixture::{Expected, FixtureEvent, FixtureWrite};
 use crate::testing::explain::{self, Cached};
 
 /// The most differences reported for one write.
@@ -100,6 +100,86 @@ pub fn events(expected: &[FixtureEvent], sent: &[FixtureEvent]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A line for each difference between the webhook answer `expected` states and the one the
+/// plugin gave (`answered`, every part stated).
+pub fn answer(expected: &Expected, answered: &Expected) -> Vec<String> {
+    let mut out = Vec::new();
+    let shown = |value: Option<Value>| value.as_ref().map_or_else(|| "none".to_owned(), quote);
+    if let Some(want) = expected
+        .allowed
+        .filter(|want| answered.allowed != Some(*want))
+    {
+        out.push(format!(
+            "allowed: expected {want}, answered {}",
+            shown(answered.allowed.map(Value::from))
+        ));
+    }
+    if let Some(want) = expected
+        .message
+        .as_ref()
+        .filter(|want| answered.message.as_ref() != Some(*want))
+    {
+        let got = answered.message.clone().map(Value::from);
+        out.push(format!(
+            "message: expected {}, answered {}",
+            quote(&Value::from(want.as_str())),
+            shown(got)
+        ));
+    }
+    if let Some(want) = expected
+        .warnings
+        .as_ref()
+        .filter(|want| answered.warnings.as_ref() != Some(*want))
+    {
+        let got = answered.warnings.clone().map(Value::from);
+        out.push(format!(
+            "warnings: expected {}, answered {}",
+            quote(&Value::from(want.clone())),
+            shown(got)
+        ));
+    }
+    answered_list(
+        "patch",
+        expected.patch.as_ref(),
+        answered.patch.as_ref(),
+        &mut out,
+    );
+    answered_list(
+        "converted",
+        expected.converted.as_ref(),
+        answered.converted.as_ref(),
+        &mut out,
+    );
+    out
+}
+
+/// The differences between a list an answer is expected to hold and the one it held.
+fn answered_list(
+    name: &str,
+    expected: Option<&Vec<Value>>,
+    answered: Option<&Vec<Value>>,
+    out: &mut Vec<String>,
+) {
+    let Some(want) = expected else {
+        return;
+    };
+    let Some(got) = answered else {
+        out.push(format!(
+            "{name}: expected {} items, answered none",
+            want.len()
+        ));
+        return;
+    };
+    let mut fields = Vec::new();
+    values(
+        "",
+        &Value::from(want.clone()),
+        &Value::from(got.clone()),
+        &mut fields,
+    );
+    bounded(&format!("{name}: "), fields, out);
 }
 
 /// Adds `fields` to `out` after `prefix`, at most [`MAX_FIELD_DIFFERENCES`] of them.
@@ -234,6 +314,35 @@ mod tests {
             rejected: None,
             redacted: false,
         }
+    }
+
+    #[test]
+    fn webhook_answers_differ_part_by_part() {
+        let expected = Expected {
+            allowed: Some(false),
+            message: Some("too many".into()),
+            patch: Some(vec![
+                json!({"op": "add", "path": "/spec/port", "value": 8080}),
+            ]),
+            ..Expected::default()
+        };
+        let answered = Expected {
+            allowed: Some(true),
+            warnings: Some(vec![]),
+            patch: Some(vec![
+                json!({"op": "add", "path": "/spec/port", "value": 80}),
+            ]),
+            ..Expected::default()
+        };
+        assert_eq!(
+            answer(&expected, &answered),
+            [
+                "allowed: expected false, answered true",
+                "message: expected \"too many\", answered none",
+                "patch: at /0/value: expected 8080, sent 80",
+            ]
+        );
+        assert!(answer(&Expected::default(), &answered).is_empty());
     }
 
     #[test]

@@ -50,10 +50,10 @@ fn webapp_passes_its_own_fixtures() {
     assert!(output.status.success(), "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok  ")).count(),
-        5,
+        9,
         "{text}"
     );
-    assert!(text.ends_with("webapp: 5 fixtures, 0 failed\n"), "{text}");
+    assert!(text.ends_with("webapp: 9 fixtures, 0 failed\n"), "{text}");
 }
 
 /// `wasmop run` of webapp over `namespace` of `plane`, recording into `record` when given.
@@ -206,12 +206,12 @@ fn every_languages_webapp_passes_the_same_fixtures() {
         let output = wasmop_test(&[&component, &fixtures()]);
         let text = stdout(&output);
         assert!(output.status.success(), "{language}: {text}");
-        assert!(text.ends_with("webapp: 5 fixtures, 0 failed\n"), "{text}");
+        assert!(text.ends_with("webapp: 9 fixtures, 0 failed\n"), "{text}");
     }
 }
 
 #[test]
-fn the_next_version_differs_in_its_applied_by_stamp_alone() {
+fn the_next_version_differs_in_its_applied_by_stamp_and_its_replica_limit() {
     let output = wasmop_test(&[&common::component("webapp-v2"), &fixtures()]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
@@ -234,10 +234,13 @@ fn the_next_version_differs_in_its_applied_by_stamp_alone() {
             format!("        {service}{changes}"),
             format!("        write 2 `apply apps/v1 Deployment shop/web`: {stamp}"),
             format!("        write 3 `apply v1 Service shop/web`: {stamp}"),
+            // 0.2.0's validating webhook admits up to 100 replicas.
+            "        allowed: expected false, answered true".to_owned(),
+            "        message: expected \"spec.replicas must be between 0 and 50, not 75\", answered none".to_owned(),
         ],
         "{text}"
     );
-    assert!(text.ends_with("webapp: 5 fixtures, 2 failed\n"), "{text}");
+    assert!(text.ends_with("webapp: 9 fixtures, 3 failed\n"), "{text}");
 }
 
 #[test]
@@ -255,18 +258,24 @@ fn a_json_report_has_a_line_per_fixture_and_the_totals_last() {
     let (totals, fixtures) = lines.split_last().expect("lines");
     assert_eq!(
         *totals,
-        serde_json::json!({"plugin": "webapp", "fixtures": 5, "failed": 2, "accepted": 0})
+        serde_json::json!({"plugin": "webapp", "fixtures": 9, "failed": 3, "accepted": 0})
     );
-    assert_eq!(fixtures.len(), 5);
+    assert_eq!(fixtures.len(), 9);
     let failed: Vec<&serde_json::Value> =
         fixtures.iter().filter(|f| f["passed"] == false).collect();
-    assert_eq!(failed.len(), 2);
+    assert_eq!(failed.len(), 3);
     for fixture in failed {
         let differences = fixture["differences"].as_array().unwrap();
+        let webhook = fixture["file"].as_str().unwrap().contains("webhook-");
+        let expected = if webhook {
+            "allowed: expected false"
+        } else {
+            "applied-by"
+        };
         assert!(
             differences
                 .iter()
-                .any(|d| d.as_str().unwrap().contains("applied-by")),
+                .any(|d| d.as_str().unwrap().contains(expected)),
             "{fixture}"
         );
         assert!(fixture["file"].as_str().unwrap().ends_with(".yaml"));
@@ -392,5 +401,58 @@ fn a_user_error_is_one_line_of_causes_without_a_backtrace() {
     assert!(
         lines[0].starts_with("error: ") && lines[0].contains("missing.wasm"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_webhook_fixture_is_answered_as_the_apiserver_would_have_it_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let object = "{apiVersion: example.wasmop.dev/v1alpha1, kind: WebApp, \
+                  metadata: {namespace: shop, name: web}, spec: {image: nginx, replicas: 60}}";
+    // A delete: webapp validates creates and updates only, so the apiserver would not ask.
+    let delete = format!(
+        "validate: {{operation: DELETE, oldObject: {object}}}\nexpect: {{allowed: true}}\n"
+    );
+    fixture_file(&dir, "a-delete.yaml", &delete);
+    // Stated nothing: a test that cannot fail fails, and --accept fills it in.
+    fixture_file(
+        &dir,
+        "b-unstated.yaml",
+        &format!("validate: {{object: {object}}}\n"),
+    );
+    let output = wasmop_test(&[&common::component("webapp"), dir.path()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("plugin webapp declares no validate webhook for example.wasmop.dev/v1alpha1 WebApp DELETE: the apiserver would not call it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("expects nothing: state its allowed, message, warnings"),
+        "{text}"
+    );
+    let accepted = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .args(["test", "--accept"])
+        .arg(common::component("webapp"))
+        .arg(dir.path().join("b-unstated.yaml"))
+        .output()
+        .unwrap();
+    assert!(accepted.status.success(), "{}", stdout(&accepted));
+    let rewritten = std::fs::read_to_string(dir.path().join("b-unstated.yaml")).unwrap();
+    assert_eq!(
+        rewritten,
+        format!(
+            "validate: {{object: {object}}}\nexpect:\n  allowed: false\n  message: \"spec.replicas must be between 0 and 50, not 60\"\n"
+        )
+    );
+    // A plugin that serves no webhooks.
+    let output = wasmop_test(&[
+        &common::component("configmap-sync"),
+        &dir.path().join("b-unstated.yaml"),
+    ]);
+    assert!(
+        stdout(&output).contains("plugin configmap-sync serves no webhooks"),
+        "{}",
+        stdout(&output)
     );
 }

@@ -204,6 +204,11 @@ async fn load_dir(manager: &mut Manager, args: &RunArgs, dir: &Path) -> anyhow::
 /// The manager's settings from the command line (reading the pod's namespace, before the
 /// async runtime runs).
 pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
+    let recorder = args
+        .limits
+        .record
+        .as_ref()
+        .map(|dir| Arc::new(Recorder::new(dir)));
     ManagerOptions {
         runtime: RuntimeConfig {
             cache_dir: args
@@ -219,11 +224,9 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
             tenant_log_rate: args.tenant_log_rate,
             operator_reserved_memory: args.operator_reserved_memory,
             operator_reserved_instances: args.operator_reserved_instances,
-            wrap: args
-                .limits
-                .record
-                .as_ref()
-                .map(|dir| Arc::new(Recorder::new(dir)) as Arc<dyn wasmop::runtime::Wrap>),
+            wrap: recorder
+                .clone()
+                .map(|recorder| recorder as Arc<dyn wasmop::runtime::Wrap>),
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),
@@ -236,6 +239,7 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
         metrics_secure: args.secure_serving(),
         reviews: None,
         webhook: args.webhooks.serving(),
+        around_reviews: recorder.map(|recorder| recorder as Arc<dyn wasmop::webhook::AroundReview>),
         sharding: args.leader.sharding,
         warm_standby: args.leader.warm_standby,
         ready_requires: args.ready_requires,

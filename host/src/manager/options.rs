@@ -1,6 +1,7 @@
 //! How a manager is set up, and how it fails.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::Namespaces;
@@ -9,7 +10,7 @@ use crate::identity::Identities;
 use crate::leader::{LeaderConfig, LeaderError};
 use crate::plugins::PluginError;
 use crate::runtime::{RuntimeConfig, RuntimeError};
-use crate::webhook::WebhookServing;
+use crate::webhook::{AroundReview, WebhookServing};
 
 /// The manager could not start, keep running, or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +85,8 @@ pub struct ManagerOptions {
     /// Serve the plugins' webhooks (on every replica), and write their configurations (while
     /// leading).
     pub webhook: Option<WebhookServing>,
+    /// Installed around every review the webhook server answers (`wasmop run --record`).
+    pub around_reviews: Option<Arc<dyn AroundReview>>,
     /// Shard each plugin's objects across the replicas of the `leader` election's group.
     pub sharding: bool,
     /// Inform the loaded plugins' kinds while the controllers wait for a Lease.
@@ -106,6 +109,7 @@ impl Default for ManagerOptions {
             metrics_secure: None,
             reviews: None,
             webhook: None,
+            around_reviews: None,
             sharding: false,
             warm_standby: false,
             ready_requires: ReadyRequires::default(),

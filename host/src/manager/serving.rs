@@ -69,7 +69,8 @@ impl Manager {
             .await
             .map_err(|source| ManagerError::Listen { address, source })?;
         let tls = http::Tls::load(&serving.tls).await?;
-        let server = WebhookServer::new(self.plugins.live(), self.metrics.clone());
+        let around = self.options.around_reviews.clone();
+        let server = WebhookServer::new(self.plugins.live(), self.metrics.clone(), around);
         tracing::info!(%address, "serving the plugins' webhooks over HTTPS");
         let served = http::listen(
             listener,

@@ -12,8 +12,11 @@
 //! objects, and one that would hold more is dropped with a warning rather than written
 //! incomplete.
 //!
-//! Imports: the contract, `fixture` and `runtime` (whose seam, [`crate::runtime::Wrap`], it is
-//! installed at); never `testing`, which replays what it writes.
+//! Webhook calls are recorded the same way, at the webhook server's seam ([`review`]).
+//!
+//! Imports: the contract, `fixture`, `runtime` and `webhook` (whose seams,
+//! [`crate::runtime::Wrap`] and [`crate::webhook::AroundReview`], it is installed at); never
+//! `testing`, which replays what it writes.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -33,6 +36,7 @@ use wasmop_contract::imports::{ApiError, Event, Write};
 use wasmop_contract::object::{GroupVersionKind, ObjectKey, ObjectRef};
 
 mod outcome;
+mod review;
 mod wrap;
 
 pub use outcome::outcome_text;
@@ -208,19 +212,22 @@ impl Recorder {
             tracing::warn!(plugin, %key, "not recorded: the reconcile read over {MAX_RECORDED_BYTES} bytes of objects");
             return;
         };
+        let name = format!("{}-{}", file_part(&key.namespace), file_part(&key.name));
+        self.store(plugin, &name, &fixture).await;
+    }
+
+    /// Writes `fixture` of `plugin` as the next file of its folder, its name ending in `name`; a
+    /// failure is logged.
+    async fn store(&self, plugin: &str, name: &str, fixture: &Fixture) {
         let folder = Recorder::folder(&self.root, plugin);
         let number = NEXT.fetch_add(1, Ordering::Relaxed);
-        let name = format!(
-            "{number:08}-{}-{}.yaml",
-            file_part(&key.namespace),
-            file_part(&key.name)
-        );
+        let file = folder.join(format!("{number:08}-{name}.yaml"));
         let written = async {
             tokio::fs::create_dir_all(&folder).await?;
-            tokio::fs::write(folder.join(&name), fixture.to_yaml()).await
+            tokio::fs::write(&file, fixture.to_yaml()).await
         };
         if let Err(error) = written.await {
-            tracing::warn!(plugin, %key, "recording to {} failed: {error}", folder.display());
+            tracing::warn!(plugin, "recording to {} failed: {error}", file.display());
         }
     }
 }

@@ -22,7 +22,9 @@ use std::net::SocketAddr;
 use crate::http::SecureServing;
 
 pub use configuration::{Endpoint, Target, Writer};
-pub use review::{Answer, Hook, Outcome, ReviewError, admission, conversion};
+pub use review::{
+    Answer, AroundReview, Hook, Outcome, ReviewError, Reviewed, admission, conversion,
+};
 pub use server::WebhookServer;
 pub use wasmop_contract::FailurePolicy;
 

@@ -8,6 +8,9 @@
 //! uid read with everything else skipped without recursion), so no depth fails a review as
 //! malformed or reaches a parser's recursion limit.
 
+use std::fmt;
+
+use futures::future::BoxFuture;
 use json_patch::Patch;
 use kube::core::admission::{AdmissionRequest as Review, AdmissionResponse, AdmissionReview};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
@@ -66,6 +69,23 @@ pub struct Answer {
     pub json: Vec<u8>,
     /// Whether the plugin failed to answer, and whether the admission was refused.
     pub outcome: Outcome,
+}
+
+/// One review's answer, as an [`AroundReview`] sees it.
+pub type Reviewed = Result<Answer, ReviewError>;
+
+/// Installed around every review the webhook server answers (`wasmop run --record` installs the
+/// fixture recorder here): it runs the review and sees what was asked and answered.
+pub trait AroundReview: Send + Sync + fmt::Debug + 'static {
+    /// Runs `call`, `plugin`'s answer to the review `body` posted to its `hook` (`validate`,
+    /// `default` or `convert`), and returns it.
+    fn review<'a>(
+        &'a self,
+        plugin: &'a str,
+        hook: &'a str,
+        body: &'a [u8],
+        call: BoxFuture<'a, Reviewed>,
+    ) -> BoxFuture<'a, Reviewed>;
 }
 
 /// What became of a review, for its metrics.

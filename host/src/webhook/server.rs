@@ -12,7 +12,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::review::{self, Hook, MAX_BODY, Outcome};
+use super::review::{self, AroundReview, Hook, MAX_BODY, Outcome};
 use crate::http::{Handler, Responding};
 use crate::metrics::Metrics;
 use crate::runtime::Live;
@@ -22,12 +22,22 @@ use crate::runtime::Plugin;
 pub struct WebhookServer {
     plugins: Live,
     metrics: Arc<Metrics>,
+    around: Option<Arc<dyn AroundReview>>,
 }
 
 impl WebhookServer {
-    /// A server over `plugins`, counting its requests in `metrics`.
-    pub fn new(plugins: Live, metrics: Arc<Metrics>) -> Self {
-        WebhookServer { plugins, metrics }
+    /// A server over `plugins`, counting its requests in `metrics`, each review run inside
+    /// `around` when given.
+    pub fn new(
+        plugins: Live,
+        metrics: Arc<Metrics>,
+        around: Option<Arc<dyn AroundReview>>,
+    ) -> Self {
+        WebhookServer {
+            plugins,
+            metrics,
+            around,
+        }
     }
 
     async fn answer(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
@@ -75,10 +85,16 @@ impl WebhookServer {
             }
         };
         let policy = plugin.failure_policy();
-        let answered = match hook {
-            "validate" => review::admission(plugin, Hook::Validate, policy, &body).await,
-            "default" => review::admission(plugin, Hook::Default, policy, &body).await,
-            _ => review::conversion(plugin, &body).await,
+        let call = Box::pin(async {
+            match hook {
+                "validate" => review::admission(plugin, Hook::Validate, policy, &body).await,
+                "default" => review::admission(plugin, Hook::Default, policy, &body).await,
+                _ => review::conversion(plugin, &body).await,
+            }
+        });
+        let answered = match &self.around {
+            Some(around) => around.review(plugin.name(), hook, &body, call).await,
+            None => call.await,
         };
         match answered {
             Ok(answer) => {

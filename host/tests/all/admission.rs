@@ -537,3 +537,97 @@ async fn a_host_called_at_its_own_url_removes_its_webhooks_when_it_stops() -> an
     })
     .await
 }
+
+#[tokio::test]
+async fn webhook_calls_are_recorded_and_replayed_against_the_next_version() -> anyhow::Result<()> {
+    within(LIMIT, "webhook calls recorded and replayed", async {
+        let (_crd, plane, namespace) = webapp_plane("recorded").await?;
+        let plane = &plane;
+        let (ns, webhooks) = (namespace.as_str(), free_address());
+        let recorded = tempfile::tempdir()?;
+        let host = common::host(plane)
+            .arg("--plugin")
+            .arg(common::component("webapp"))
+            .args(["--namespaces", ns])
+            .args(common::NO_PORTS)
+            .args(["--webhook-bind-address", &webhooks])
+            .args(["--webhook-url", &format!("https://{webhooks}")])
+            .args(["--webhook-configuration-name", "recorded"])
+            .args(["--webhook-timeout", "10s"])
+            .arg("--record")
+            .arg(recorded.path())
+            .spawn()?;
+        let crowded = webapp(
+            "v1alpha1",
+            "crowded",
+            json!({"image": "nginx", "replicas": 75}),
+        );
+        until_refused(plane, ns, &crowded, "between 0 and 50").await?;
+        let fine = webapp("v1alpha1", "fine", json!({"image": "nginx", "replicas": 1}));
+        let (applied, printed) = kubectl(plane, &["apply", "-n", ns, "-f", "-"], &fine).await?;
+        assert!(applied, "{printed}");
+        let as_v1beta1 = [
+            "get",
+            "-n",
+            ns,
+            "webapps.v1beta1.example.wasmop.dev",
+            "fine",
+        ];
+        until_read(plane, &as_v1beta1, |o| o["spec"]["instances"] == 1).await?;
+        common::terminate(host).await?;
+
+        let folder = recorded.path().join("webapp");
+        let files: Vec<String> = std::fs::read_dir(&folder)?
+            .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()?;
+        for hook in ["-validate-", "-default-", "-convert-"] {
+            assert!(
+                files.iter().any(|f| f.contains(hook)),
+                "no {hook} call in {files:?}"
+            );
+        }
+        let refused = files
+            .iter()
+            .find(|f| f.contains("-validate-") && f.ends_with("-crowded.yaml"));
+        let refused = std::fs::read_to_string(folder.join(refused.expect("the refusal")))?;
+        assert!(refused.contains("allowed: false"), "{refused}");
+        assert!(
+            refused.contains("spec.replicas must be between 0 and 50, not 75"),
+            "{refused}"
+        );
+
+        let replay = |plugin: &str| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+                .args(["test", "--replay"])
+                .arg(recorded.path())
+                .arg(common::component(plugin))
+                .env("RUST_LOG", "error")
+                .output()
+        };
+        let same = replay("webapp")?;
+        let text = String::from_utf8_lossy(&same.stdout);
+        assert!(
+            same.status.success(),
+            "0.1.0 answers its own calls alike:\n{text}"
+        );
+        let next = replay("webapp-v2")?;
+        let text = String::from_utf8_lossy(&next.stdout);
+        assert_eq!(next.status.code(), Some(1), "{text}");
+        let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+        assert!(!failed.is_empty(), "{text}");
+        for line in failed {
+            let webhook = line.contains("answering validate") && line.contains("crowded");
+            let reconcile = line.contains("reconciling");
+            assert!(
+                webhook || reconcile,
+                "only the refusal of 75 replicas and the stamp differ: {text}"
+            );
+        }
+        assert!(
+            text.contains("allowed: expected false, answered true"),
+            "{text}"
+        );
+        Ok(())
+    })
+    .await
+}

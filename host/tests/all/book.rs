@@ -495,3 +495,40 @@ fn the_slug_of_a_heading_is_mdbooks() {
         "wasmop-beside-controller-runtime-kube-rs"
     );
 }
+
+#[test]
+fn the_testing_guides_fixtures_are_fixtures_and_its_webhook_fixtures_pass() {
+    let page = book_page("guides/testing.md");
+    let samples: Vec<String> = blocks(&page, "yaml")
+        .into_iter()
+        .filter(|sample| sample.contains("\nexpect:"))
+        .collect();
+    assert!(samples.len() >= 4, "the guide's fixtures: {samples:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut webhooks = 0;
+    for (index, sample) in samples.iter().enumerate() {
+        if let Err(error) = wasmop::fixture::Fixture::parse(sample) {
+            panic!("guides/testing.md: a sample is no fixture ({error}):\n{sample}");
+        }
+        let webhook = ["validate:", "default:", "convert:"]
+            .iter()
+            .any(|call| sample.contains(&format!("\n{call}")));
+        if webhook {
+            std::fs::write(dir.path().join(format!("{index}.yaml")), sample).unwrap();
+            webhooks += 1;
+        }
+    }
+    assert_eq!(webhooks, 3, "the guide's webhook fixtures");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_wasmop"))
+        .arg("test")
+        .arg(crate::common::component("webapp"))
+        .arg(dir.path())
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the guide's webhook fixtures against webapp:\n{text}"
+    );
+}

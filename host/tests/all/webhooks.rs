@@ -566,7 +566,7 @@ async fn the_webhook_listener_answers_over_https_with_the_plugin_loaded_now() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let metrics = Arc::new(Metrics::new());
-        let server = Arc::new(WebhookServer::new(plugins, metrics.clone()));
+        let server = Arc::new(WebhookServer::new(plugins, metrics.clone(), None));
         let served = tokio::spawn(listen(
             listener,
             server,

@@ -38,6 +38,7 @@
 //! wasmop_guest::export_reconciler!(Stamp);
 //! ```
 
+mod admission;
 mod cache;
 mod client;
 pub mod conditions;
@@ -50,6 +51,7 @@ pub mod raw;
 mod reconciler;
 pub mod webhooks;
 
+pub use admission::conversion_review;
 pub use cache::{Cache, ListOptions, cache};
 pub use client::{Client, DeleteOptions, Propagation, client};
 pub use error::{DeniedBy, Error, OptionalExt, ReconcileError, Status, Terminal};

@@ -203,37 +203,17 @@ fn well_formed_digest(digest: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use wasmop_guest::Gvk;
-    use wasmop_guest::webhooks::{Operation, UserInfo};
 
     use super::*;
 
+    /// The request the apiserver sends to create a WebApp of `version` with `spec`.
     fn request(version: &str, spec: Value) -> AdmissionRequest {
-        let object = json!({
+        AdmissionRequest::create(&json!({
             "apiVersion": format!("{GROUP}/{version}"),
             "kind": "WebApp",
             "metadata": {"name": "shop", "namespace": "default"},
             "spec": spec,
-        });
-        AdmissionRequest {
-            uid: "1".into(),
-            kind: Gvk {
-                group: GROUP.into(),
-                version: version.into(),
-                kind: "WebApp".into(),
-            },
-            namespace: "default".into(),
-            name: "shop".into(),
-            operation: Operation::Create,
-            object: Some(object.to_string()),
-            old_object: None,
-            user_info: UserInfo {
-                username: "alice".into(),
-                uid: "u".into(),
-                groups: vec![],
-            },
-            dry_run: false,
-        }
+        }))
     }
 
     fn denied(verdict: Verdict) -> String {

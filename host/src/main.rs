@@ -72,6 +72,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Plugins(args) => runtime.block_on(commands::plugins::list_plugins(args)),
         Command::Rbac(args) => runtime.block_on(commands::rbac::print_rbac(args)),
         Command::New(args) => commands::new::new_plugin(args),
+        Command::Generate(args) => commands::new::generate_types(args),
         Command::Build(args) => commands::build::build_plugins(args),
         Command::Push(args) => runtime.block_on(commands::push::push(args)),
         Command::Pull(args) => runtime.block_on(commands::pull::pull(args)),

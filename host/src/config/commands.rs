@@ -170,6 +170,18 @@ pub struct NewArgs {
     pub sdk: Option<PathBuf>,
 }
 
+/// Options of `wasmop generate`.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// The plugin folder (made by `wasmop new` with a custom kind) whose `crd.yaml` the types
+    /// are generated from.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Write nothing; fail when a types file is not what crd.yaml generates (for CI).
+    #[arg(long)]
+    pub check: bool,
+}
+
 /// Options of `wasmop test`.
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {

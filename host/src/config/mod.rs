@@ -27,8 +27,8 @@ mod run;
 mod webhook;
 
 pub use commands::{
-    BuildArgs, CompileWorkerArgs, Compiler, CredentialArgs, MigrateArgs, NewArgs, PluginsArgs,
-    PullArgs, PushArgs, RbacArgs, RegistryArgs, ReportFormat, SignArgs, TestArgs,
+    BuildArgs, CompileWorkerArgs, Compiler, CredentialArgs, GenerateArgs, MigrateArgs, NewArgs,
+    PluginsArgs, PullArgs, PushArgs, RbacArgs, RegistryArgs, ReportFormat, SignArgs, TestArgs,
 };
 pub use limits::{GuestArgs, PluginLimits};
 pub use parse::{BindAddress, MAX_DURATION, SettingError, ValueError};
@@ -110,6 +110,8 @@ pub enum Command {
     Test(TestArgs),
     /// Make a plugin folder: build configuration, a reconciler skeleton and passing fixtures.
     New(NewArgs),
+    /// Write a plugin's spec and status types from its crd.yaml again (after editing its schema).
+    Generate(GenerateArgs),
     /// Build plugin folders into WebAssembly components, in any guest language.
     Build(BuildArgs),
     /// Push a plugin component to a registry as a Wasm OCI artifact; prints the digest to pin.

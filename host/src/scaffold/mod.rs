@@ -3,7 +3,9 @@
 //! fixtures `wasmop test` passes out of the box. The folder is `NAME/` with the language's sources
 //! under `NAME/<rust|python|js|go>/` and the fixtures under `NAME/fixtures/`; the language's
 //! `build .`, run in `NAME/`, writes the component there too. The next steps name `wasmop` as the
-//! shell would find it, or by its path when `PATH` does not lead to this binary.
+//! shell would find it, or by its path when `PATH` does not lead to this binary. A custom kind
+//! gets its CRD too, `NAME/crd.yaml`, the one source of its spec and status types in the
+//! plugin's language ([`types`]), which [`generate`] writes again after the schema is edited.
 //!
 //! Invariants: the plugin's name is a DNS label (it names a component file, an annotation's
 //! domain and a Python package); nothing is written over an existing folder.
@@ -13,8 +15,11 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
 use wasmop_contract::boundary;
 use wasmop_contract::object::GroupVersionKind;
+
+mod types;
 
 /// A guest language `wasmop new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,6 +54,22 @@ pub enum ScaffoldError {
     /// A file of the guest SDKs could not be read.
     #[error("reading {path} of the guest SDKs: {source}")]
     Sdk {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A plugin folder's `crd.yaml` is not a CRD whose types can be generated.
+    #[error("{path}: {problem}")]
+    Crd {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
         /// The file.
         path: PathBuf,
         /// Why.
@@ -164,9 +185,23 @@ pub fn create(
             .into_iter()
             .map(|(path, text)| (format!("{directory}/{path}"), text)),
     );
-    for (path, text) in all {
-        let path = folder.join(path.replace("@MODULE@", &values.module));
-        write(&path, &values.fill(&text))?;
+    let all: Vec<(String, String)> = all
+        .into_iter()
+        .map(|(path, text)| (path.replace("@MODULE@", &values.module), values.fill(&text)))
+        .collect();
+    let custom = kind.builtin_rust_type().is_none();
+    let crd = custom.then(|| values.fill(include_str!("templates/crd.yaml")));
+    let target = types_target(directory, &folder.join(directory), &values.module);
+    let generated = match &crd {
+        Some(crd) => generated(crd, &folder.join("crd.yaml"), target.into_iter().collect())?,
+        None => Vec::new(),
+    };
+    let crd = crd.map(|crd| (folder.join("crd.yaml"), crd));
+    let all = all
+        .into_iter()
+        .map(|(path, text)| (folder.join(path), text));
+    for (path, text) in crd.into_iter().chain(all).chain(generated) {
+        write(&path, &text)?;
         files.push(path);
     }
     Ok(Created {
@@ -176,6 +211,110 @@ pub fn create(
         component,
     })
 }
+
+/// What `wasmop generate` did to one file of types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    /// The file.
+    pub path: PathBuf,
+    /// Whether its text changed (with `check`: would change).
+    pub changed: bool,
+}
+
+/// Writes the spec and status types of the custom resource in `folder/crd.yaml` (a plugin
+/// folder `wasmop new` made) for each language folder it holds, or with `check` writes nothing
+/// and says which would change.
+pub fn generate(folder: &Path, check: bool) -> Result<Vec<Generated>, ScaffoldError> {
+    let path = folder.join("crd.yaml");
+    let crd = std::fs::read_to_string(&path).map_err(|source| ScaffoldError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let targets = LANGUAGE_FOLDERS.iter().filter_map(|directory| {
+        let root = folder.join(directory);
+        let module = python_package(&root).unwrap_or_default();
+        root.is_dir()
+            .then(|| types_target(directory, &root, &module))
+            .flatten()
+    });
+    let targets: Vec<_> = targets.collect();
+    if targets.is_empty() {
+        return Err(ScaffoldError::Crd {
+            path,
+            problem: "no language folder (rust, python, js, go) beside it".into(),
+        });
+    }
+    let mut done = Vec::new();
+    for (file, text) in generated(&crd, &path, targets)? {
+        let changed = std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str());
+        if changed && !check {
+            write(&file, &text)?;
+        }
+        done.push(Generated {
+            path: file,
+            changed,
+        });
+    }
+    Ok(done)
+}
+
+/// Generates one language's types from a kind's name and its schema.
+type Generator = fn(&str, &Value) -> String;
+
+/// The language folders of a plugin folder, by name.
+const LANGUAGE_FOLDERS: [&str; 4] = ["rust", "python", "js", "go"];
+
+/// Where the generated types of the language folder `directory` (at `root`) go, and what
+/// generates them; `module` names a Python plugin's package.
+fn types_target(directory: &str, root: &Path, module: &str) -> Option<(PathBuf, Generator)> {
+    let (file, generator): (PathBuf, Generator) = match directory {
+        "rust" => (root.join("src/types.rs"), types::rust),
+        "js" => (root.join("src/types.ts"), types::typescript),
+        "go" => (root.join("types.go"), types::go),
+        "python" => (root.join(module).join("types.py"), types::python),
+        _ => return None,
+    };
+    Some((file, generator))
+}
+
+/// The package of a Python plugin folder: its one folder holding an `__init__.py`.
+fn python_package(root: &Path) -> Option<String> {
+    let entries = std::fs::read_dir(root).ok()?;
+    entries
+        .filter_map(Result::ok)
+        .find(|entry| entry.path().join("__init__.py").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+}
+
+/// The types generated from the CRD text `crd` (read from `path`) into each of `targets`.
+fn generated(
+    crd: &str,
+    path: &Path,
+    targets: Vec<(PathBuf, Generator)>,
+) -> Result<Written, ScaffoldError> {
+    let problem = |problem: &str| ScaffoldError::Crd {
+        path: path.to_owned(),
+        problem: problem.to_owned(),
+    };
+    let crd: Value = serde_saphyr::from_str(crd).map_err(|e| problem(&e.to_string()))?;
+    let kind = crd.pointer("/spec/names/kind").and_then(Value::as_str);
+    let kind = kind.ok_or_else(|| problem("no spec.names.kind"))?;
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+    let versions = versions.ok_or_else(|| problem("no spec.versions"))?;
+    let stored = versions
+        .iter()
+        .find(|v| v["storage"] == true)
+        .or(versions.first());
+    let schema = stored.and_then(|v| v.pointer("/schema/openAPIV3Schema"));
+    let schema = schema.ok_or_else(|| problem("no openAPIV3Schema in its stored version"))?;
+    Ok(targets
+        .into_iter()
+        .map(|(file, generate)| (file, generate(kind, schema)))
+        .collect())
+}
+
+/// Files to write: their paths and texts.
+type Written = Vec<(PathBuf, String)>;
 
 /// Source files: paths under the language's folder, and their texts.
 type Files = Vec<(String, String)>;
@@ -278,6 +417,7 @@ impl Values {
             ("@VERSION@", kind.0.version.clone()),
             ("@API_VERSION@", kind.0.api_version()),
             ("@PLURAL@", format!("{}s", kind.0.kind.to_lowercase())),
+            ("@SINGULAR@", kind.0.kind.to_lowercase()),
             ("@RBAC_GROUP@", rbac_group(&kind.0.group).to_owned()),
             ("@SDK@", sdk.display().to_string()),
         ];

@@ -3,7 +3,8 @@
 //! is not on `PATH` — the language's `build .` writes the component into the plugin's folder and
 //! it passes its own fixtures with `wasmop test` — and, loaded into a running host, it marks a
 //! real ConfigMap with its generation. A custom kind scaffolds to a plugin that passes its
-//! fixtures too, and `build -o FILE` writes it where asked.
+//! fixtures too, and `build -o FILE` writes it where asked; its crd.yaml, which the apiserver
+//! takes, is the one source of its spec and status types in every language (`wasmop generate`).
 
 use crate::common;
 
@@ -128,6 +129,61 @@ fn a_custom_kind_scaffolds_a_plugin_that_passes_its_fixtures_and_builds_where_as
         [path.as_str()],
         "stdout: the path"
     );
+}
+
+#[tokio::test]
+async fn a_custom_kinds_crd_is_the_one_source_of_its_types_in_every_language() {
+    within(LIMIT, "types generated from crd.yaml", async {
+        let parent = tempfile::tempdir()?;
+        let kind = "example.wasmop.dev/v1/Gadget";
+        let folders = [
+            ("rust", "rust/src/types.rs"),
+            ("python", "python/gadgets_python/types.py"),
+            ("ts", "js/src/types.ts"),
+            ("go", "go/types.go"),
+        ];
+        let plane = shared_by(module_path!()).await?;
+        for (language, types) in folders {
+            let name = format!("gadgets-{language}");
+            wasmop(parent.path(), &["new", language, &name, "--kind", kind])?;
+            let folder = parent.path().join(&name);
+            let generated = std::fs::read_to_string(folder.join(types))?;
+            assert!(generated.contains("GadgetSpec") && generated.contains("GadgetStatusConditions"), "{generated}");
+            assert!(wasmop(&folder, &["generate", "--check"])?.contains("1 types files match crd.yaml"));
+            // The apiserver takes the CRD as written.
+            let crd = folder.join("crd.yaml");
+            let crd = crd.to_str().expect("a UTF-8 path");
+            let applied = plane.kubectl().args(["apply", "--dry-run=server", "-f", crd]).output().await?;
+            assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+
+            // A field added to the schema: the types are stale until generated again.
+            let edited = std::fs::read_to_string(crd)?.replace(
+                "                message: {type: string, description: A message to show.}\n",
+                "                message: {type: string, description: A message to show.}\n                image: {type: string, description: The image to run.}\n",
+            );
+            std::fs::write(crd, edited)?;
+            let mut check = Command::new(env!("CARGO_BIN_EXE_wasmop"));
+            check.args(["generate", "--check"]).current_dir(&folder);
+            let stale = check.output()?;
+            let said = String::from_utf8_lossy(&stale.stderr);
+            assert_eq!(stale.status.code(), Some(1), "{said}");
+            assert!(said.contains("not what crd.yaml generates") && said.contains(types), "{said}");
+            let printed = wasmop(&folder, &["generate"])?;
+            assert!(printed.starts_with("generated "), "{printed}");
+            let generated = std::fs::read_to_string(folder.join(types))?;
+            assert!(generated.contains("The image to run."), "{generated}");
+            assert!(wasmop(&folder, &["generate", "--check"])?.contains("match crd.yaml"));
+        }
+        // The Rust plugin builds with its new field and passes its fixtures.
+        let rust = parent.path().join("gadgets-rust");
+        let built = bash(&rust, &format!("{} build .", env!("CARGO_BIN_EXE_wasmop")))?;
+        assert!(built.trim_end().ends_with("gadgets-rust.wasm"), "{built}");
+        let tested = wasmop(&rust, &["test", "gadgets-rust.wasm", "fixtures/"])?;
+        assert!(tested.contains(": 2 fixtures, 0 failed"), "{tested}");
+        anyhow::Ok(())
+    })
+    .await
+    .unwrap();
 }
 
 /// Scaffolds a `language` plugin of ConfigMaps, follows its next steps, and loads it into a host

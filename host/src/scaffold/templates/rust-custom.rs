@@ -1,15 +1,20 @@
+mod types;
+
 use serde::{Deserialize, Serialize};
 use wasmop_guest::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wasmop_guest::serde_json::{Map, Value};
 
-/// A @KIND@: its metadata, and every other field as it is.
+/// A @KIND@: its metadata, and its spec and status as crd.yaml's schema types them (`types.rs`,
+/// which `wasmop generate` writes from it).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Primary {
     /// Standard object metadata.
     pub metadata: ObjectMeta,
-    /// The rest of the object (`spec`, `status`, …).
-    #[serde(flatten)]
-    pub fields: Map<String, Value>,
+    /// What the @KIND@ should be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<types::@KIND@Spec>,
+    /// What the plugin last observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<types::@KIND@Status>,
 }
 
 wasmop_guest::custom_resource!(Primary {

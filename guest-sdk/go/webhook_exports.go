@@ -44,7 +44,7 @@ func (e exports) WebhooksValidate(req wit.AdmissionRequest) wit.Verdict {
 	if e.r.Webhooks.Validator == nil {
 		panic("guest: the host asked a plugin with no Validator to validate")
 	}
-	warnings, err := e.r.Webhooks.Validator(context.Background(), admissionRequest(req))
+	warnings, err := e.r.Webhooks.Validator(context.Background(), AdmissionRequestFromWIT(req))
 	if err != nil {
 		d := denial(err, warnings)
 		return wit.Verdict{Case: wit.VerdictDenied, Denied: wit.Denial{Message: d.Message, Warnings: d.Warnings}}
@@ -58,7 +58,7 @@ func (e exports) WebhooksDefault(req wit.AdmissionRequest) wit.Result[wit.Object
 	if e.r.Webhooks.Defaulter == nil {
 		panic("guest: the host asked a plugin with no Defaulter to default")
 	}
-	obj, err := e.r.Webhooks.Defaulter(context.Background(), admissionRequest(req))
+	obj, err := e.r.Webhooks.Defaulter(context.Background(), AdmissionRequestFromWIT(req))
 	if err == nil {
 		var text string
 		if text, err = obj.Encode(); err == nil {
@@ -94,8 +94,9 @@ func (e exports) WebhooksConvert(obj wit.Object, apiVersion string) wit.Result[w
 	return wit.Result[wit.Object, string]{Ok: text}
 }
 
-// admissionRequest is req as the plugin's functions take it; objects that do not decode are nil.
-func admissionRequest(req wit.AdmissionRequest) AdmissionRequest {
+// AdmissionRequestFromWIT is an admission request from the host as a Validator and a Defaulter
+// take it, its objects decoded; for the SDK's own packages (guesttest builds requests with it).
+func AdmissionRequestFromWIT(req wit.AdmissionRequest) AdmissionRequest {
 	return AdmissionRequest{
 		UID:       req.Uid,
 		Kind:      Kind{req.Kind.Group, req.Kind.Version, req.Kind.Kind},

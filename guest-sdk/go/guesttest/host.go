@@ -2,8 +2,10 @@
 // resourceVersions, conflicts, finalizers and merge patches, a record of every write, event and
 // log, failures given in advance for writes, and a settable clock. It is a fake of the host, not
 // of the apiserver: server-side apply merges like a merge patch and nothing is defaulted or
-// garbage-collected. Its subpackage fixture has `wasmop test` run fixture files against the built
-// plugin instead.
+// garbage-collected. Admission builds the requests a plugin's validator and defaulter take, as the
+// runtime hands them over, and AdmissionReview and ConversionReview the reviews the apiserver
+// would post, for fixture files and other tools. Its subpackage fixture has `wasmop test` run
+// fixture files against the built plugin instead.
 package guesttest
 
 import (

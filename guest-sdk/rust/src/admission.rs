@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::kind::Gvk;
 use crate::webhooks::{AdmissionRequest, Operation, UserInfo};
 
-/// The uid and user name a built request carries unless told otherwise.
+/// The uid and user name a built request carries unless told otherwise (its user has no uid).
 const TEST_NAME: &str = "wasmop-test";
 
 impl AdmissionRequest {
@@ -67,7 +67,7 @@ impl AdmissionRequest {
             old_object: old.map(|o| o.to_string()),
             user_info: UserInfo {
                 username: TEST_NAME.to_owned(),
-                uid: TEST_NAME.to_owned(),
+                uid: String::new(),
                 groups: Vec::new(),
             },
             dry_run: false,

@@ -22,6 +22,17 @@
  *
  * testFixtures('../fixtures'); // plugins/webapp/fixtures/*.yaml, against the project in the working directory
  * ```
+ *
+ * Webhooks are called natively with {@link buildAdmissionRequest}, the request a validator or
+ * defaulter receives in the sandbox; {@link admissionReview} and {@link conversionReview} make the
+ * JSON the apiserver would post.
+ *
+ * ```ts
+ * import { buildAdmissionRequest } from '@wasmop/guest/testing';
+ *
+ * const req = buildAdmissionRequest({ object: { ...app, spec: { image: 'nginx', replicas: 75 } } });
+ * assert.throws(() => webapp.webhooks.validate!.validator(req), /spec.replicas must be between 0 and 50, not 75/);
+ * ```
  */
 export { componentExports, type ComponentExports } from '../component.ts';
 export { atTime } from './clock.ts';
@@ -36,3 +47,12 @@ export {
   type Write,
   type WriteCall,
 } from './host.ts';
+export {
+  admissionReview,
+  buildAdmissionRequest,
+  conversionReview,
+  type AdmissionRequestOptions,
+  type AdmissionReview,
+  type ConversionReview,
+  type GroupVersionResource,
+} from './reviews.ts';

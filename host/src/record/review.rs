@@ -60,7 +60,12 @@ impl Recorder {
             let found = object.and_then(|o| o["metadata"][field].as_str());
             file_part(found.unwrap_or_default())
         };
-        let name = format!("{hook}-{}-{}", text("namespace"), text("name"));
+        let call = match hook {
+            "validate" => "validating",
+            "default" => "defaulting",
+            _ => "converting",
+        };
+        let name = format!("{call}-{}-{}", text("namespace"), text("name"));
         self.store(plugin, &name, &fixture).await;
     }
 }

@@ -580,7 +580,7 @@ async fn webhook_calls_are_recorded_and_replayed_against_the_next_version() -> a
         let files: Vec<String> = std::fs::read_dir(&folder)?
             .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
             .collect::<Result<_, _>>()?;
-        for hook in ["-validate-", "-default-", "-convert-"] {
+        for hook in ["-validating-", "-defaulting-", "-converting-"] {
             assert!(
                 files.iter().any(|f| f.contains(hook)),
                 "no {hook} call in {files:?}"
@@ -588,7 +588,7 @@ async fn webhook_calls_are_recorded_and_replayed_against_the_next_version() -> a
         }
         let refused = files
             .iter()
-            .find(|f| f.contains("-validate-") && f.ends_with("-crowded.yaml"));
+            .find(|f| f.contains("-validating-") && f.ends_with("-crowded.yaml"));
         let refused = std::fs::read_to_string(folder.join(refused.expect("the refusal")))?;
         assert!(refused.contains("allowed: false"), "{refused}");
         assert!(

@@ -49,7 +49,7 @@ type Host struct {
 	// FailNext, when set, makes the next call of the given client function fail with the error:
 	// create, update, update-status, patch, patch-status or delete.
 	FailNext map[string]error
-	// APIServer, when set, answers the requests of the plugin's own client (guest.Transport) as
+	// APIServer, when set, answers the requests of the plugin's own client (transport.RoundTripper) as
 	// the apiserver would; without it they fail as unavailable.
 	APIServer http.Handler
 }

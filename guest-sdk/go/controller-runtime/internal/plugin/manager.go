@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"wasmop.dev/guest"
+	"wasmop.dev/guest/transport"
 )
 
 var _ manager.Manager = (*Manager)(nil)
@@ -116,7 +116,9 @@ func (m *Manager) GetWebhookServer() webhook.Server { return &m.server }
 func (m *Manager) GetConfig() *rest.Config { return config.GetConfigOrDie() }
 
 // GetHTTPClient is an HTTP client whose requests go to the apiserver through the host.
-func (m *Manager) GetHTTPClient() *http.Client { return &http.Client{Transport: guest.Transport{}} }
+func (m *Manager) GetHTTPClient() *http.Client {
+	return &http.Client{Transport: transport.RoundTripper{}}
+}
 
 // GetAPIReader reads from the apiserver itself through the host.
 func (m *Manager) GetAPIReader() client.Reader { return client.NewAPIReader(m.scheme, m.mapper) }

@@ -16,15 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"wasmop.dev/guest"
+	"wasmop.dev/guest/transport"
 )
 
 // NewAPIReader is a Reader that reads from the apiserver itself, not the cache: what
 // mgr.GetAPIReader hands out, for a read that must see the latest state. Its requests go
-// through the host's transport (guest.Transport) and are checked against the plugin's declared
+// through the host's transport (transport.RoundTripper) and are checked against the plugin's declared
 // permissions like every other; each costs an apiserver round trip.
 func NewAPIReader(scheme *runtime.Scheme, mapper meta.RESTMapper) Reader {
-	return &apiReader{scheme: scheme, mapper: mapper, http: &http.Client{Transport: guest.Transport{}}}
+	return &apiReader{scheme: scheme, mapper: mapper, http: &http.Client{Transport: transport.RoundTripper{}}}
 }
 
 type apiReader struct {

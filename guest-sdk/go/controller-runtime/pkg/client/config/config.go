@@ -2,11 +2,11 @@ package config
 
 import (
 	"k8s.io/client-go/rest"
-	"wasmop.dev/guest"
+	"wasmop.dev/guest/transport"
 )
 
 // Host is the apiserver address a plugin's rest.Config names. Its requests never go to it: the
-// host's transport (guest.Transport) sends each to the apiserver the host talks to, so a URL
+// host's transport (transport.RoundTripper) sends each to the apiserver the host talks to, so a URL
 // built on it (a proxy path, say) reaches the same place.
 const Host = "https://apiserver.wasmop.invalid"
 
@@ -18,7 +18,7 @@ const Host = "https://apiserver.wasmop.invalid"
 func GetConfig() (*rest.Config, error) {
 	return &rest.Config{
 		Host:      Host,
-		Transport: guest.Transport{},
+		Transport: transport.RoundTripper{},
 		UserAgent: "wasmop-plugin",
 		QPS:       -1,
 		ContentConfig: rest.ContentConfig{

@@ -1,4 +1,4 @@
-package guest_test
+package transport_test
 
 import (
 	"io"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"wasmop.dev/guest"
 	"wasmop.dev/guest/guesttest"
+	"wasmop.dev/guest/transport"
 )
 
 func TestTransportCarriesTheRequestAndTheAnswerAsTheyAre(t *testing.T) {
@@ -20,7 +20,7 @@ func TestTransportCarriesTheRequestAndTheAnswerAsTheyAre(t *testing.T) {
 		w.WriteHeader(http.StatusConflict)
 		w.Write([]byte(`{"kind":"Status","code":409}`))
 	})
-	client := &http.Client{Transport: guest.Transport{}}
+	client := &http.Client{Transport: transport.RoundTripper{}}
 	req, _ := http.NewRequest("PATCH", "https://apiserver.wasmop.invalid/api/v1/namespaces/a/configmaps/x?dryRun=All", strings.NewReader(`{"data":{"k":"v"}}`))
 	req.Header.Set("Content-Type", "application/merge-patch+json")
 	resp, err := client.Do(req)
@@ -39,7 +39,7 @@ func TestTransportCarriesTheRequestAndTheAnswerAsTheyAre(t *testing.T) {
 
 func TestTransportWithoutAnAnswerIsAnError(t *testing.T) {
 	guesttest.New()
-	_, err := (&http.Client{Transport: guest.Transport{}}).Get("https://apiserver.wasmop.invalid/api/v1/pods")
+	_, err := (&http.Client{Transport: transport.RoundTripper{}}).Get("https://apiserver.wasmop.invalid/api/v1/pods")
 	if err == nil || !strings.Contains(err.Error(), "no apiserver") {
 		t.Fatalf("err = %v", err)
 	}

@@ -1,4 +1,7 @@
-package guest
+// Package transport carries the requests of a Kubernetes client of the plugin's own (client-go's
+// clientsets, dynamic client and discovery) to the apiserver through the host. It is a package
+// of its own so that a plugin that does not use it does not link net/http.
+package transport
 
 import (
 	"bytes"
@@ -8,11 +11,12 @@ import (
 	"net/http"
 	"strconv"
 
+	"wasmop.dev/guest"
 	"wasmop.dev/guest/internal/host"
 	"wasmop.dev/guest/internal/wit"
 )
 
-// Transport sends HTTP requests to the apiserver through the host (WIT `transport`), for a
+// RoundTripper sends HTTP requests to the apiserver through the host (WIT `transport`), for a
 // Kubernetes client of the plugin's own: set it as a rest.Config's Transport and client-go's
 // typed clientsets, dynamic client and discovery work unchanged. The host reads each request as
 // the apiserver would (verb, group, version, resource, namespace, name, subresource), checks it
@@ -22,10 +26,10 @@ import (
 // undeclared permission, 422 Invalid for a request it cannot check, such as a watch), so
 // client-go's errors.IsForbidden and friends see it. Reads through it go to the apiserver: the
 // cache (Cache, client.Client's reads) is the cheap way to read.
-type Transport struct{}
+type RoundTripper struct{}
 
 // RoundTrip sends req through the host and returns the apiserver's answer.
-func (Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
 		read, err := io.ReadAll(req.Body)
@@ -50,8 +54,8 @@ func (Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // refusal is the host's error as the apiserver's Status answer, or a Go error when there was
 // no answer at all.
 func refusal(req *http.Request, e wit.Error) (*http.Response, error) {
-	err := FromWIT(e)
-	status, _ := StatusOf(err)
+	err := guest.FromWIT(e)
+	status, _ := guest.StatusOf(err)
 	if status.Code == 0 {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}

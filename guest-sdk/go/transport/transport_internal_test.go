@@ -1,4 +1,4 @@
-package guest
+package transport
 
 import (
 	"encoding/json"

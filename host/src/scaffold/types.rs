@@ -33,6 +33,23 @@ enum Shape {
     Any,
 }
 
+impl Shape {
+    /// Whether this shape, or one it holds, is `wanted`.
+    fn holds(&self, wanted: fn(&Shape) -> bool) -> bool {
+        match self {
+            Shape::List(inner) | Shape::Map(inner) => wanted(self) || inner.holds(wanted),
+            shape => wanted(shape),
+        }
+    }
+}
+
+/// Whether a field of `types` holds a shape that is `wanted` (a map, an open value), which
+/// decides the imports a generated file needs.
+fn uses(types: &[Type], wanted: fn(&Shape) -> bool) -> bool {
+    let mut fields = types.iter().flat_map(|ty| &ty.fields);
+    fields.any(|field| field.shape.holds(wanted))
+}
+
 /// One field of a generated type.
 #[derive(Debug, Clone, PartialEq)]
 struct Field {
@@ -174,12 +191,19 @@ fn header(comment: &str, kind: &str) -> String {
 
 /// Rust: serde structs, optional fields as `Option`, JSON names kept by `rename`.
 pub fn rust(kind: &str, schema: &Value) -> String {
-    let mut body = String::new();
-    for ty in collect(kind, schema) {
+    let types = collect(kind, schema);
+    let mut out = header("//", kind);
+    if uses(&types, |shape| matches!(shape, Shape::Map(_))) {
+        out.push_str("\nuse std::collections::BTreeMap;\n");
+    }
+    out.push_str("\nuse serde::{Deserialize, Serialize};\n");
+    if uses(&types, |shape| matches!(shape, Shape::Any)) {
+        out.push_str("use wasmop_guest::serde_json::Value;\n");
+    }
+    for ty in types {
         let doc = ty
             .description
             .unwrap_or_else(|| format!("`{}` of a {kind}.", ty.path));
-        let out = &mut body;
         out.push_str(&format!("\n/// {doc}\n"));
         out.push_str("#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]\n");
         out.push_str(&format!("pub struct {} {{\n", ty.name));
@@ -202,15 +226,7 @@ pub fn rust(kind: &str, schema: &Value) -> String {
         }
         out.push_str("}\n");
     }
-    let mut out = header("//", kind);
-    if body.contains("BTreeMap<") {
-        out.push_str("\nuse std::collections::BTreeMap;\n");
-    }
-    out.push_str("\nuse serde::{Deserialize, Serialize};\n");
-    if body.contains("Value,") || body.contains("Value>") {
-        out.push_str("use wasmop_guest::serde_json::Value;\n");
-    }
-    out + &body
+    out
 }
 
 fn rust_shape(shape: &Shape) -> String {
@@ -286,23 +302,16 @@ pub fn go(kind: &str, schema: &Value) -> String {
     let mut out = header("//", kind);
     out.push_str("\npackage main\n");
     let types = collect(kind, schema);
-    if types.iter().any(|ty| {
-        ty.fields
-            .iter()
-            .any(|f| go_shape(&f.shape).contains("json."))
-    }) {
+    if uses(&types, |shape| matches!(shape, Shape::Any)) {
         out.push_str("\nimport \"encoding/json\"\n");
     }
     for ty in types {
-        let doc = ty
-            .description
-            .unwrap_or_else(|| format!("is `{}` of a {kind}.", ty.path));
-        out.push_str(&format!(
-            "\n// {} {}\ntype {} struct {{\n",
-            ty.name,
-            go_doc(&doc),
-            ty.name
-        ));
+        let doc = match &ty.description {
+            Some(description) => lower_first(description),
+            None => format!("`{}` of a {kind}.", ty.path),
+        };
+        let name = &ty.name;
+        out.push_str(&format!("\n// {name} is {doc}\ntype {name} struct {{\n"));
         for field in ty.fields {
             if let Some(doc) = field.description {
                 out.push_str(&format!("\t// {doc}\n"));
@@ -335,13 +344,12 @@ fn go_shape(shape: &Shape) -> String {
     }
 }
 
-fn go_doc(text: &str) -> String {
+/// `text` with its first letter in lower case, to follow "X is" in a Go doc comment.
+fn lower_first(text: &str) -> String {
     let mut chars = text.chars();
     match chars.next() {
-        Some(first) if !text.starts_with("is ") => {
-            format!("is {}{}", first.to_lowercase(), chars.as_str())
-        }
-        _ => text.to_owned(),
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 

@@ -9,6 +9,11 @@ use std::fs::File;
 /// against the host's memory limit until the kernel reclaimed them.
 pub fn written_back(file: &File) -> std::io::Result<()> {
     file.sync_data()?;
+    dropped(file)
+}
+
+/// Lets the kernel drop `file`'s clean pages that no mapping holds from the page cache.
+pub fn dropped(file: &File) -> std::io::Result<()> {
     rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
     Ok(())
 }

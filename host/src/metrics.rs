@@ -73,6 +73,10 @@ struct Families {
     plugin_memory: IntGaugeVec,
     instantiations: IntCounterVec,
     instantiation_seconds: CounterVec,
+    plugin_suspended: IntGaugeVec,
+    suspensions: IntCounterVec,
+    wakes: IntCounterVec,
+    wake_seconds: CounterVec,
     webhook_requests: IntCounterVec,
     webhook_latency: HistogramVec,
     webhook_in_flight: IntGaugeVec,
@@ -244,6 +248,34 @@ impl Families {
                     &["plugin"],
                 ),
             ),
+            plugin_suspended: gauge(
+                r,
+                "wasmop_plugin_suspended",
+                "1 while the plugin is suspended: idle past --suspend-idle-after, its code and instances given back until its next call",
+                &["plugin"],
+            ),
+            suspensions: counter(
+                r,
+                "wasmop_plugin_suspensions_total",
+                "Times the plugin was suspended for being idle",
+                &["plugin"],
+            ),
+            wakes: counter(
+                r,
+                "wasmop_plugin_wakes_total",
+                "Times the suspended plugin was woken (its code mapped and linked again) for a call",
+                &["plugin"],
+            ),
+            wake_seconds: registered(
+                r,
+                CounterVec::new(
+                    Opts::new(
+                        "wasmop_plugin_wake_seconds_total",
+                        "Time spent waking the suspended plugin; divide by wasmop_plugin_wakes_total for the mean",
+                    ),
+                    &["plugin"],
+                ),
+            ),
             webhook_requests: counter(
                 r,
                 "controller_runtime_webhook_requests_total",
@@ -381,6 +413,10 @@ impl Metrics {
         forget(&f.plugin_memory, plugin);
         forget(&f.instantiations, plugin);
         forget(&f.instantiation_seconds, plugin);
+        forget(&f.plugin_suspended, plugin);
+        forget(&f.suspensions, plugin);
+        forget(&f.wakes, plugin);
+        forget(&f.wake_seconds, plugin);
         forget(&f.reconcile_total, controller);
         forget(&f.reconcile_errors, controller);
         forget(&f.terminal_errors, controller);
@@ -525,6 +561,23 @@ impl PluginMetrics {
         f.instantiation_seconds
             .with_label_values(&[&self.name])
             .inc_by(took.as_secs_f64());
+    }
+
+    /// The plugin was suspended for being idle.
+    pub fn suspended(&self) {
+        let f = &self.metrics.families;
+        f.suspensions.with_label_values(&[&self.name]).inc();
+        f.plugin_suspended.with_label_values(&[&self.name]).set(1);
+    }
+
+    /// The suspended plugin was woken in `took`.
+    pub fn woke(&self, took: Duration) {
+        let f = &self.metrics.families;
+        f.wakes.with_label_values(&[&self.name]).inc();
+        f.wake_seconds
+            .with_label_values(&[&self.name])
+            .inc_by(took.as_secs_f64());
+        f.plugin_suspended.with_label_values(&[&self.name]).set(0);
     }
 
     /// The host refused, dropped or slowed something at the plugin's boundary, for `reason`.

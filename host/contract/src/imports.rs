@@ -385,6 +385,10 @@ pub trait Observer: Send + Sync + 'static {
     fn refused(&self, why: Refusal);
     /// An instance's linear memory reached `bytes`.
     fn memory(&self, bytes: usize);
+    /// The plugin went idle long enough to be suspended: its code and instances were given back.
+    fn suspended(&self);
+    /// The suspended plugin was woken for a call, in `took`.
+    fn woke(&self, took: Duration);
 }
 
 /// Nobody listening.
@@ -392,6 +396,8 @@ impl Observer for () {
     fn instantiated(&self, _took: Duration) {}
     fn refused(&self, _why: Refusal) {}
     fn memory(&self, _bytes: usize) {}
+    fn suspended(&self) {}
+    fn woke(&self, _took: Duration) {}
 }
 
 /// The host services one plugin's guests call.

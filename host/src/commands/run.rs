@@ -227,6 +227,7 @@ pub(crate) fn manager_options(args: &RunArgs) -> ManagerOptions {
             wrap: recorder
                 .clone()
                 .map(|recorder| recorder as Arc<dyn wasmop::runtime::Wrap>),
+            suspend_after: Some(args.suspend_idle_after).filter(|idle| !idle.is_zero()),
             ..RuntimeConfig::default()
         },
         namespaces: args.watched_namespaces(),

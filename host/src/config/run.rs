@@ -137,6 +137,12 @@ pub struct RunArgs {
     /// How long a plugin's informers may take to list everything before its start fails.
     #[arg(long, env = "WASMOP_CACHE_SYNC_TIMEOUT", default_value = "2m", value_parser = duration)]
     pub cache_sync_timeout: Duration,
+    /// How long a plugin may go without a reconcile, map or webhook call before it is
+    /// suspended: its compiled code, warm instances and warm memory slots are given back, its
+    /// informers and queue kept, and its next call wakes it (a few milliseconds, counted in
+    /// `wasmop_plugin_wake_seconds_total`). `0s` never suspends.
+    #[arg(long, env = "WASMOP_SUSPEND_IDLE_AFTER", default_value = "30s", value_parser = duration)]
+    pub suspend_idle_after: Duration,
     /// How log lines are written: `text`, or `json` (one object per line, with a reconcile's
     /// fields under `span`).
     #[arg(long, env = "WASMOP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]

@@ -41,6 +41,14 @@ impl Observer for PluginMetrics {
     fn memory(&self, bytes: usize) {
         PluginMetrics::memory(self, bytes);
     }
+
+    fn suspended(&self) {
+        PluginMetrics::suspended(self);
+    }
+
+    fn woke(&self, took: Duration) {
+        PluginMetrics::woke(self, took);
+    }
 }
 
 impl Loader {

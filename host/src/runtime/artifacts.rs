@@ -16,17 +16,20 @@
 //! used artifacts going first. A cache that cannot be written (a full or read-only disk) costs
 //! a copy in memory, never a plugin.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use tempfile::NamedTempFile;
 
-use crate::disk::written_back;
+use crate::disk::{dropped, written_back};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -61,6 +64,34 @@ impl Adopted {
     }
 }
 
+/// A component as the engine loaded it: mapped from its artifact file, which it keeps open to be
+/// mapped again from, or copied into memory when the cache could not be written. Every load of
+/// one artifact shares one while any plugin version holds it: one mapping of its code, one copy of
+/// what wasmtime keeps of it.
+pub(crate) struct Mapped {
+    /// The component, ready to link.
+    pub(crate) component: Component,
+    /// The artifact it is mapped from; `None` for a copy in memory.
+    pub(crate) artifact: Option<Artifact>,
+}
+
+/// An artifact file held open under the name the cache keeps it by: what a suspended plugin
+/// version maps its component from again, even after the cache's eviction unlinked it.
+#[derive(Clone)]
+pub(crate) struct Artifact {
+    path: PathBuf,
+    file: Arc<File>,
+}
+
+impl Artifact {
+    /// Lets the kernel drop the artifact's pages no mapping holds from the page cache.
+    pub(crate) fn release(&self) {
+        if let Err(error) = dropped(&self.file) {
+            tracing::debug!(artifact = %self.path.display(), "cannot drop the artifact's pages: {error}");
+        }
+    }
+}
+
 /// A private directory of compiled components for one engine's settings.
 pub(crate) struct Artifacts {
     dir: PathBuf,
@@ -68,6 +99,8 @@ pub(crate) struct Artifacts {
     limit: u64,
     hits: AtomicUsize,
     misses: AtomicUsize,
+    /// The components mapped now, by artifact path, for loads of the same artifact to share.
+    live: Mutex<HashMap<PathBuf, Weak<Mapped>>>,
 }
 
 impl Artifacts {
@@ -82,6 +115,7 @@ impl Artifacts {
             limit: CACHE_LIMIT,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
+            live: Mutex::default(),
         })
     }
 
@@ -91,29 +125,31 @@ impl Artifacts {
         self
     }
 
-    /// The component of `bytes` for `engine`: mapped from its artifact when the cache has one the
-    /// engine accepts, else compiled by `compile` (which writes the artifact) straight into the
-    /// cache, and mapped. When the cache cannot be written the compile is kept in memory instead
-    /// (a second compile, when the writing failed midway). Blocking: call it off the async runtime.
+    /// The component of `bytes` for `engine`: the one mapped now from its artifact, if a loaded
+    /// plugin version holds it, else mapped from its artifact when the cache has one the engine
+    /// accepts, else compiled by `compile` (which writes the artifact) straight into the cache,
+    /// and mapped. When the cache cannot be written the compile is kept in memory instead (a
+    /// second compile, when the writing failed midway). Blocking: call it off the async runtime.
     pub(crate) fn load(
         &self,
         engine: &Engine,
         bytes: &[u8],
         adopted: Option<&Adopted>,
         compile: impl Fn(&[u8], &mut dyn Write) -> wasmtime::Result<()>,
-    ) -> wasmtime::Result<Component> {
+    ) -> wasmtime::Result<Arc<Mapped>> {
         let candidates = adopted.map(|adopted| self.adopted_path(adopted));
         let path = self.path(bytes);
         for candidate in candidates.iter().chain([&path]) {
-            if let Some(component) = self.mapped(engine, candidate) {
-                return Ok(component);
+            if let Some(mapped) = self.mapped(engine, candidate) {
+                return Ok(mapped);
             }
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         match self.compile_into(&path, bytes, &compile) {
             Ok(()) => {
                 self.evict(&path);
-                map(engine, &path)
+                let file = File::open(&path)?;
+                self.share(map(engine, path, file)?)
             }
             Err(Unstored::Compile(error)) => Err(error),
             Err(Unstored::Cache(error)) => {
@@ -123,21 +159,57 @@ impl Artifacts {
                 );
                 let mut artifact = Vec::new();
                 compile(bytes, &mut artifact)?;
-                copy(engine, &artifact)
+                Ok(Arc::new(Mapped {
+                    component: copy(engine, &artifact)?,
+                    artifact: None,
+                }))
             }
         }
     }
 
-    /// The artifact at `path` mapped, if there is one the engine accepts.
-    fn mapped(&self, engine: &Engine, path: &Path) -> Option<Component> {
-        if !path.exists() {
-            return None;
+    /// The component of `artifact` for `engine` again: the one mapped now, if a loaded plugin
+    /// version holds it, else mapped from the open file. Blocking: call it off the async runtime.
+    pub(crate) fn remap(
+        &self,
+        engine: &Engine,
+        artifact: &Artifact,
+    ) -> wasmtime::Result<Arc<Mapped>> {
+        if let Some(mapped) = self.shared(&artifact.path) {
+            return Ok(mapped);
         }
-        match map(engine, path) {
-            Ok(component) => {
+        let file = artifact.file.try_clone()?;
+        self.share(map(engine, artifact.path.clone(), file)?)
+    }
+
+    /// The component mapped now from the artifact at `path`, if a loaded plugin version holds it.
+    fn shared(&self, path: &Path) -> Option<Arc<Mapped>> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.get(path).and_then(Weak::upgrade)
+    }
+
+    /// Publishes `mapped` for loads of its artifact to share, forgetting the ones no version holds.
+    fn share(&self, mapped: Mapped) -> wasmtime::Result<Arc<Mapped>> {
+        let mapped = Arc::new(mapped);
+        if let Some(artifact) = &mapped.artifact {
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            live.retain(|_, held| held.strong_count() > 0);
+            live.insert(artifact.path.clone(), Arc::downgrade(&mapped));
+        }
+        Ok(mapped)
+    }
+
+    /// The artifact at `path` shared or mapped, if there is one the engine accepts.
+    fn mapped(&self, engine: &Engine, path: &Path) -> Option<Arc<Mapped>> {
+        if let Some(mapped) = self.shared(path) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Some(mapped);
+        }
+        let file = File::open(path).ok()?;
+        match map(engine, path.to_owned(), file).and_then(|mapped| self.share(mapped)) {
+            Ok(mapped) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 touch(path);
-                Some(component)
+                Some(mapped)
             }
             Err(error) => {
                 tracing::warn!(
@@ -286,17 +358,26 @@ impl Write for Recording<'_> {
     }
 }
 
-/// Maps the artifact at `path` into `engine`.
+/// Maps the artifact `file`, opened at `path`, into `engine`, through the file descriptor: the
+/// same file whatever has been renamed or unlinked at `path` since it was opened.
 #[allow(unsafe_code)]
-fn map(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+fn map(engine: &Engine, path: PathBuf, file: File) -> wasmtime::Result<Mapped> {
+    let descriptor = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
     // SAFETY: wasmtime requires the file to be an artifact of `Engine::precompile_component` that
     // is not modified while mapped. Only this user may write the cache directory (`private_dir`),
     // this module writes each artifact whole under a temporary name before renaming it into
-    // place and never writes it again (eviction unlinks, which leaves mappings intact), and
-    // wasmtime checks the artifact's header and settings against `engine` before using it. An
-    // artifact not compiled here was adopted only from a layer signed by a key the operator
-    // trusts (`adopt`), which is as far as native code from elsewhere can be checked.
-    unsafe { Component::deserialize_file(engine, path) }
+    // place and never writes it again (eviction unlinks, which leaves open files and mappings
+    // intact), and wasmtime checks the artifact's header and settings against `engine` before
+    // using it. An artifact not compiled here was adopted only from a layer signed by a key the
+    // operator trusts (`adopt`), which is as far as native code from elsewhere can be checked.
+    let component = unsafe { Component::deserialize_file(engine, &descriptor) }?;
+    Ok(Mapped {
+        component,
+        artifact: Some(Artifact {
+            path,
+            file: Arc::new(file),
+        }),
+    })
 }
 
 /// Loads `artifact`, just compiled in this process, into `engine` by copying it.
@@ -561,12 +642,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let engine = engine();
         let artifacts = Artifacts::open(dir.path(), &engine).unwrap();
-        let error = artifacts
-            .load(&engine, COMPONENT, None, |_, out| {
-                out.write_all(b"half an artifact")?;
-                Err(wasmtime::Error::msg("the component does not compile"))
-            })
-            .expect_err("nothing to load");
+        let Err(error) = artifacts.load(&engine, COMPONENT, None, |_, out| {
+            out.write_all(b"half an artifact")?;
+            Err(wasmtime::Error::msg("the component does not compile"))
+        }) else {
+            panic!("nothing to load")
+        };
         assert!(error.to_string().contains("does not compile"), "{error}");
         assert!(
             artifacts_in(dir.path()).is_empty(),

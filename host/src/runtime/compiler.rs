@@ -18,10 +18,9 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 
 use wasmtime::Engine;
-use wasmtime::component::Component;
 
 use crate::runtime::Runtime;
-use crate::runtime::artifacts::{Adopted, Artifacts};
+use crate::runtime::artifacts::{Adopted, Artifacts, Mapped};
 use crate::runtime::compiles::{Asker, CompileQueue};
 use crate::runtime::engine::{Backend, compilation_config};
 
@@ -126,7 +125,7 @@ impl Compiler {
         bytes: &[u8],
         adopted: Option<&Adopted>,
         asker: Asker,
-    ) -> wasmtime::Result<Component> {
+    ) -> wasmtime::Result<Arc<Mapped>> {
         self.artifacts
             .load(&self.engine, bytes, adopted, |bytes, out| {
                 let _turn = self.queue.turn(asker);

@@ -41,6 +41,7 @@ use crate::runtime::compiles::CompileQueue;
 use crate::runtime::host::StoreState;
 use crate::runtime::memory::GuestMemory;
 use crate::runtime::reserve::{Bound, Claimant, Claimed};
+use crate::runtime::suspend::Suspender;
 use crate::runtime::wrap::Wrap;
 use wasmop_contract::limits::Rate;
 use wasmop_contract::policy::Ceiling;
@@ -136,6 +137,9 @@ pub struct RuntimeConfig {
     pub operator_reserved_memory: Option<usize>,
     /// Installed around every plugin it loads (the fixture recorder of `--record`), if anything.
     pub wrap: Option<Arc<dyn Wrap>>,
+    /// How long a plugin version may go without a call before it is suspended (its code and
+    /// instances given back until its next call); never when absent.
+    pub suspend_after: Option<Duration>,
 }
 
 impl Default for RuntimeConfig {
@@ -154,6 +158,7 @@ impl Default for RuntimeConfig {
             operator_reserved_instances: None,
             operator_reserved_memory: None,
             wrap: None,
+            suspend_after: None,
         }
     }
 }
@@ -161,7 +166,7 @@ impl Default for RuntimeConfig {
 /// The engine, the linker with every host import, and the epoch ticker.
 pub struct Runtime {
     pub(crate) engine: Engine,
-    pub(crate) linker: Linker<StoreState>,
+    pub(crate) linker: Arc<Linker<StoreState>>,
     pub(crate) config: RuntimeConfig,
     pub(crate) compiler: Compiler,
     /// The linear memory all guest instances hold, under `config.guest_memory`.
@@ -172,6 +177,8 @@ pub struct Runtime {
     pool: Bound,
     /// Instances promised to loaded plugins, out of the pool.
     reserved: Arc<Mutex<Claimed>>,
+    /// What suspends idle plugin versions, when `config.suspend_after` is set.
+    pub(crate) suspender: Option<Suspender>,
     ticker: Ticker,
 }
 
@@ -187,8 +194,10 @@ impl Runtime {
         Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(RuntimeError::Engine)?;
         let ticker = Ticker::start(engine.clone());
+        let suspender = config.suspend_after.map(Suspender::start).transpose();
         Ok(Runtime {
-            linker,
+            suspender: suspender.map_err(RuntimeError::Suspender)?,
+            linker: Arc::new(linker),
             compiler: Compiler {
                 engine: engine.clone(),
                 artifacts,

@@ -13,6 +13,9 @@ pub enum RuntimeError {
     /// The wasmtime engine or linker could not be set up.
     #[error("setting up the WebAssembly engine: {0:#}")]
     Engine(wasmtime::Error),
+    /// The thread that suspends idle plugins could not be started.
+    #[error("starting the thread that suspends idle plugins: {0}")]
+    Suspender(std::io::Error),
     /// The compile cache is not this user's alone.
     #[error(
         "compile cache {dir}: {reason}; give --compile-cache a directory only this user can write"

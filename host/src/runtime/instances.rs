@@ -15,15 +15,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::component::InstancePre;
+use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use crate::runtime::Runtime;
+use crate::runtime::artifacts::{Artifact, Mapped};
 use crate::runtime::bindings::{Reconciler, ReconcilerIndices, handlers, webhooks};
 use crate::runtime::engine::GuestCalls;
 use crate::runtime::error::{DispatchError, TrapKind};
 use crate::runtime::host::{MemoryLimitExceeded, PluginContext, StoreState};
 use crate::runtime::memory::{GuestMemoryExhausted, MemoryShare};
+use crate::runtime::suspend::{Code, Relink};
 use wasmop_contract::object::ObjectKey;
 
 /// How a plugin's instances are used across reconciles.
@@ -50,18 +52,27 @@ pub(crate) struct Linked {
     reconciler: ReconcilerIndices,
     webhooks: Option<webhooks::GuestIndices>,
     handlers: Option<handlers::GuestIndices>,
+    /// Held for as long as the link, so other loads of the same artifact share the mapping.
+    mapped: Arc<Mapped>,
 }
 
 impl Linked {
-    /// Finds the reconciler world's exports of `pre` (an error if one is missing) and its
-    /// `webhooks` and `handlers` interfaces if it exports them.
-    pub(crate) fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+    /// Links `mapped` with `linker` and finds the reconciler world's exports (an error if one is
+    /// missing) and its `webhooks` and `handlers` interfaces if it exports them.
+    pub(crate) fn link(linker: &Linker<StoreState>, mapped: Arc<Mapped>) -> wasmtime::Result<Self> {
+        let pre = linker.instantiate_pre(&mapped.component)?;
         Ok(Linked {
             reconciler: ReconcilerIndices::new(&pre)?,
             webhooks: webhooks::GuestIndices::new(&pre).ok(),
             handlers: handlers::GuestIndices::new(&pre).ok(),
             pre,
+            mapped,
         })
+    }
+
+    /// The artifact file the component is mapped from, if it is not a copy in memory.
+    pub(crate) fn artifact(&self) -> Option<&Artifact> {
+        self.mapped.artifact.as_ref()
     }
 
     /// Whether the component exports the `webhooks` interface.
@@ -115,7 +126,7 @@ struct Instance {
 pub(crate) struct Instances {
     engine: Engine,
     calls: GuestCalls,
-    linked: Linked,
+    code: Code,
     context: Arc<PluginContext>,
     /// The plugin's share of the guest memory budget.
     memory: Arc<MemoryShare>,
@@ -136,10 +147,16 @@ impl Instances {
         memory: Arc<MemoryShare>,
         (mode, max_instances): (InstanceMode, u32),
     ) -> Self {
+        let relink = Relink::of(
+            &runtime.engine,
+            &runtime.linker,
+            &runtime.compiler.artifacts,
+            &linked,
+        );
         Instances {
             engine: runtime.engine.clone(),
             calls: runtime.calls(),
-            linked,
+            code: Code::new(linked, relink),
             context,
             memory,
             mode,
@@ -175,6 +192,19 @@ impl Instances {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// The code of the version: suspended or not, and its wakes.
+    pub(crate) fn code(&self) -> &Code {
+        &self.code
+    }
+
+    /// Gives back the linked component and the warm instances if no call ran for `idle`.
+    pub(crate) fn suspend_if_idle(&self, idle: Duration) {
+        let warm = || self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        if self.code.suspend_if_idle(idle, warm) {
+            self.context.observer.suspended();
+        }
+    }
+
     /// Runs `call` in an instance under `limit`; traps and timeouts become [`DispatchError`]s
     /// naming `key`, and the instance that caused them is discarded.
     pub(crate) async fn dispatch<R>(
@@ -185,6 +215,7 @@ impl Instances {
     ) -> Result<R, DispatchError> {
         let deadline = Instant::now() + limit;
         let _in_flight = self.calls.start();
+        let _running = self.code.running();
         let run = async {
             let mut instance = self
                 .checkout(deadline)
@@ -221,8 +252,13 @@ impl Instances {
                 let share = self.share.clone().acquire_owned().await;
                 let share = share.expect("the instance share is never closed");
                 let mut store = self.new_store(deadline);
+                let observer = &self.context.observer;
+                let linked = match self.code.linked(|took| observer.woke(took)).await {
+                    Ok(linked) => linked,
+                    Err(error) => return Err((error.context("waking the plugin"), store)),
+                };
                 let started = Instant::now();
-                match self.linked.instantiate(&mut store).await {
+                match linked.instantiate(&mut store).await {
                     Ok(exports) => {
                         let took = started.elapsed();
                         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);

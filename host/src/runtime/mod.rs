@@ -30,6 +30,7 @@ mod memory;
 mod output;
 mod plugin;
 mod reserve;
+mod suspend;
 mod transport;
 mod webhooks;
 mod wrap;

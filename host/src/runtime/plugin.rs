@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use wasmtime::component::Component;
 
+use crate::runtime::artifacts::Mapped;
+
 use crate::runtime::SetClock;
 use crate::runtime::bindings::{WIT_PACKAGE, WIT_VERSION, plugin, types};
 use crate::runtime::budget::Budget;
@@ -143,7 +145,7 @@ pub struct Plugin {
     registration: Arc<Registration>,
     pub(crate) webhooks: Option<WebhookRegistration>,
     pub(crate) context: Arc<PluginContext>,
-    pub(crate) instances: Instances,
+    pub(crate) instances: Arc<Instances>,
     timeout: Duration,
     pub(crate) webhook_timeout: Duration,
     pub(crate) failure_policy: FailurePolicy,
@@ -267,7 +269,10 @@ impl Runtime {
             environment: options.environment,
         });
         let mode = (options.mode, asked.instances);
-        let instances = Instances::new(self, linked, context.clone(), memory, mode);
+        let instances = Arc::new(Instances::new(self, linked, context.clone(), memory, mode));
+        if let Some(suspender) = &self.suspender {
+            suspender.watch(&instances);
+        }
         Ok(Plugin {
             file,
             registration,
@@ -315,19 +320,15 @@ impl Runtime {
         } else {
             Asker::Operator
         };
-        let component = self
+        let mapped = self
             .compile(&file, bytes, options.precompiled.clone(), asker)
             .await?;
-        self.check_interface(&file, &component)?;
-        let compile_error = |source| RuntimeError::Compile {
-            file: file.clone(),
-            source,
-        };
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(compile_error)?;
-        let linked = Linked::new(pre).map_err(compile_error)?;
+        self.check_interface(&file, &mapped.component)?;
+        let linked =
+            Linked::link(&self.linker, mapped).map_err(|source| RuntimeError::Compile {
+                file: file.clone(),
+                source,
+            })?;
 
         let name = stem(&file);
         let anonymous = PluginContext {
@@ -486,7 +487,7 @@ impl Runtime {
         bytes: Vec<u8>,
         adopted: Option<Adopted>,
         asker: Asker,
-    ) -> Result<Component, RuntimeError> {
+    ) -> Result<Arc<Mapped>, RuntimeError> {
         let compiler = self.compiler.clone();
         let compiled =
             tokio::task::spawn_blocking(move || compiler.compile(&bytes, adopted.as_ref(), asker))
@@ -634,6 +635,17 @@ impl Plugin {
     /// How many warm instances wait in the pool (always 0 in fresh mode).
     pub fn idle_instances(&self) -> usize {
         self.instances.idle()
+    }
+
+    /// Whether the version is suspended now: idle, its code and instances given back until its
+    /// next call.
+    pub fn suspended(&self) -> bool {
+        self.instances.code().suspended()
+    }
+
+    /// How many times the version woke from a suspension so far, and the time the wakes took.
+    pub fn wakes(&self) -> (u64, Duration) {
+        self.instances.code().wakes()
     }
 
     /// Reconciles one primary object, through the runtime's [`Wrap`] if it has one.

@@ -16,6 +16,7 @@ mod loading;
 mod module_graph;
 mod plugins;
 mod scaffold;
+mod suspension;
 mod testing;
 mod webhooks;
 

@@ -102,6 +102,7 @@ bench: control-plane guests
 	target/release/wasmop-bench
 	target/release/wasmop-bench consolidation
 	target/release/wasmop-bench admission
+	target/release/wasmop-bench wake
 	tests/bench/chart
 
 # Not part of `make bench`: the per-object slope at 20,000 WebApps (once each; results in

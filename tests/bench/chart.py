@@ -96,6 +96,7 @@ def draw(results, out):
 
 CONSOLIDATION_PANELS = [
     ("pss", "summed memory after converging (PSS, MiB)"),
+    ("idle_pss", "summed memory idle (PSS, MiB)"),
     ("cpu_seconds", "summed CPU converging (s)"),
     ("seconds", "time until all converged (s)"),
 ]
@@ -107,7 +108,7 @@ def consolidation(runs, out):
     fig, axes = plt.subplots(1, len(CONSOLIDATION_PANELS), figsize=(5 * len(CONSOLIDATION_PANELS), 4.2))
     for ax, (field, title) in zip(axes, CONSOLIDATION_PANELS):
         for way in ways:
-            points = sorted((r["operators"], r[field]) for r in runs if r["comparator"] == way)
+            points = sorted((r["operators"], r[field]) for r in runs if r["comparator"] == way and field in r)
             label = way if way.startswith("wasmop") else f"{way} (one process each)"
             ax.plot([n for n, _ in points], [v for _, v in points], marker="o", label=label)
         ax.set_title(title)

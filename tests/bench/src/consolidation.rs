@@ -1,7 +1,9 @@
 //! Consolidation: N distinct operators, each the `webapp` behaviour over a CRD of its own API group
 //! in a namespace of its own, run as N controller-runtime processes, as N kube-rs processes, or as
-//! N plugins in one wasmop host, with 100 WebApps each; for N = 1, 5, 10 and 20, the summed
-//! resident memory, CPU and the time until every WebApp of every operator converged.
+//! N plugins in one wasmop host, with 100 WebApps each; for N = 1, 5, 10, 20, 50 and 100, the
+//! summed resident memory after the WebApps converged and again once every operator idled past
+//! wasmop's `--suspend-idle-after` (30 s, its default: its idle plugins are suspended by then),
+//! CPU and the time until every WebApp of every operator converged.
 //!
 //! wasmop's operators are builds of `plugins/webapp` that differ only in the API group they serve
 //! and their name (`WEBAPP_GROUP`, `WEBAPP_PLUGIN`); the native operators read the group from
@@ -25,11 +27,16 @@ use crate::{cgroup, load};
 /// How long the operators' memory is left to settle after converging before it is read.
 const SETTLE: Duration = Duration::from_secs(3);
 
+/// How long the operators idle after that before their idle memory is read: wasmop's default
+/// `--suspend-idle-after` (30 s), the longest its suspender waits between two looks (7.5 s),
+/// and a margin.
+const IDLE: Duration = Duration::from_secs(40);
+
 /// Options of `wasmop-bench consolidation`.
 #[derive(Debug, clap::Args)]
 pub struct ConsolidationArgs {
     /// The numbers of operators to run side by side.
-    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20,50,100")]
     operators: Vec<usize>,
     /// WebApps created for each operator.
     #[arg(long, default_value_t = 100)]
@@ -87,6 +94,12 @@ pub struct Run {
     /// Summed memory of the processes' cgroups at the same moment as `rss` (children and page
     /// cache included), in MiB, where cgroups could be made.
     pub pod: Option<f64>,
+    /// Summed proportional set sizes after idling for [`IDLE`] more, in MiB.
+    pub idle_pss: f64,
+    /// Summed resident sets at the same moment, in MiB.
+    pub idle_rss: f64,
+    /// Summed cgroup memory at the same moment, in MiB, where cgroups could be made.
+    pub idle_pod: Option<f64>,
 }
 
 /// The API group of operator `i`.
@@ -120,8 +133,14 @@ pub async fn run(repo: &Path, logs: &Path, args: &ConsolidationArgs) -> anyhow::
             eprintln!("[consolidation] {n} operators, {}", host.name());
             let run = setup.once(host, n, args.webapps).await?;
             eprintln!(
-                "    {} processes: converged in {:.1} s, {:.1} CPU s, PSS {:.0} MiB, RSS {:.0} (peaks {:.0})",
-                run.processes, run.seconds, run.cpu_seconds, run.pss, run.rss, run.peak_rss
+                "    {} processes: converged in {:.1} s, {:.1} CPU s, PSS {:.0} MiB, RSS {:.0} (peaks {:.0}); idle PSS {:.0} MiB",
+                run.processes,
+                run.seconds,
+                run.cpu_seconds,
+                run.pss,
+                run.rss,
+                run.peak_rss,
+                run.idle_pss
             );
             runs.push(run);
         }
@@ -170,6 +189,8 @@ impl Setup<'_> {
         let seconds = started.elapsed().as_secs_f64();
         tokio::time::sleep(SETTLE).await;
         let after = sample_all(&mut operators)?;
+        tokio::time::sleep(IDLE).await;
+        let idle = sample_all(&mut operators)?;
         let processes = operators.len();
         for operator in operators {
             operator.stop().await?;
@@ -177,7 +198,6 @@ impl Setup<'_> {
         cluster.stop().await?;
         let cpu: Duration = after.iter().map(|s| s.cpu).sum::<Duration>()
             - before.iter().map(|s| s.cpu).sum::<Duration>();
-        let pods: Option<Vec<f64>> = after.iter().map(|s| s.pod.map(|(now, _)| now)).collect();
         Ok(Run {
             comparator: host.name().to_owned(),
             operators: n,
@@ -188,7 +208,10 @@ impl Setup<'_> {
             rss: after.iter().map(|s| s.rss).sum(),
             pss: after.iter().map(|s| s.pss).sum(),
             peak_rss: after.iter().map(|s| s.peak).sum(),
-            pod: pods.map(|p| p.iter().sum()),
+            pod: pod(&after),
+            idle_pss: idle.iter().map(|s| s.pss).sum(),
+            idle_rss: idle.iter().map(|s| s.rss).sum(),
+            idle_pod: pod(&idle),
         })
     }
 
@@ -271,6 +294,12 @@ fn evict(command: &tokio::process::Command, compile_cache: &Path) {
     let mut files = comparator::files_of(command);
     files.push(compile_cache.to_owned());
     cgroup::evict(&files);
+}
+
+/// The summed cgroup memory of `samples`, if every process had a cgroup.
+fn pod(samples: &[Sample]) -> Option<f64> {
+    let pods: Option<Vec<f64>> = samples.iter().map(|s| s.pod.map(|(now, _)| now)).collect();
+    pods.map(|p| p.iter().sum())
 }
 
 fn sample_all(operators: &mut [Operator]) -> anyhow::Result<Vec<Sample>> {
@@ -364,46 +393,73 @@ fn newest(paths: &[PathBuf]) -> SystemTime {
     latest
 }
 
-/// The table: per N, each way's summed memory, CPU and time, with wasmop's ratios to the others.
+/// The table: per N, each way's summed memory after converging and idle, CPU and time, with
+/// wasmop's idle PSS and pod memory against the others', and wasmop's marginal idle cost.
 pub fn markdown(runs: &[Run]) -> String {
     use std::fmt::Write;
     let mut out = String::from(
-        "| operators | run as | processes | converged in | CPU | PSS, summed | wasmop's PSS against it | RSS, summed | peak RSS, summed | pod memory, summed |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+        "| operators | run as | processes | converged in | CPU | PSS after converging | idle PSS | wasmop's idle PSS against it | RSS, peak | pod memory after converging | idle pod memory | wasmop's idle pod memory against it |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mib = |v: f64| format!("{v:.0} MiB");
+    let optional = |v: Option<f64>| v.map_or("–".to_owned(), mib);
     for run in runs {
         let wasmop = runs
             .iter()
-            .find(|r| r.operators == run.operators && r.comparator == Host::Wasmop.name());
-        let ratio = match wasmop {
-            Some(w) if w.comparator != run.comparator && run.pss > 0.0 => {
-                format!("{:.2}x", w.pss / run.pss)
-            }
+            .find(|r| r.operators == run.operators && r.comparator == Host::Wasmop.name())
+            .filter(|w| w.comparator != run.comparator);
+        let ratio = |ours: Option<f64>, theirs: Option<f64>| match (ours, theirs) {
+            (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}x", ours / theirs),
             _ => "–".to_owned(),
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} s | {:.1} s | {} | {ratio} | {} | {} | {} |",
+            "| {} | {} | {} | {:.1} s | {:.1} s | {} | {} | {} | {}, {} | {} | {} | {} |",
             run.operators,
             run.comparator,
             run.processes,
             run.seconds,
             run.cpu_seconds,
             mib(run.pss),
+            mib(run.idle_pss),
+            ratio(wasmop.map(|w| w.idle_pss), Some(run.idle_pss)),
             mib(run.rss),
             mib(run.peak_rss),
-            run.pod.map_or("–".to_owned(), mib),
+            optional(run.pod),
+            optional(run.idle_pod),
+            ratio(wasmop.and_then(|w| w.idle_pod), run.idle_pod),
         );
     }
-    out.push_str(
+    if let Some(marginal) = marginal(runs) {
+        let _ = writeln!(
+            out,
+            "\nwasmop's idle PSS grows by {marginal:.2} MiB per plugin (from its fewest to its most operators)."
+        );
+    }
+    let _ = write!(
+        out,
         "\nOne run each; every operator in a namespace of its own with a CRD of its own; memory read \
-         3 s after the last WebApp converged; PSS counts the pages N processes share (their \
+         3 s after the last WebApp converged, and idle {} s later (wasmop suspends a plugin idle \
+         for its default --suspend-idle-after, 30 s); PSS counts the pages N processes share (their \
          program) once, RSS once per process; pod memory sums each process's cgroup (page cache \
          included, a shared page charged to the first process that read it); wasmop's compile \
          cache warm, compiling in a worker.\n",
+        IDLE.as_secs()
     );
     out
+}
+
+/// What one more plugin adds to wasmop's idle PSS, in MiB: the slope between its runs with the
+/// fewest and the most operators.
+fn marginal(runs: &[Run]) -> Option<f64> {
+    let ours: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.comparator == Host::Wasmop.name())
+        .collect();
+    let fewest = ours.iter().min_by_key(|r| r.operators)?;
+    let most = ours.iter().max_by_key(|r| r.operators)?;
+    (most.operators > fewest.operators)
+        .then(|| (most.idle_pss - fewest.idle_pss) / (most.operators - fewest.operators) as f64)
 }
 
 #[cfg(test)]
@@ -426,6 +482,9 @@ mod tests {
             pss,
             peak_rss: pss * 1.5,
             pod: None,
+            idle_pss: pss / 2.0,
+            idle_rss: pss,
+            idle_pod: Some(pss),
         }
     }
 
@@ -440,9 +499,14 @@ mod tests {
         let table = markdown(&runs);
         let rows: Vec<&str> = table.lines().skip(2).take(4).collect();
         assert!(rows[0].starts_with("| 10 | kube-rs | 10 |"), "{table}");
-        assert!(rows[0].contains("| 200 MiB | 0.25x |"), "{table}");
-        assert!(rows[1].contains("| 50 MiB | – |"), "{table}");
-        assert!(rows[2].contains("| 20 MiB | 1.50x |"), "{table}");
+        assert!(rows[0].contains("| 200 MiB | 100 MiB | 0.25x |"), "{table}");
+        assert!(rows[0].ends_with("| 200 MiB | 0.25x |"), "{table}");
+        assert!(rows[1].contains("| 50 MiB | 25 MiB | – |"), "{table}");
+        assert!(rows[2].contains("| 20 MiB | 10 MiB | 1.50x |"), "{table}");
+        assert!(
+            table.contains("idle PSS grows by 1.11 MiB per plugin"),
+            "(25 - 15) / 9: {table}"
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! controller-runtime only unless asked; kopf, far from the others, runs once); the report gives medians,
 //! ranges and ratios to controller-runtime, printed and written to
 //! `tests/bench/results/latest.{md,json}`. `soak` runs wasmop alone for half an hour of churn
-//! instead ([`soak`]); `consolidation` runs N operators side by side ([`consolidation`]).
+//! instead ([`soak`]); `consolidation` runs N operators side by side ([`consolidation`]); `wake`
+//! times a reconcile that wakes a suspended plugin ([`wake`]).
 
 mod admission;
 mod cgroup;
@@ -24,6 +25,7 @@ mod report;
 mod scenario;
 mod shards;
 mod soak;
+mod wake;
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +113,13 @@ enum Mode {
         /// Timed requests per row.
         #[arg(long, default_value_t = 1000)]
         requests: usize,
+    },
+    /// A reconcile after an event while the plugin is warm beside one that wakes it from
+    /// suspension.
+    Wake {
+        /// WebApps created of each kind.
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
     },
 }
 
@@ -340,6 +349,11 @@ async fn main() -> anyhow::Result<()> {
             let rows = admission::run(&repo, &logs, *requests).await?;
             let table = admission::markdown(&rows);
             return write_table(&repo.join(&args.out), "admission", &table, &rows);
+        }
+        Some(Mode::Wake { rounds }) => {
+            let wake = wake::run(&repo, &logs, *rounds).await?;
+            let table = wake::markdown(&wake);
+            return write_table(&repo.join(&args.out), "wake", &table, &wake);
         }
         None => {}
     }

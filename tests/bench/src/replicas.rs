@@ -91,21 +91,27 @@ impl Replica {
     /// The sum of `metric`'s samples whose labels include every one of `labels` (`name="value"`),
     /// if it answers.
     pub async fn metric(&self, metric: &str, labels: &[&str]) -> Option<f64> {
-        let text = get(&self.metrics, "/metrics").await.ok()?;
-        let values = text.lines().filter_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let matches = match series.strip_prefix(metric)? {
-                "" => labels.is_empty(),
-                rest => rest.starts_with('{') && labels.iter().all(|l| rest.contains(l)),
-            };
-            matches.then(|| value.parse::<f64>().ok()).flatten()
-        });
-        Some(values.sum())
+        scrape(&self.metrics, metric, labels).await
     }
 }
 
+/// The sum of `metric`'s samples at `address` whose labels include every one of `labels`
+/// (`name="value"`), if it answers.
+pub async fn scrape(address: &str, metric: &str, labels: &[&str]) -> Option<f64> {
+    let text = get(address, "/metrics").await.ok()?;
+    let values = text.lines().filter_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let matches = match series.strip_prefix(metric)? {
+            "" => labels.is_empty(),
+            rest => rest.starts_with('{') && labels.iter().all(|l| rest.contains(l)),
+        };
+        matches.then(|| value.parse::<f64>().ok()).flatten()
+    });
+    Some(values.sum())
+}
+
 /// An address on loopback no one listens on now.
-fn free_address() -> anyhow::Result<String> {
+pub fn free_address() -> anyhow::Result<String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.to_string())
 }

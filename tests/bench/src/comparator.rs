@@ -166,7 +166,8 @@ impl Comparator {
     }
 }
 
-/// The release `wasmop` loading `plugins`, watching `namespaces`, with no HTTP ports.
+/// The release `wasmop` loading `plugins`, watching `namespaces` (all when empty), with no HTTP
+/// ports.
 pub fn wasmop(repo: &Path, namespaces: &[&str], plugins: &[PathBuf]) -> anyhow::Result<Command> {
     let program = built(
         repo,
@@ -174,7 +175,10 @@ pub fn wasmop(repo: &Path, namespaces: &[&str], plugins: &[PathBuf]) -> anyhow::
         "cargo build --release --bin wasmop",
     )?;
     let mut command = Command::new(program);
-    command.args(["run", "--namespaces", &namespaces.join(",")]);
+    command.arg("run");
+    if !namespaces.is_empty() {
+        command.args(["--namespaces", &namespaces.join(",")]);
+    }
     for plugin in plugins {
         command.arg("--plugin").arg(plugin);
     }

@@ -136,7 +136,7 @@ async fn a_plugin_in_a_call_is_never_suspended() {
         let cache = tempfile::tempdir().unwrap();
         let runtime = suspending(cache.path());
         let long = PluginOptions {
-            reconcile_timeout: Some(Duration::from_secs(2)),
+            reconcile_timeout: Some(Duration::from_secs(5)),
             ..PluginOptions::default()
         };
         let (spin, _host) = load(&runtime, "guest-spin", long).await;

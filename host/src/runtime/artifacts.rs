@@ -149,7 +149,7 @@ impl Artifacts {
             Ok(()) => {
                 self.evict(&path);
                 let file = File::open(&path)?;
-                self.share(map(engine, path, file)?)
+                Ok(self.share(map(engine, path, file)?))
             }
             Err(Unstored::Compile(error)) => Err(error),
             Err(Unstored::Cache(error)) => {
@@ -178,7 +178,7 @@ impl Artifacts {
             return Ok(mapped);
         }
         let file = artifact.file.try_clone()?;
-        self.share(map(engine, artifact.path.clone(), file)?)
+        Ok(self.share(map(engine, artifact.path.clone(), file)?))
     }
 
     /// The component mapped now from the artifact at `path`, if a loaded plugin version holds it.
@@ -188,14 +188,14 @@ impl Artifacts {
     }
 
     /// Publishes `mapped` for loads of its artifact to share, forgetting the ones no version holds.
-    fn share(&self, mapped: Mapped) -> wasmtime::Result<Arc<Mapped>> {
+    fn share(&self, mapped: Mapped) -> Arc<Mapped> {
         let mapped = Arc::new(mapped);
         if let Some(artifact) = &mapped.artifact {
             let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
             live.retain(|_, held| held.strong_count() > 0);
             live.insert(artifact.path.clone(), Arc::downgrade(&mapped));
         }
-        Ok(mapped)
+        mapped
     }
 
     /// The artifact at `path` shared or mapped, if there is one the engine accepts.
@@ -205,7 +205,7 @@ impl Artifacts {
             return Some(mapped);
         }
         let file = File::open(path).ok()?;
-        match map(engine, path.to_owned(), file).and_then(|mapped| self.share(mapped)) {
+        match map(engine, path.to_owned(), file).map(|mapped| self.share(mapped)) {
             Ok(mapped) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 touch(path);

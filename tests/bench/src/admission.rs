@@ -38,11 +38,16 @@ pub struct Latencies {
 
 impl Latencies {
     fn quantile(&self, q: f64) -> f64 {
-        let mut sorted = self.millis.clone();
-        sorted.sort_by(f64::total_cmp);
-        let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-        sorted.get(index).copied().unwrap_or(f64::NAN)
+        quantile(&self.millis, q)
     }
+}
+
+/// The `q` quantile of `values` (the sorted value at the rounded rank).
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted.get(index).copied().unwrap_or(f64::NAN)
 }
 
 /// Who answers the webhooks.

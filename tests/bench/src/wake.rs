@@ -16,6 +16,7 @@ use kube::api::{DynamicObject, PostParams};
 use kube::runtime::watcher;
 use serde::Serialize;
 
+use crate::admission::quantile;
 use crate::process::Operator;
 use crate::replicas::{free_address, scrape};
 use crate::scenario::Cluster;
@@ -130,14 +131,6 @@ async fn suspended(metrics: &str) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
-}
-
-/// The `q` quantile of `values` (nearest rank).
-fn quantile(values: &[f64], q: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len().max(1));
-    sorted.get(rank - 1).copied().unwrap_or(f64::NAN)
 }
 
 /// The table: warm and woken latencies side by side, their difference and the host's wake time.

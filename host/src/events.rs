@@ -8,7 +8,9 @@
 //! Recording never blocks a guest and never makes the host keep more than a small backlog:
 //! events wait in a bounded queue for the plugin's one publishing task, an event that finds the
 //! queue full is dropped (and counted by the runtime), and a failure to publish is logged, not
-//! returned. The task ends when the plugin's services are dropped.
+//! returned. The task ends when the plugin's services are dropped. What it remembers of a series
+//! is its Event's name and count, for at most [`MAX_SERIES`] series, each forgotten once its
+//! window has passed, also while the plugin records nothing.
 //!
 //! Imports: the contract only (the event a guest records); never the runtime: the runtime reaches
 //! events through the contract's `EventRecorder`.
@@ -34,6 +36,11 @@ const BACKLOG: usize = 64;
 /// How long after its last occurrence a repeat of an event joins its series.
 const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
 
+/// The most series one plugin's publisher remembers; past it, the least recent is forgotten
+/// (its next repeat starts a new Event), so a plugin recording ever new events cannot make the
+/// host hold more.
+const MAX_SERIES: usize = 512;
+
 /// Publishes one plugin's events as `wasmop/<plugin>`.
 pub struct Events {
     queue: mpsc::Sender<Event>,
@@ -45,7 +52,7 @@ impl Events {
         let publisher = Publisher {
             client,
             controller: format!("wasmop/{plugin}"),
-            recent: HashMap::new(),
+            recent: Recent::default(),
         };
         let (queue, events) = mpsc::channel(BACKLOG);
         tokio::spawn(publish(publisher, plugin.to_owned(), events));
@@ -60,7 +67,15 @@ impl EventRecorder for Events {
 }
 
 async fn publish(mut publisher: Publisher, plugin: String, mut events: mpsc::Receiver<Event>) {
-    while let Some(event) = events.recv().await {
+    loop {
+        let event = match tokio::time::timeout(SERIES_WINDOW.unsigned_abs(), events.recv()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => return,
+            Err(_) => {
+                publisher.recent.expire(Timestamp::now());
+                continue;
+            }
+        };
         let reconcile_id = event.reconcile_id.clone().unwrap_or_default();
         if let Err(error) = publisher.publish(event).await {
             tracing::warn!(plugin, reconcile_id, "recording an event failed: {error}");
@@ -69,7 +84,7 @@ async fn publish(mut publisher: Publisher, plugin: String, mut events: mpsc::Rec
 }
 
 /// What makes two events repeats of one: type, reason, and the object with its uid.
-#[derive(PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct Repeat {
     warning: bool,
     reason: String,
@@ -77,53 +92,101 @@ struct Repeat {
     uid: String,
 }
 
-/// One plugin's events as they were last published, within the series window.
+/// The Event a repeat joins: where it is, and how many occurrences it has counted.
+struct Series {
+    namespace: String,
+    name: String,
+    count: i32,
+    last: Timestamp,
+}
+
+/// The series of one plugin's recent events: those within the window, at most [`MAX_SERIES`].
+#[derive(Default)]
+struct Recent(HashMap<Repeat, Series>);
+
+impl Recent {
+    /// Forgets the series whose window has passed at `now`, and the room they took.
+    fn expire(&mut self, now: Timestamp) {
+        self.0.retain(|_, series| series.last + SERIES_WINDOW > now);
+        self.0.shrink_to(self.0.len() * 2);
+    }
+
+    /// Counts one more occurrence of `repeat` at `now` in its series, if it has one.
+    fn repeat(&mut self, repeat: &Repeat, now: Timestamp) -> Option<&Series> {
+        let series = self.0.get_mut(repeat)?;
+        series.count += 1;
+        series.last = now;
+        Some(series)
+    }
+
+    /// Starts the series of `repeat`, making room by forgetting the least recent one when full.
+    fn start(&mut self, repeat: Repeat, series: Series) {
+        if self.0.len() >= MAX_SERIES {
+            let oldest = self.0.iter().min_by_key(|(_, s)| s.last).map(|(r, _)| r);
+            if let Some(oldest) = oldest.cloned() {
+                self.0.remove(&oldest);
+            }
+        }
+        self.0.insert(repeat, series);
+    }
+}
+
+/// One plugin's publisher and the series of its recent events.
 struct Publisher {
     client: kube::Client,
     controller: String,
-    recent: HashMap<Repeat, (KubeEvent, Timestamp)>,
+    recent: Recent,
 }
 
 impl Publisher {
     /// Creates `event`, or patches the series of its last occurrence.
     async fn publish(&mut self, event: Event) -> Result<(), kube::Error> {
         let now = Timestamp::now();
-        self.recent
-            .retain(|_, (_, last)| *last + SERIES_WINDOW > now);
+        self.recent.expire(now);
         let repeat = Repeat {
             warning: event.event_type == EventType::Warning,
             reason: event.reason.clone(),
             regarding: event.regarding.clone(),
             uid: event.uid.clone(),
         };
+        if let Some(series) = self.recent.repeat(&repeat, now) {
+            let events: Api<KubeEvent> = Api::namespaced(self.client.clone(), &series.namespace);
+            let patch = series_patch(series, event.reconcile_id);
+            events
+                .patch(&series.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            return Ok(());
+        }
         let namespace = match event.regarding.key.namespace.as_str() {
             "" => "default".to_owned(),
             namespace => namespace.to_owned(),
         };
+        let created = kube_event(&self.controller, event, &namespace, now);
         let events: Api<KubeEvent> = Api::namespaced(self.client.clone(), &namespace);
-        let published = match self.recent.get(&repeat) {
-            Some((first, _)) => {
-                let mut series = first.clone();
-                let count = series.series.as_ref().map_or(2, |s| s.count + 1);
-                series.series = Some(EventSeries {
-                    count,
-                    last_observed_time: MicroTime(now),
-                });
-                annotate(&mut series.metadata, event.reconcile_id);
-                let name = series.metadata.name.clone().unwrap_or_default();
-                let params = PatchParams::default();
-                events.patch(&name, &params, &Patch::Merge(&series)).await?;
-                series
-            }
-            None => {
-                let created = kube_event(&self.controller, event, &namespace, now);
-                events.create(&PostParams::default(), &created).await?;
-                created
-            }
+        events.create(&PostParams::default(), &created).await?;
+        let name = created.metadata.name.unwrap_or_default();
+        let series = Series {
+            namespace,
+            name,
+            count: 1,
+            last: now,
         };
-        self.recent.insert(repeat, (published, now));
+        self.recent.start(repeat, series);
         Ok(())
     }
+}
+
+/// The merge patch that brings an Event's series to `series`, naming reconcile `id` if any.
+fn series_patch(series: &Series, id: Option<String>) -> KubeEvent {
+    let mut patch = KubeEvent {
+        series: Some(EventSeries {
+            count: series.count,
+            last_observed_time: MicroTime(series.last),
+        }),
+        ..KubeEvent::default()
+    };
+    annotate(&mut patch.metadata, id);
+    patch
 }
 
 /// The first occurrence of `event`, reported by `controller`, in `namespace`.
@@ -214,5 +277,78 @@ mod tests {
     fn an_event_recorded_outside_a_reconcile_has_no_annotations() {
         let published = kube_event("wasmop/webapp", event(None), "shop", Timestamp::now());
         assert_eq!(published.metadata.annotations, None);
+    }
+
+    fn series(last: Timestamp) -> Series {
+        Series {
+            namespace: "shop".into(),
+            name: "web.1".into(),
+            count: 1,
+            last,
+        }
+    }
+
+    fn repeat(reason: &str) -> Repeat {
+        let event = event(None);
+        Repeat {
+            warning: false,
+            reason: reason.into(),
+            regarding: event.regarding,
+            uid: event.uid,
+        }
+    }
+
+    #[test]
+    fn a_repeat_within_the_window_counts_on_its_series_and_one_after_it_starts_anew() {
+        let start = Timestamp::now();
+        let mut recent = Recent::default();
+        recent.start(repeat("Created"), series(start));
+        let later = start + SignedDuration::from_mins(5);
+        let counted = recent.repeat(&repeat("Created"), later).map(|s| s.count);
+        assert_eq!(counted, Some(2));
+        assert!(recent.repeat(&repeat("Deleted"), later).is_none());
+
+        recent.expire(later + SERIES_WINDOW);
+        assert!(
+            recent
+                .repeat(&repeat("Created"), later + SERIES_WINDOW)
+                .is_none()
+        );
+        assert!(recent.0.is_empty() && recent.0.capacity() < 4);
+    }
+
+    #[test]
+    fn a_plugin_recording_ever_new_events_is_remembered_up_to_the_bound_most_recent_first() {
+        let start = Timestamp::now();
+        let mut recent = Recent::default();
+        for i in 0..MAX_SERIES + 10 {
+            let at = start + SignedDuration::from_millis(i as i64);
+            recent.start(repeat(&format!("Reason{i}")), series(at));
+        }
+        assert_eq!(recent.0.len(), MAX_SERIES);
+        let now = start + SignedDuration::from_secs(1);
+        assert!(recent.repeat(&repeat("Reason9"), now).is_none());
+        assert!(recent.repeat(&repeat("Reason10"), now).is_some());
+        assert!(
+            recent
+                .repeat(&repeat(&format!("Reason{}", MAX_SERIES + 9)), now)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_series_patch_carries_the_count_the_time_and_the_reconcile_only() {
+        let now = Timestamp::now();
+        let mut counted = series(now);
+        counted.count = 3;
+        let patch = serde_json::to_value(series_patch(&counted, Some("0123456789abcdef".into())));
+        let patch = patch.unwrap();
+        assert_eq!(patch["series"]["count"], 3);
+        assert_eq!(
+            patch["metadata"]["annotations"][RECONCILE_ID],
+            "0123456789abcdef"
+        );
+        let members: Vec<&String> = patch.as_object().unwrap().keys().collect();
+        assert_eq!(members, ["apiVersion", "kind", "metadata", "series"]);
     }
 }

@@ -76,8 +76,9 @@ impl Default for Overlay {
     }
 }
 
-/// The overlay size below which nothing is pruned.
-const MIN_PRUNE: usize = 256;
+/// The overlay size below which nothing is pruned: what an idle plugin may still hold of writes
+/// the cache has long caught up with.
+const MIN_PRUNE: usize = 16;
 
 type Writes = Arc<Mutex<Overlay>>;
 
@@ -266,7 +267,8 @@ impl PluginClient {
 
     /// Keeps the plugin's write for its reads until the cache catches up. Only kinds the cache
     /// holds are kept (reads of other kinds fail anyway), and entries the cache has caught up with
-    /// are dropped whenever the overlay doubles, so it stays as small as the cache's lag.
+    /// are dropped whenever the overlay doubles (and the room they took with them), so it stays as
+    /// small as the cache's lag.
     fn remember(&self, target: &ObjectRef, written: Written) {
         if self.informer(&target.kind).is_none() {
             return;
@@ -280,6 +282,8 @@ impl PluginClient {
                     .is_some_and(|informer| !caught_up(written, &informer, key))
             });
             overlay.prune_at = (overlay.writes.len() * 2).max(MIN_PRUNE);
+            let room = overlay.prune_at;
+            overlay.writes.shrink_to(room);
         }
     }
 

@@ -433,7 +433,8 @@ async fn owner_references_reach_only_objects_the_plugin_reads_and_the_garbage_co
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_land_only_in_namespaces_the_plugin_may_write() -> anyhow::Result<()> {
+async fn events_land_only_where_the_plugin_may_write_and_a_repeat_joins_its_series()
+-> anyhow::Result<()> {
     within(LIMIT, "events elsewhere", async {
         let _serial = SERIAL.lock().await;
         let plane = &shared_by(module_path!()).await?;
@@ -457,19 +458,41 @@ async fn events_land_only_in_namespaces_the_plugin_may_write() -> anyhow::Result
             events
                 .into_iter()
                 .filter(|e| e.involved_object.name.as_deref() == Some("seen"))
-                .count()
+                .collect::<Vec<_>>()
         };
-        while regarding_seen(at_home.list(&ListParams::default()).await?.items) == 0 {
+        while regarding_seen(at_home.list(&ListParams::default()).await?.items).is_empty() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let away: Api<Event> = Api::namespaced(kube.clone(), &elsewhere);
         let published = regarding_seen(away.list(&ListParams::default()).await?.items);
         assert_eq!(
-            published, 0,
+            published.len(),
+            0,
             "an event was published where the plugin may not write"
         );
         assert_eq!(plugin.refusals()[Refusal::EventDropped as usize].1, 1);
-        println!("EVENTS: 1 published in {home}, 0 in {elsewhere} (dropped and counted)");
+
+        // The same event again joins the first one's series: one Event, counted twice.
+        plugin.reconcile(&ObjectKey::new(home, "seen")).await?;
+        let counted = |events: &[Event]| events.iter().filter_map(|e| e.series.as_ref()).count();
+        let mut seen = regarding_seen(at_home.list(&ListParams::default()).await?.items);
+        while counted(&seen) == 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            seen = regarding_seen(at_home.list(&ListParams::default()).await?.items);
+        }
+        let series: Vec<Option<i32>> = seen
+            .iter()
+            .map(|e| e.series.as_ref().map_or(Some(1), |s| s.count))
+            .collect();
+        assert_eq!(
+            series,
+            [Some(2)],
+            "a repeat within the window is not its first event's series"
+        );
+        println!(
+            "EVENTS: 1 published in {home}, 0 in {elsewhere} (dropped and counted); its repeat \
+             counted 2 on the first Event"
+        );
         let _ = plane
             .run_kubectl(&["delete", "namespace", home, "--wait=false"], None)
             .await;

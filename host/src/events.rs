@@ -92,9 +92,8 @@ struct Repeat {
     uid: String,
 }
 
-/// The Event a repeat joins: where it is, and how many occurrences it has counted.
+/// The Event a repeat joins (in its object's [`home`]): its name and the occurrences counted.
 struct Series {
-    namespace: String,
     name: String,
     count: i32,
     last: Timestamp,
@@ -149,30 +148,35 @@ impl Publisher {
             regarding: event.regarding.clone(),
             uid: event.uid.clone(),
         };
+        let namespace = home(&repeat.regarding);
         if let Some(series) = self.recent.repeat(&repeat, now) {
-            let events: Api<KubeEvent> = Api::namespaced(self.client.clone(), &series.namespace);
+            let events: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
             let patch = series_patch(series, event.reconcile_id);
             events
                 .patch(&series.name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
             return Ok(());
         }
-        let namespace = match event.regarding.key.namespace.as_str() {
-            "" => "default".to_owned(),
-            namespace => namespace.to_owned(),
-        };
-        let created = kube_event(&self.controller, event, &namespace, now);
-        let events: Api<KubeEvent> = Api::namespaced(self.client.clone(), &namespace);
+        let created = kube_event(&self.controller, event, namespace, now);
+        let events: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
         events.create(&PostParams::default(), &created).await?;
         let name = created.metadata.name.unwrap_or_default();
         let series = Series {
-            namespace,
             name,
             count: 1,
             last: now,
         };
         self.recent.start(repeat, series);
         Ok(())
+    }
+}
+
+/// The namespace an event about `regarding` is published in: the object's own, or `default` for
+/// a cluster-scoped one.
+fn home(regarding: &ObjectRef) -> &str {
+    match regarding.key.namespace.as_str() {
+        "" => "default",
+        namespace => namespace,
     }
 }
 
@@ -281,7 +285,6 @@ mod tests {
 
     fn series(last: Timestamp) -> Series {
         Series {
-            namespace: "shop".into(),
             name: "web.1".into(),
             count: 1,
             last,

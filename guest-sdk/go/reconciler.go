@@ -49,7 +49,15 @@ func Register(r Reconciler) {
 	if err := r.Webhooks.check(); err != nil {
 		panic(err)
 	}
-	wit.Export = exports{r}
+	RegisterFunc(func() Reconciler { return r })
+}
+
+// RegisterFunc makes the reconciler make returns the component's reconciler, as Register does,
+// but make runs in each instance, on its first call, once os.Args and the environment are the
+// instance's. Init functions run once, when `wasmop build` pre-initialises the plugin; what
+// depends on the plugin entry's args or env belongs in make.
+func RegisterFunc(make func() Reconciler) {
+	wit.Export = &instance{make: make}
 	slog.SetDefault(slog.New(NewLogHandler(slog.LevelDebug)))
 }
 

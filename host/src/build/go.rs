@@ -1,7 +1,9 @@
 //! Go plugins: a main package with its go.mod, built with `GOOS=wasip1 GOARCH=wasm
 //! -buildmode=c-shared` into a reactor core module; `wasmop-adapter-arena` adds
 //! `cabi_realloc_adapter` (so the WASI adapter never calls into Go before Go's runtime has
-//! started); `wasm-tools component embed` and `component new` with the WASI preview1 reactor
+//! started); the core module is pre-initialised ([`snapshot`]: Go's runtime start and the
+//! package `init`s, scheme registration among them, run once at build time); `wasm-tools
+//! component embed` and `component new` with the WASI preview1 reactor
 //! adapter make it a component of the world [`WORLD`]. A controller-runtime plugin
 //! declares the permissions of its kubebuilder RBAC markers (`wasmop-rbac`) and gets the webhook
 //! builder API of the controller-runtime version its go.mod requires. The SDK's tools and the
@@ -12,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::step::{self, BuildError, say};
-use super::{Built, Checkout, Language, Plugin};
+use super::{Built, Checkout, Language, Plugin, snapshot};
 
 const HINT: &str = "run guest-sdk/go/install-toolchain";
 
@@ -69,12 +71,13 @@ pub(super) fn build(
         let mut arena = tool("wasmop-adapter-arena");
         arena.arg(file("core")).arg(file("arena"));
         step::run(Language::Go, "wasmop-adapter-arena", dir, &mut arena)?;
+        pre_initialise(name, dir, &file("arena"), &file("snapshot"))?;
         let mut embed = Command::new("wasm-tools");
         embed
             .args(["component", "embed"])
             .arg(checkout.root.join("wit"))
             .args(["-w", WORLD])
-            .arg(file("arena"))
+            .arg(file("snapshot"))
             .arg("-o")
             .arg(file("embedded"))
             .env("PATH", &path);
@@ -95,6 +98,37 @@ pub(super) fn build(
             took: started.elapsed(),
         })?;
     }
+    Ok(())
+}
+
+/// Writes `to`: the core module `from` pre-initialised ([`snapshot`]): Go's runtime start and
+/// the plugin's package `init`s run now, once, instead of in every instance.
+fn pre_initialise(name: &str, dir: &Path, from: &Path, to: &Path) -> Result<(), BuildError> {
+    let started = Instant::now();
+    say(
+        Language::Go,
+        format!("pre-initialising {name} (Go runtime start, package inits) ..."),
+    );
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| BuildError::Io { path, source }
+    };
+    let core = std::fs::read(from).map_err(io(from))?;
+    let snapshot = snapshot::snapshot(&core, name).map_err(|reason| BuildError::Snapshot {
+        language: Language::Go,
+        dir: dir.to_owned(),
+        reason,
+    })?;
+    std::fs::write(to, &snapshot).map_err(io(to))?;
+    say(
+        Language::Go,
+        format!(
+            "pre-initialised {name} in {:.1}s ({} → {} bytes)",
+            started.elapsed().as_secs_f64(),
+            core.len(),
+            snapshot.len()
+        ),
+    );
     Ok(())
 }
 

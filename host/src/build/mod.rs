@@ -22,11 +22,13 @@ mod go;
 mod js;
 mod python;
 mod rust;
+mod snapshot;
 mod step;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use snapshot::SnapshotError;
 pub use step::{BuildError, NotLoadable};
 
 /// A guest language, named as its folder in a plugin made by `wasmop new`.

@@ -84,6 +84,16 @@ pub enum BuildError {
         /// What is wrong with it.
         reason: NotLoadable,
     },
+    /// A core module could not be pre-initialised.
+    #[error("[{}] pre-initialising {} failed: {reason}", language.folder(), dir.display())]
+    Snapshot {
+        /// The language.
+        language: Language,
+        /// The plugin directory.
+        dir: PathBuf,
+        /// Why.
+        reason: super::snapshot::SnapshotError,
+    },
     /// A file or folder could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {

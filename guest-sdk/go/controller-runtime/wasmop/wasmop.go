@@ -46,13 +46,17 @@ type Plugin struct {
 	Permissions []guest.Permission
 }
 
-// Register runs p's setup and makes the controller it completed the component's reconciler.
+// Register makes the controller p's setup completes the component's reconciler. The setup runs
+// in each instance, on its first call (guest.RegisterFunc), so it and the controller it selects
+// (WASMOP_CONTROLLER) see the plugin entry's args and environment, not the build's.
 func Register(p Plugin) {
-	built, err := build(p)
-	if err != nil {
-		panic(fmt.Sprintf("plugin %s: %v", p.Name, err))
-	}
-	guest.Register(guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Handle: built.Handle, Webhooks: built.Webhooks, LoadWarnings: built.LoadWarnings})
+	guest.RegisterFunc(func() guest.Reconciler {
+		built, err := build(p)
+		if err != nil {
+			panic(fmt.Sprintf("plugin %s: %v", p.Name, err))
+		}
+		return guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Handle: built.Handle, Webhooks: built.Webhooks, LoadWarnings: built.LoadWarnings}
+	})
 }
 
 func build(p Plugin) (*plugin.Plugin, error) {

@@ -2,7 +2,10 @@
 
 package abi
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 var (
 	// gcPercent is the collector's setting for the guest's turns; the collector is off from the
@@ -44,3 +47,13 @@ func resume() {
 }
 
 func stay() {}
+
+// finishPreInitialisation runs once, at build time, after Go's runtime start and the package
+// inits (`wasmop build` snapshots the module then): it collects what the inits left, so an
+// instance starts with a heap of live objects and a collector goal to match, and its first turn
+// does not begin with a collection of the whole init heap.
+//
+//go:wasmexport wasmop_pre_initialize
+func finishPreInitialisation() {
+	runtime.GC()
+}

@@ -22,6 +22,10 @@ const HINT: &str = "run guest-sdk/go/install-toolchain";
 /// handles none of its kinds itself declares no handlers).
 const WORLD: &str = "handler-reconciler";
 
+/// The SDK's export that finishes a plugin's pre-initialisation, after Go's package inits: it
+/// collects the heap they left (guest-sdk/go/abi).
+const FINISH: &str = "wasmop_pre_initialize";
+
 /// Builds `plugins` with go, the SDK's tools and wasm-tools.
 pub(super) fn build(
     checkout: &Checkout,
@@ -114,11 +118,12 @@ fn pre_initialise(name: &str, dir: &Path, from: &Path, to: &Path) -> Result<(), 
         move |source| BuildError::Io { path, source }
     };
     let core = std::fs::read(from).map_err(io(from))?;
-    let snapshot = snapshot::snapshot(&core, name).map_err(|reason| BuildError::Snapshot {
-        language: Language::Go,
-        dir: dir.to_owned(),
-        reason,
-    })?;
+    let snapshot =
+        snapshot::snapshot(&core, name, FINISH).map_err(|reason| BuildError::Snapshot {
+            language: Language::Go,
+            dir: dir.to_owned(),
+            reason,
+        })?;
     std::fs::write(to, &snapshot).map_err(io(to))?;
     say(
         Language::Go,

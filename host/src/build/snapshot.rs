@@ -1,6 +1,6 @@
 //! Build-time pre-initialisation of a reactor core module, with Wizer: its `_initialize` (a Go
-//! program's runtime start and package `init`s) runs once, here, and the memory and globals it
-//! leaves become the module's data. Every instance of the plugin then starts initialised, and
+//! program's runtime start and package `init`s), then the init function the build names, run
+//! once, here, and the memory and globals they leave become the module's data. Every instance of the plugin then starts initialised, and
 //! the host maps that data copy-on-write, so instances share it.
 //!
 //! The initialisation gets WASI preview1 with nothing but its program name: no environment, no
@@ -8,7 +8,8 @@
 //! plugin that calls the host while initialising is refused, naming the import. It runs within
 //! [`BOUNDS`]: one that never ends or grows without end is stopped.
 //!
-//! Invariants: the snapshot exports no `_initialize`, so nothing runs the initialisation again;
+//! Invariants: the snapshot exports neither `_initialize` nor the init function, so nothing runs
+//! the initialisation again;
 //! what it drew from `random_get` while initialising (Go's map hash seeds) is the build's, the
 //! same in every instance.
 
@@ -33,8 +34,8 @@ const BOUNDS: Bounds = Bounds {
     memory: 1 << 30,
 };
 
-/// The export whose run is snapshotted: a reactor's initialisation.
-const INIT: &str = "_initialize";
+/// A reactor's initialisation, run before the init function.
+const REACTOR: &str = "_initialize";
 
 /// Segments of a module's data nearer than this are merged, zeros between them included.
 const GAP: usize = 4096;
@@ -53,16 +54,22 @@ pub enum SnapshotError {
     Init(wasmtime::Error),
 }
 
-/// The pre-initialised `wasm`, its initialisation run with `program` as its only argument.
-pub fn snapshot(wasm: &[u8], program: &str) -> Result<Vec<u8>, SnapshotError> {
-    snapshot_within(wasm, program, BOUNDS)
+/// The pre-initialised `wasm`: its `_initialize`, if it exports one, then its export `init`,
+/// run with `program` as the only argument.
+pub fn snapshot(wasm: &[u8], program: &str, init: &str) -> Result<Vec<u8>, SnapshotError> {
+    snapshot_within(wasm, program, init, BOUNDS)
 }
 
 /// [`snapshot`] within `bounds`.
-fn snapshot_within(wasm: &[u8], program: &str, bounds: Bounds) -> Result<Vec<u8>, SnapshotError> {
+fn snapshot_within(
+    wasm: &[u8],
+    program: &str,
+    init: &str,
+    bounds: Bounds,
+) -> Result<Vec<u8>, SnapshotError> {
     let wasm = merge_data(wasm)?;
     let mut wizer = Wizer::new();
-    wizer.init_func(INIT);
+    wizer.init_func(init);
     let (cx, instrumented) = wizer
         .instrument(&wasm)
         .map_err(|e| SnapshotError::Unsupported(format!("{e:#}")))?;
@@ -74,11 +81,11 @@ fn snapshot_within(wasm: &[u8], program: &str, bounds: Bounds) -> Result<Vec<u8>
     let mut store = Store::new(&engine, Init::new(program, bounds.memory));
     store.limiter(|init| &mut init.limits);
     store.set_fuel(bounds.fuel).map_err(SnapshotError::Init)?;
-    let instance = initialise(&mut store, &instrumented).map_err(|e| {
-        match e.downcast_ref::<wasmtime::Trap>() {
-            Some(wasmtime::Trap::OutOfFuel) => SnapshotError::Endless(bounds.fuel),
-            _ => SnapshotError::Init(e),
-        }
+    let instance = initialise(&mut store, &instrumented, init).map_err(|e| match e
+        .downcast_ref::<wasmtime::Trap>()
+    {
+        Some(wasmtime::Trap::OutOfFuel) => SnapshotError::Endless(bounds.fuel),
+        _ => SnapshotError::Init(e),
     })?;
     let mut state = Snapshotted { store, instance };
     futures::executor::block_on(wizer.snapshot(&cx, &mut state))
@@ -106,16 +113,23 @@ impl Init {
     }
 }
 
-/// Instantiates the instrumented module and runs its initialisation.
-fn initialise(store: &mut Store<Init>, wasm: &[u8]) -> wasmtime::Result<wasmtime::Instance> {
+/// Instantiates the instrumented module and runs its `_initialize`, then `init`.
+fn initialise(
+    store: &mut Store<Init>,
+    wasm: &[u8],
+    init: &str,
+) -> wasmtime::Result<wasmtime::Instance> {
     let module = Module::new(store.engine(), wasm)?;
     let mut linker = Linker::new(store.engine());
     p1::add_to_linker_sync(&mut linker, |init: &mut Init| &mut init.wasi)?;
     linker.define_unknown_imports_as_traps(&module)?;
     let instance = linker.instantiate(&mut *store, &module)?;
-    instance
-        .get_typed_func::<(), ()>(&mut *store, INIT)?
-        .call(&mut *store, ())?;
+    if init != REACTOR && instance.get_func(&mut *store, REACTOR).is_some() {
+        let reactor = instance.get_typed_func::<(), ()>(&mut *store, REACTOR)?;
+        reactor.call(&mut *store, ())?;
+    }
+    let init = instance.get_typed_func::<(), ()>(&mut *store, init)?;
+    init.call(&mut *store, ())?;
     Ok(instance)
 }
 
@@ -225,8 +239,8 @@ fn data_section(segments: Vec<(usize, Vec<u8>)>) -> DataSection {
 mod tests {
     use super::*;
 
-    /// A reactor whose initialisation runs `init` and whose `read` returns what it left: its
-    /// global plus the number at address 64. It imports WASI's `args_sizes_get` and the host's
+    /// A reactor whose initialisation runs `init`, whose `finish` doubles its global, and whose
+    /// `read` returns what they left: its global plus the number at address 64. It imports WASI's `args_sizes_get` and the host's
     /// `cache.get`.
     fn reactor(init: &str) -> Vec<u8> {
         wat::parse_str(format!(
@@ -238,6 +252,7 @@ mod tests {
                 (data (i32.const 128) "a")
                 (data (i32.const 132) "b")
                 (func (export "_initialize") {init})
+                (func (export "finish") (global.set $g (i32.mul (global.get $g) (i32.const 2))))
                 (func (export "read") (result i32)
                     (i32.add (global.get $g) (i32.load (i32.const 64)))))"#
         ))
@@ -245,8 +260,8 @@ mod tests {
     }
 
     /// Calls `read` of a fresh instance of `wasm`, which must need no imports after all, and
-    /// says whether it still exports `_initialize`.
-    fn read(wasm: &[u8]) -> (i32, bool) {
+    /// says whether it still exports `_initialize` or `init`.
+    fn read(wasm: &[u8], init: &str) -> (i32, bool) {
         let engine = Engine::default();
         let module = Module::new(&engine, wasm).expect("the snapshot compiles");
         let mut linker = Linker::<()>::new(&engine);
@@ -256,28 +271,34 @@ mod tests {
         let read = instance
             .get_typed_func::<(), i32>(&mut store, "read")
             .unwrap();
-        let initialise = instance.get_export(&mut store, INIT).is_some();
+        let initialise = [REACTOR, init]
+            .iter()
+            .any(|name| instance.get_export(&mut store, name).is_some());
         (read.call(&mut store, ()).unwrap(), initialise)
     }
 
     #[test]
     fn the_initialised_state_is_the_module_s_and_the_initialisation_is_gone() {
         let init = "(global.set $g (i32.const 40)) (i32.store (i32.const 64) (i32.const 2))";
-        let snapshot = snapshot(&reactor(init), "plugin").unwrap();
-        assert_eq!(read(&snapshot), (42, false));
-        assert_eq!(
-            read(&reactor(init)),
-            (0, true),
-            "the original starts uninitialised"
-        );
+        let snapshot = snapshot(&reactor(init), "plugin", REACTOR).unwrap();
+        assert_eq!(read(&snapshot, REACTOR), (42, false));
+        let original = read(&reactor(init), REACTOR);
+        assert_eq!(original, (0, true), "the original starts uninitialised");
+    }
+
+    #[test]
+    fn the_init_function_runs_after_the_reactor_s_initialisation() {
+        let init = "(global.set $g (i32.const 20)) (i32.store (i32.const 64) (i32.const 2))";
+        let snapshot = snapshot(&reactor(init), "plugin", "finish").unwrap();
+        assert_eq!(read(&snapshot, "finish"), (42, false));
     }
 
     #[test]
     fn the_initialisation_gets_its_program_name_as_its_only_argument() {
         let init = "(drop (call $args (i32.const 0) (i32.const 4))) \
                     (i32.store (i32.const 64) (i32.add (i32.mul (i32.load (i32.const 0)) (i32.const 100)) (i32.load (i32.const 4))))";
-        let snapshot = snapshot(&reactor(init), "webapp").unwrap();
-        assert_eq!(read(&snapshot).0, 100 + "webapp\0".len() as i32);
+        let snapshot = snapshot(&reactor(init), "webapp", REACTOR).unwrap();
+        assert_eq!(read(&snapshot, REACTOR).0, 100 + "webapp\0".len() as i32);
     }
 
     #[test]
@@ -286,7 +307,7 @@ mod tests {
             fuel: 1_000_000,
             ..BOUNDS
         };
-        let endless = snapshot_within(&reactor("(loop $l (br $l))"), "plugin", bounds);
+        let endless = snapshot_within(&reactor("(loop $l (br $l))"), "plugin", REACTOR, bounds);
         let error = endless.unwrap_err();
         assert!(
             matches!(error, SnapshotError::Endless(1_000_000)),
@@ -298,14 +319,14 @@ mod tests {
     #[test]
     fn an_initialisation_that_grows_past_its_memory_is_stopped() {
         let grow = "(drop (memory.grow (i32.const 20000)))";
-        let error = snapshot(&reactor(grow), "plugin").unwrap_err();
+        let error = snapshot(&reactor(grow), "plugin", REACTOR).unwrap_err();
         assert!(matches!(error, SnapshotError::Init(_)), "{error}");
         assert!(error.to_string().contains("memory"), "{error}");
     }
 
     #[test]
     fn an_initialisation_that_calls_the_host_is_refused_naming_the_import() {
-        let error = snapshot(&reactor("(call $get)"), "plugin").unwrap_err();
+        let error = snapshot(&reactor("(call $get)"), "plugin", REACTOR).unwrap_err();
         assert!(matches!(error, SnapshotError::Init(_)), "{error}");
         assert!(
             error.to_string().contains("wasmop:reconciler/cache@0.1.3"),
@@ -316,7 +337,7 @@ mod tests {
     #[test]
     fn a_module_that_is_not_a_reactor_is_refused() {
         let command = wat::parse_str(r#"(module (func (export "_start")))"#).unwrap();
-        let error = snapshot(&command, "plugin").unwrap_err();
+        let error = snapshot(&command, "plugin", REACTOR).unwrap_err();
         assert!(error.to_string().contains("_initialize"), "{error}");
     }
 

@@ -111,7 +111,8 @@ async fn a_config_file_scopes_the_host_to_its_namespaces_and_limits_a_plugin() -
 }
 
 /// One module of two controllers (tests/guests/pair, set up as an operator's main sets them up)
-/// runs as two plugins from one `plugins` entry listing both: both mark a new ConfigMap, each
+/// runs as two plugins from one `plugins` entry listing both: both mark a new ConfigMap with the
+/// mark the entry's args gave their setup (which `wasmop build` ran once without them), each
 /// named after its controller and its source after the file and the controller. A host given
 /// the module with none selected does not start, and says why, naming both.
 #[tokio::test]
@@ -127,7 +128,7 @@ async fn a_module_of_two_controllers_runs_each_as_a_plugin_of_its_own() -> anyho
         let yaml = format!(
             "namespaces: [{namespace}]\nmetrics-bind-address: {metrics}\n\
              health-probe-bind-address: '0'\nplugins:\n\
-             - file: {}\n\x20 controllers: [first, second]\n",
+             - file: {}\n\x20 controllers: [first, second]\n\x20 args: [--mark=configured]\n",
             pair.display()
         );
         std::fs::write(&config, yaml)?;
@@ -142,7 +143,7 @@ async fn a_module_of_two_controllers_runs_each_as_a_plugin_of_its_own() -> anyho
             let annotations = annotations.unwrap_or_default();
             if marks
                 .iter()
-                .all(|m| annotations.get(*m).map(String::as_str) == Some("seen"))
+                .all(|m| annotations.get(*m).map(String::as_str) == Some("configured"))
             {
                 break;
             }

@@ -22,10 +22,13 @@
 package wasmop
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/internal/plugin"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"wasmop.dev/guest"
@@ -47,25 +50,78 @@ type Plugin struct {
 }
 
 // Register makes the controller p's setup completes the component's reconciler. The setup runs
-// in each instance, on its first call (guest.RegisterFunc), so it and the controller it selects
-// (WASMOP_CONTROLLER) see the plugin entry's args and environment, not the build's.
+// here, in the init function, which `wasmop build` runs once for every instance; an instance
+// whose args or environment are not those the init function saw (a plugin entry's args and env)
+// runs it again on its first call, so Setup always sees the instance's. Which controller the
+// instance runs (WASMOP_CONTROLLER) is chosen on its first call.
 func Register(p Plugin) {
+	m, setupErr := setUp(p)
+	seen := configuration()
+	unselected, unselectedErr := complete(p, m, setupErr)
+	if unselectedErr == nil {
+		warm(p.Scheme, unselected.Kinds())
+	}
 	guest.RegisterFunc(func() guest.Reconciler {
-		built, err := build(p)
+		b, err := unselected, unselectedErr
+		if setupErr != nil || configuration() != seen {
+			m, setupErr = setUp(p)
+			b, err = complete(p, m, setupErr)
+		} else if os.Getenv(plugin.SelectionVariable) != "" {
+			b, err = complete(p, m, setupErr)
+		}
 		if err != nil {
 			panic(fmt.Sprintf("plugin %s: %v", p.Name, err))
 		}
-		return guest.Reconciler{Registration: built.Registration, Reconcile: built.Reconcile, Handle: built.Handle, Webhooks: built.Webhooks, LoadWarnings: built.LoadWarnings}
+		return guest.Reconciler{Registration: b.Registration, Reconcile: b.Reconcile, Handle: b.Handle, Webhooks: b.Webhooks, LoadWarnings: b.LoadWarnings}
 	})
 }
 
-func build(p Plugin) (*plugin.Plugin, error) {
+// configuration is what of the process's args and environment a setup may read: the args after
+// the program's name, and every variable but the controller selection.
+func configuration() string {
+	var b strings.Builder
+	for _, arg := range os.Args[min(1, len(os.Args)):] {
+		b.WriteString(arg + "\x00")
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, plugin.SelectionVariable+"=") {
+			b.WriteString(kv + "\x00")
+		}
+	}
+	return b.String()
+}
+
+// warm fills encoding/json's caches for the Go types of kinds, which a reconcile would otherwise
+// fill in every fresh instance (a Deployment's types take milliseconds).
+func warm(scheme *runtime.Scheme, kinds []guest.Kind) {
+	for _, k := range kinds {
+		obj, err := scheme.New(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+		if err != nil {
+			continue
+		}
+		if data, err := json.Marshal(obj); err == nil {
+			_ = json.Unmarshal(data, obj)
+		}
+	}
+}
+
+// setUp is a manager with p's setup run on it.
+func setUp(p Plugin) (*plugin.Manager, error) {
 	if p.Scheme == nil {
 		return nil, fmt.Errorf("no Scheme")
 	}
 	m := plugin.NewManager(p.Scheme)
 	if err := p.Setup(m); err != nil {
 		return nil, fmt.Errorf("setting up: %w", err)
+	}
+	return m, nil
+}
+
+// complete is the plugin of the controller the instance selects from m's, with its
+// permissions; setupErr when the setup failed.
+func complete(p Plugin, m *plugin.Manager, setupErr error) (*plugin.Plugin, error) {
+	if setupErr != nil {
+		return nil, setupErr
 	}
 	built, err := plugin.Build(p.Name, p.Version, m, p.Permissions, os.Getenv(plugin.SelectionVariable))
 	if err != nil {

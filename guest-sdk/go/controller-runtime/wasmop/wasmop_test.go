@@ -3,6 +3,7 @@ package wasmop
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/controller-runtime/internal/plugin"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,12 @@ import (
 	"wasmop.dev/guest"
 	"wasmop.dev/guest/guesttest"
 )
+
+// build is the plugin p registers in an instance with the process's args and environment.
+func build(p Plugin) (*plugin.Plugin, error) {
+	m, err := setUp(p)
+	return complete(p, m, err)
+}
 
 func scheme(t *testing.T) *runtime.Scheme { return testscheme.New(t) }
 

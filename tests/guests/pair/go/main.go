@@ -1,11 +1,14 @@
 // Command pair sets up two controllers on one manager, as an operator's main does: `first` and
 // `second`, each on ConfigMaps, each marking the ConfigMaps it reconciles with its own annotation
-// (`pair.wasmop.dev/<name>: seen`). The module runs as two plugins, each loaded with
-// WASMOP_CONTROLLER naming its controller; loaded with none, it fails naming both.
+// (`pair.wasmop.dev/<name>: <mark>`, the mark its setup read from its `--mark` flag, `seen` by
+// default). The module runs as two plugins, each loaded with WASMOP_CONTROLLER naming its
+// controller; loaded with none, it fails naming both.
 package main
 
 import (
 	"context"
+	"flag"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +22,7 @@ import (
 type marker struct {
 	client client.Client
 	name   string
+	mark   string
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;update;patch
@@ -29,14 +33,14 @@ func (m *marker) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	key := "pair.wasmop.dev/" + m.name
-	if cm.Annotations[key] == "seen" {
+	if cm.Annotations[key] == m.mark {
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFrom(cm.DeepCopy())
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[key] = "seen"
+	cm.Annotations[key] = m.mark
 	return ctrl.Result{}, m.client.Patch(ctx, &cm, patch)
 }
 
@@ -48,9 +52,14 @@ func init() {
 	wasmop.Register(wasmop.Plugin{
 		Name: "pair", Version: "0.1.0", Scheme: scheme,
 		Setup: func(mgr ctrl.Manager) error {
+			flags := flag.NewFlagSet("pair", flag.ContinueOnError)
+			mark := flags.String("mark", "seen", "the value of the controllers' annotations")
+			if err := flags.Parse(os.Args[1:]); err != nil {
+				return err
+			}
 			for _, name := range []string{"first", "second"} {
 				err := ctrl.NewControllerManagedBy(mgr).Named(name).For(&corev1.ConfigMap{}).
-					Complete(&marker{client: mgr.GetClient(), name: name})
+					Complete(&marker{client: mgr.GetClient(), name: name, mark: *mark})
 				if err != nil {
 					return err
 				}

@@ -82,6 +82,7 @@ struct Args {
     curve: Vec<usize>,
     /// The operators to run (controller-runtime, kube-rs, wasmop-rust,
     /// wasmop-rust-compiling-in-process, wasmop-python,
+    /// wasmop-go-controller-runtime-api,
     /// wasmop-go-controller-runtime-api-4-warm-instances, kopf); all by default.
     #[arg(long, env = "WASMOP_BENCH_ONLY", value_delimiter = ',', value_parser = comparator)]
     only: Vec<Comparator>,
@@ -169,15 +170,7 @@ async fn startups(
 ) -> anyhow::Result<(Vec<Startup>, f64)> {
     let cluster = Cluster::start(bench.repo).await?;
     let prefilled = cluster.namespace("prefilled").await?;
-    // One unmeasured start each, so no run pays a first start's costs (wasmop compiling the
-    // plugin into its warm cache, the page cache loading a program).
-    let warm_up = cluster.namespace("warm-up").await?;
-    for &comparator in comparators {
-        eprintln!("[bench] warming up {}", comparator.name);
-        bench
-            .startup(&cluster, comparator, &warm_up, (0, CompileCache::Warm))
-            .await?;
-    }
+    warm_up(comparators, bench, &cluster).await?;
     let mut runs = Vec::new();
     if comparators.iter().any(|c| c.key() == "wasmop-rust") {
         // Once to compile the plugins into the warm cache, once measured; in a namespace of its
@@ -236,6 +229,23 @@ async fn startups(
     let json_bytes = cluster.json_bytes(&prefilled).await?;
     cluster.stop().await?;
     Ok((runs, json_bytes))
+}
+
+/// One unmeasured start of each comparator, so no run pays a first start's costs (wasmop
+/// compiling the plugin into its warm cache, the page cache loading a program).
+async fn warm_up(
+    comparators: &[Comparator],
+    bench: &Bench<'_>,
+    cluster: &Cluster,
+) -> anyhow::Result<()> {
+    let namespace = cluster.namespace("warm-up").await?;
+    for &comparator in comparators {
+        eprintln!("[bench] warming up {}", comparator.name);
+        bench
+            .startup(cluster, comparator, &namespace, (0, CompileCache::Warm))
+            .await?;
+    }
+    Ok(())
 }
 
 /// Every convergence run, each on a control plane of its own.
@@ -364,6 +374,9 @@ async fn main() -> anyhow::Result<()> {
         compile_cache: &compile_cache,
     };
     let (startup, json_bytes) = if args.converge_only {
+        let cluster = Cluster::start(&repo).await?;
+        warm_up(&comparators, &bench, &cluster).await?;
+        cluster.stop().await?;
         (Vec::new(), 0.0)
     } else {
         startups(&args, &comparators, &bench).await?

@@ -113,10 +113,7 @@ fn pre_initialise(name: &str, dir: &Path, from: &Path, to: &Path) -> Result<(), 
         Language::Go,
         format!("pre-initialising {name} (Go runtime start, package inits) ..."),
     );
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| BuildError::Io { path, source }
-    };
+    let io = step::io;
     let core = std::fs::read(from).map_err(io(from))?;
     let snapshot =
         snapshot::snapshot(&core, name, FINISH).map_err(|reason| BuildError::Snapshot {

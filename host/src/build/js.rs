@@ -4,7 +4,7 @@
 //! component embeds the JS engine (StarlingMonkey) and imports no `wasi:http`. The tools are the
 //! SDK's own, installed into `guest-sdk/js/node_modules` by `guest-sdk/js/install-toolchain`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -126,10 +126,7 @@ fn type_check(bin: &Path, dir: &Path) -> Result<(), BuildError> {
 
 /// Copies the folder `from` to `to`, recursively.
 fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
-    let io = |path: &Path| {
-        let path: PathBuf = path.to_owned();
-        move |source| BuildError::Io { path, source }
-    };
+    let io = step::io;
     std::fs::create_dir_all(to).map_err(io(to))?;
     for entry in std::fs::read_dir(from).map_err(io(from))? {
         let entry = entry.map_err(io(from))?;

@@ -1,7 +1,8 @@
 //! Build-time pre-initialisation of a reactor core module, with Wizer: its `_initialize` (a Go
 //! program's runtime start and package `init`s), then the init function the build names, run
-//! once, here, and the memory and globals they leave become the module's data. Every instance of the plugin then starts initialised, and
-//! the host maps that data copy-on-write, so instances share it.
+//! once, here, and the memory and globals they leave become the module's data. Every instance of
+//! the plugin then starts initialised, and the host maps that data copy-on-write, so instances
+//! share it.
 //!
 //! The initialisation gets WASI preview1 with nothing but its program name: no environment, no
 //! files, no network; stdout and stderr go to the build's stderr. Any other import traps, so a
@@ -9,9 +10,8 @@
 //! [`BOUNDS`]: one that never ends or grows without end is stopped.
 //!
 //! Invariants: the snapshot exports neither `_initialize` nor the init function, so nothing runs
-//! the initialisation again;
-//! what it drew from `random_get` while initialising (Go's map hash seeds) is the build's, the
-//! same in every instance.
+//! the initialisation again; what it drew from `random_get` while initialising (Go's map hash
+//! seeds) is the build's, the same in every instance.
 
 use wasm_encoder::{ConstExpr, DataSection, RawSection};
 use wasmparser::{DataKind, Operator, Parser, Payload};
@@ -188,12 +188,12 @@ fn merge_data(wasm: &[u8]) -> Result<Vec<u8>, SnapshotError> {
                     segments.push((value as u32 as usize, data.data.to_vec()));
                 }
                 data_at = Some(sections.len());
-                sections.push((0, Vec::new()));
+                sections.push((0, &[][..]));
             }
             Payload::DataCountSection { .. } => {}
             payload => {
                 if let Some((id, range)) = payload.as_section() {
-                    sections.push((id, wasm[range].to_vec()));
+                    sections.push((id, &wasm[range]));
                 }
             }
         }

@@ -104,6 +104,12 @@ pub enum BuildError {
     },
 }
 
+/// The error of an I/O failure on `path`.
+pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+    let path = path.to_owned();
+    move |source| BuildError::Io { path, source }
+}
+
 /// Says `message` on stderr with the language's prefix.
 pub(super) fn say(language: Language, message: impl std::fmt::Display) {
     eprintln!("[{}] {message}", language.folder());

@@ -67,7 +67,7 @@ func Register(p Plugin) {
 			m, setupErr = setUp(p)
 			b, err = complete(p, m, setupErr)
 		} else if os.Getenv(plugin.SelectionVariable) != "" {
-			b, err = complete(p, m, setupErr)
+			b, err = complete(p, m, nil)
 		}
 		if err != nil {
 			panic(fmt.Sprintf("plugin %s: %v", p.Name, err))

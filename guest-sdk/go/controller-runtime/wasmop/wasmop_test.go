@@ -3,7 +3,6 @@ package wasmop
 import (
 	"context"
 	"fmt"
-	"sigs.k8s.io/controller-runtime/internal/plugin"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/internal/plugin"
 	"sigs.k8s.io/controller-runtime/internal/testscheme"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
